@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# make check   build everything (installing what is missing) and run all tests
+# make demo    boot a VM, create srnic0 and show it as users see it
+# make modules build srnic.ko (KDIR=<kernel build dir> for another kernel)
+#
+# The test kernel is built once from Debian's linux-source-6.12 and the
+# fragments in qemu/config/, and cached in ~/.cache/srnic (SRNIC_CACHE).
+
+SHELL := /bin/bash
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+
+# The project's test kernel unless KDIR is given: `make kernel` builds it
+# (or finds it in the cache) and records where it is in out/kernel-dir.
+KERNEL_RECORD := out/kernel-dir
+ifeq ($(origin KDIR),undefined)
+KDIR = $$(cat $(CURDIR)/$(KERNEL_RECORD))/build
+MODULES_NEED := kernel
+endif
+
+KBUILD_ARGS := LLVM=1 RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc BINDGEN=bindgen
+
+.PHONY: all setup kernel modules host-test vm-test check demo clean
+
+all: modules
+
+setup:
+	scripts/setup.sh
+
+kernel: setup
+	@mkdir -p out
+	scripts/build-kernel.sh > $(KERNEL_RECORD).tmp
+	mv $(KERNEL_RECORD).tmp $(KERNEL_RECORD)
+	@echo "test kernel: $$(cat $(KERNEL_RECORD))"
+
+modules: $(MODULES_NEED)
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_ARGS) modules
+
+host-test:
+	cd rust/pure && cargo test --quiet
+
+vm-test: modules
+	tests/run
+
+check: setup host-test modules
+	tests/run
+
+demo: modules
+	qemu/demo
+
+clean:
+	-$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_ARGS) clean
+	rm -rf rust/pure/target out

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The devices of this module: creation through `rdma link add`, removal
+//! with their netdev or at module unload, and netdev state changes.
+//!
+//! Lock order: RTNL, then the device list. Nothing that may take RTNL
+//! (registering or unregistering an `ib_device`) runs under the list lock.
+
+use crate::device::SrnicDevice;
+use crate::kapi::global::ModuleGlobal;
+use crate::kapi::netdev::{rtnl_lock, NetDevice, NetdevEvent, NetdevHandler};
+use crate::kapi::rdma::{Device, DeviceConfig, DeviceRef, LinkType};
+use kernel::alloc::KVec;
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::sync::Mutex;
+use kernel::{new_mutex, ThisModule};
+
+#[pin_data]
+struct Registry {
+    module: &'static ThisModule,
+    /// Serialises `rdma link add`, so that two requests for one netdev
+    /// cannot both pass the duplicate check.
+    #[pin]
+    newlink: Mutex<()>,
+    /// Every device this module registered that may not be fully gone yet.
+    #[pin]
+    devices: Mutex<KVec<DeviceRef<SrnicDevice>>>,
+}
+
+static REGISTRY: ModuleGlobal<Registry> = ModuleGlobal::new();
+
+/// Sets up the registry at module init.
+pub(crate) fn install(module: &'static ThisModule) -> Result {
+    let registry = KBox::pin_init(
+        pin_init!(Registry {
+            module,
+            newlink <- new_mutex!(()),
+            devices <- new_mutex!(KVec::new()),
+        }),
+        GFP_KERNEL,
+    )?;
+    REGISTRY.install(registry)
+}
+
+/// Unregisters every device and frees the registry, at module exit (or a
+/// failed init) after the link type and the netdev notifier are gone.
+pub(crate) fn remove_all() {
+    // SAFETY: the only users of `REGISTRY.get` are `newlink` and the netdev
+    // notifier; the caller has unregistered both, and their unregistration
+    // waits for running calls.
+    let Some(registry) = (unsafe { REGISTRY.remove() }) else {
+        return;
+    };
+    let devices = core::mem::take(&mut *registry.devices.lock());
+    for device in devices.iter() {
+        // Also fences against an unregistration already under way (queued
+        // by a netdev removal or started by `rdma link delete`): it returns
+        // only after that one has finished with this module's code.
+        device.unregister();
+    }
+}
+
+/// The `srnic` link type.
+pub(crate) struct SrnicLink;
+
+impl LinkType for SrnicLink {
+    const NAME: &'static CStr = c_str!("srnic");
+
+    fn newlink(name: &CStr, netdev: &NetDevice) -> Result {
+        let registry = REGISTRY.get().ok_or(ENODEV)?;
+        let _serialised = registry.newlink.lock();
+
+        let Some(mac) = netdev.ethernet_address() else {
+            pr_warn!("{}: {} is not an Ethernet device, RoCE needs one\n", name, netdev.name());
+            return Err(EINVAL);
+        };
+        if netdev.is_loopback() {
+            pr_warn!("{}: {} is a loopback device, RoCE needs Ethernet\n", name, netdev.name());
+            return Err(EINVAL);
+        }
+        if registry.find_active_on(netdev) {
+            pr_warn!("{}: {} already carries an srnic device\n", name, netdev.name());
+            return Err(EEXIST);
+        }
+        registry.prune();
+
+        let config = DeviceConfig {
+            name,
+            netdev,
+            node_guid: crate::pure::guid::node_guid_from_mac(mac),
+            node_desc: c_str!("srnic"),
+            num_comp_vectors: 1,
+            module: registry.module,
+        };
+        let device = Device::register(SrnicDevice::new(netdev), &config)?;
+
+        // The netdev may have started unregistering while the device was
+        // being registered, in which case the notifier ran before the device
+        // was listed. Under RTNL that question has a stable answer.
+        let rtnl = rtnl_lock();
+        if !netdev.is_registered() {
+            drop(rtnl);
+            device.unregister();
+            return Err(ENODEV);
+        }
+        let mut devices = registry.devices.lock();
+        if devices.reserve(1, GFP_KERNEL).is_err() {
+            drop(devices);
+            drop(rtnl);
+            pr_err!("{}: out of memory listing the device\n", name);
+            device.unregister();
+            return Err(ENOMEM);
+        }
+        // Cannot fail: room for one more was reserved just above.
+        let _ = devices.push(device, GFP_KERNEL);
+        Ok(())
+    }
+}
+
+impl Registry {
+    /// Whether a registered device is bound to `netdev`.
+    fn find_active_on(&self, netdev: &NetDevice) -> bool {
+        self.devices
+            .lock()
+            .iter()
+            .any(|device| device.active().is_some_and(|dev| dev.is_bound_to(netdev)))
+    }
+
+    /// Forgets devices that have been unregistered, so that a long-lived
+    /// module does not accumulate them. Needs no fence: the module is not
+    /// unloading while `newlink` runs.
+    fn prune(&self) {
+        let mut devices = self.devices.lock();
+        let live = devices.iter().filter(|device| device.active().is_some()).count();
+        if live == devices.len() {
+            return;
+        }
+        let Ok(mut kept) = KVec::with_capacity(live, GFP_KERNEL) else {
+            return;
+        };
+        for device in core::mem::take(&mut *devices) {
+            if device.active().is_some() {
+                // Cannot fail: the capacity was reserved above.
+                let _ = kept.push(device, GFP_KERNEL);
+            }
+        }
+        *devices = kept;
+    }
+}
+
+/// Follows the state of the netdevs that carry srnic devices.
+pub(crate) struct NetdevWatcher;
+
+impl NetdevHandler for NetdevWatcher {
+    fn event(&self, event: NetdevEvent, netdev: &NetDevice) {
+        let Some(registry) = REGISTRY.get() else {
+            return;
+        };
+        let devices = registry.devices.lock();
+        for device in devices.iter() {
+            let Some(dev) = device.active() else {
+                continue;
+            };
+            if !dev.is_bound_to(netdev) {
+                continue;
+            }
+            match event {
+                NetdevEvent::Unregister => {
+                    pr_info!("{}: removing, {} is going away\n", dev.name(), netdev.name());
+                    dev.unregister_queued();
+                }
+                NetdevEvent::Up | NetdevEvent::Down | NetdevEvent::Change => dev.update_port_state(&dev),
+                NetdevEvent::ChangeMtu => dev.log_mtu_change(&dev),
+                NetdevEvent::ChangeAddr | NetdevEvent::Other(_) => {}
+            }
+        }
+    }
+}

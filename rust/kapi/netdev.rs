@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Network devices, references to them, RTNL and the netdev notifier.
+
+use crate::bindings;
+use core::marker::PhantomPinned;
+use core::pin::Pin;
+use core::ptr::NonNull;
+use kernel::alloc::KBox;
+use kernel::error::to_result;
+use kernel::ffi::{c_int, c_ulong, c_void};
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::types::Opaque;
+
+/// A `struct net_device`, borrowed.
+#[repr(transparent)]
+pub struct NetDevice(Opaque<bindings::net_device>);
+
+impl NetDevice {
+    /// Borrows the netdev at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must point to a valid `net_device` that stays valid (referenced
+    /// or otherwise pinned by the caller's context) for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::net_device) -> &'a Self {
+        // SAFETY: `NetDevice` is a transparent wrapper of `net_device`, and
+        // the caller guarantees validity for `'a`.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// The raw pointer, for the abstractions in this crate.
+    pub(crate) fn as_raw(&self) -> *mut bindings::net_device {
+        self.0.get()
+    }
+
+    /// The interface name. It can change under RTNL, so use it in messages
+    /// only, never as an identity.
+    pub fn name(&self) -> &CStr {
+        // SAFETY: `name` is an array inside the valid netdev; the kernel
+        // keeps it NUL-terminated even while a rename rewrites it.
+        let name = unsafe { &(*self.as_raw()).name };
+        // SAFETY: `c_char` and `u8` have the same layout.
+        let bytes: &[u8] = unsafe { &*(name.as_slice() as *const [_] as *const [u8]) };
+        let len = bytes.iter().position(|&b| b == 0).unwrap_or(0);
+        match bytes.get(..=len) {
+            // SAFETY: the slice ends at its first NUL, and has no other.
+            Some(with_nul) if len > 0 => unsafe { CStr::from_bytes_with_nul_unchecked(with_nul) },
+            _ => c_str!("?"),
+        }
+    }
+
+    /// The interface index.
+    pub fn ifindex(&self) -> i32 {
+        // SAFETY: reading a field of the valid netdev; it is set once at
+        // registration.
+        unsafe { (*self.as_raw()).ifindex }
+    }
+
+    /// The MTU in bytes.
+    pub fn mtu(&self) -> u32 {
+        // SAFETY: the field is inside the valid netdev; it changes under
+        // RTNL with `WRITE_ONCE`, so a volatile read sees a whole value.
+        unsafe { core::ptr::addr_of!((*self.as_raw()).mtu).read_volatile() }
+    }
+
+    /// Whether the interface is administratively up (`IFF_UP` and running).
+    pub fn is_running(&self) -> bool {
+        // SAFETY: the netdev is valid.
+        unsafe { bindings::srnic_netif_running(self.as_raw()) }
+    }
+
+    /// Whether the interface has carrier.
+    pub fn has_carrier(&self) -> bool {
+        // SAFETY: the netdev is valid.
+        unsafe { bindings::srnic_netif_carrier_ok(self.as_raw()) }
+    }
+
+    /// Whether the interface is registered (not yet being unregistered).
+    pub fn is_registered(&self) -> bool {
+        // SAFETY: the netdev is valid.
+        unsafe { bindings::srnic_netdev_is_registered(self.as_raw()) }
+    }
+
+    /// Whether this is a loopback interface.
+    pub fn is_loopback(&self) -> bool {
+        // SAFETY: the netdev is valid; `flags` is read as a whole word.
+        let flags = unsafe { core::ptr::addr_of!((*self.as_raw()).flags).read_volatile() };
+        flags & bindings::IFF_LOOPBACK as u32 != 0
+    }
+
+    /// The 6-byte hardware address of an Ethernet-type interface, or `None`
+    /// for interfaces with no Ethernet framing (tunnels, IP-only devices).
+    pub fn ethernet_address(&self) -> Option<[u8; 6]> {
+        let dev = self.as_raw();
+        // SAFETY: the netdev is valid; `type_` and `addr_len` are fixed at
+        // registration.
+        let (kind, addr_len, addr) =
+            unsafe { ((*dev).type_, (*dev).addr_len, (*dev).dev_addr) };
+        if u32::from(kind) != bindings::ARPHRD_ETHER
+            || usize::from(addr_len) != bindings::ETH_ALEN as usize
+            || addr.is_null()
+        {
+            return None;
+        }
+        let mut mac = [0u8; 6];
+        // SAFETY: `dev_addr` points to at least `addr_len` (6) bytes owned
+        // by the netdev; address changes happen under RTNL and a torn read
+        // only yields a stale address.
+        unsafe { core::ptr::copy_nonoverlapping(addr, mac.as_mut_ptr(), mac.len()) };
+        Some(mac)
+    }
+
+    /// Takes a reference that keeps the netdev alive.
+    pub fn get_ref(&self) -> NetDeviceRef {
+        // SAFETY: the netdev is valid; the reference is dropped in
+        // `NetDeviceRef::drop`.
+        unsafe { bindings::srnic_dev_hold(self.as_raw()) };
+        NetDeviceRef(NonNull::from(&self.0).cast())
+    }
+}
+
+/// A counted reference to a netdev (`dev_hold`/`dev_put`).
+///
+/// A netdev cannot finish unregistering while references exist, so their
+/// owners must drop them when they see `NETDEV_UNREGISTER`.
+pub struct NetDeviceRef(NonNull<bindings::net_device>);
+
+// SAFETY: the reference count is atomic and `NetDevice` methods are safe to
+// call from any thread.
+unsafe impl Send for NetDeviceRef {}
+// SAFETY: as above; shared use only calls `&self` methods of `NetDevice`.
+unsafe impl Sync for NetDeviceRef {}
+
+impl core::ops::Deref for NetDeviceRef {
+    type Target = NetDevice;
+
+    fn deref(&self) -> &NetDevice {
+        // SAFETY: the held reference keeps the netdev valid while `self`
+        // lives.
+        unsafe { NetDevice::from_raw(self.0.as_ptr()) }
+    }
+}
+
+impl Drop for NetDeviceRef {
+    fn drop(&mut self) {
+        // SAFETY: balances the `dev_hold` in `NetDevice::get_ref`.
+        unsafe { bindings::srnic_dev_put(self.0.as_ptr()) };
+    }
+}
+
+/// Holds the RTNL lock until dropped.
+pub struct RtnlGuard(());
+
+/// Takes the RTNL lock, which serialises netdev state changes and the
+/// netdev notifier.
+pub fn rtnl_lock() -> RtnlGuard {
+    // SAFETY: taking RTNL from process context; released on drop.
+    unsafe { bindings::rtnl_lock() };
+    RtnlGuard(())
+}
+
+impl Drop for RtnlGuard {
+    fn drop(&mut self) {
+        // SAFETY: the guard exists only while RTNL is held by this thread.
+        unsafe { bindings::rtnl_unlock() };
+    }
+}
+
+/// The netdev events drivers act on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NetdevEvent {
+    /// The interface came up.
+    Up,
+    /// The interface went down.
+    Down,
+    /// Carrier or other state changed.
+    Change,
+    /// The MTU changed.
+    ChangeMtu,
+    /// The hardware address changed.
+    ChangeAddr,
+    /// The interface is being unregistered; drop every reference to it.
+    Unregister,
+    /// Any other event.
+    Other(u64),
+}
+
+impl NetdevEvent {
+    fn from_raw(event: c_ulong) -> Self {
+        let event = event as u64;
+        match event as u32 {
+            _ if event > u64::from(u32::MAX) => Self::Other(event),
+            bindings::netdev_cmd_NETDEV_UP => Self::Up,
+            bindings::netdev_cmd_NETDEV_DOWN => Self::Down,
+            bindings::netdev_cmd_NETDEV_CHANGE => Self::Change,
+            bindings::netdev_cmd_NETDEV_CHANGEMTU => Self::ChangeMtu,
+            bindings::netdev_cmd_NETDEV_CHANGEADDR => Self::ChangeAddr,
+            bindings::netdev_cmd_NETDEV_UNREGISTER => Self::Unregister,
+            _ => Self::Other(event),
+        }
+    }
+}
+
+/// What a netdev notifier does with each event.
+pub trait NetdevHandler: Send + Sync {
+    /// Called for every event on every netdev, in process context with RTNL
+    /// held.
+    fn event(&self, event: NetdevEvent, dev: &NetDevice);
+}
+
+struct NotifierBlock<H> {
+    nb: Opaque<bindings::notifier_block>,
+    handler: H,
+    _pin: PhantomPinned,
+}
+
+/// A registered netdev notifier; unregistered when dropped.
+pub struct NetdevNotifier<H: NetdevHandler> {
+    block: Pin<KBox<NotifierBlock<H>>>,
+}
+
+impl<H: NetdevHandler> NetdevNotifier<H> {
+    /// Registers `handler` for netdev events. Registration replays
+    /// `NETDEV_REGISTER` and `NETDEV_UP` for existing netdevs.
+    pub fn register(handler: H) -> Result<Self> {
+        let nb = bindings::notifier_block {
+            notifier_call: Some(Self::notifier_call),
+            ..Default::default()
+        };
+        let block = KBox::pin(
+            NotifierBlock {
+                nb: Opaque::new(nb),
+                handler,
+                _pin: PhantomPinned,
+            },
+            GFP_KERNEL,
+        )?;
+        // SAFETY: the block is pinned in memory until `drop` unregisters it.
+        to_result(unsafe { bindings::register_netdevice_notifier(block.nb.get()) })?;
+        Ok(Self { block })
+    }
+
+    unsafe extern "C" fn notifier_call(
+        nb: *mut bindings::notifier_block,
+        event: c_ulong,
+        info: *mut c_void,
+    ) -> c_int {
+        // SAFETY: `nb` is the `nb` field of a pinned `NotifierBlock<H>`
+        // registered in `register`; `Opaque` is transparent.
+        let block = unsafe {
+            &*kernel::container_of!(nb.cast::<Opaque<bindings::notifier_block>>(), NotifierBlock<H>, nb)
+        };
+        // SAFETY: netdev notifier payloads start with `netdev_notifier_info`,
+        // which names a netdev that is valid for the duration of the call.
+        let dev = unsafe { NetDevice::from_raw(bindings::srnic_netdev_notifier_info_to_dev(info)) };
+        block.handler.event(NetdevEvent::from_raw(event), dev);
+        bindings::NOTIFY_DONE as c_int
+    }
+}
+
+impl<H: NetdevHandler> Drop for NetdevNotifier<H> {
+    fn drop(&mut self) {
+        // SAFETY: registered in `register`; after this returns no callback
+        // runs, so the block may be freed.
+        unsafe { bindings::unregister_netdevice_notifier(self.block.nb.get()) };
+    }
+}

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Device and port attributes as drivers report them.
+
+use crate::bindings;
+use crate::pure::mtu::IbMtu;
+
+/// Device-wide attributes (`struct ib_device_attr`). Limits a driver leaves
+/// at zero mean "not supported".
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DeviceAttributes {
+    /// Firmware version.
+    pub fw_ver: u64,
+    /// System image GUID, in network byte order as the core stores it.
+    pub sys_image_guid: u64,
+    /// Largest memory region, in bytes.
+    pub max_mr_size: u64,
+    /// Supported page sizes, as a bit mask.
+    pub page_size_cap: u64,
+    /// IEEE vendor ID.
+    pub vendor_id: u32,
+    /// Vendor part ID.
+    pub vendor_part_id: u32,
+    /// Hardware version.
+    pub hw_ver: u32,
+    /// Most protection domains.
+    pub max_pd: u32,
+    /// Most queue pairs.
+    pub max_qp: u32,
+    /// Most work requests per queue.
+    pub max_qp_wr: u32,
+    /// Most completion queues.
+    pub max_cq: u32,
+    /// Most entries per completion queue.
+    pub max_cqe: u32,
+    /// Most memory regions.
+    pub max_mr: u32,
+    /// Most address handles.
+    pub max_ah: u32,
+    /// Partition keys per port.
+    pub max_pkeys: u16,
+    /// `IB_DEVICE_*` capability bits.
+    pub device_cap_flags: u64,
+}
+
+impl DeviceAttributes {
+    pub(crate) fn write_to(&self, out: &mut bindings::ib_device_attr) {
+        let clamp = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
+        out.fw_ver = self.fw_ver;
+        out.sys_image_guid = self.sys_image_guid;
+        out.max_mr_size = self.max_mr_size;
+        out.page_size_cap = self.page_size_cap;
+        out.vendor_id = self.vendor_id;
+        out.vendor_part_id = self.vendor_part_id;
+        out.hw_ver = self.hw_ver;
+        out.max_pd = clamp(self.max_pd);
+        out.max_qp = clamp(self.max_qp);
+        out.max_qp_wr = clamp(self.max_qp_wr);
+        out.max_cq = clamp(self.max_cq);
+        out.max_cqe = clamp(self.max_cqe);
+        out.max_mr = clamp(self.max_mr);
+        out.max_ah = clamp(self.max_ah);
+        out.max_pkeys = self.max_pkeys;
+        out.device_cap_flags = self.device_cap_flags;
+        // Every device made by `rdma link add` may be removed by
+        // `rdma link delete`.
+        out.kernel_cap_flags = u64::from(bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG);
+    }
+}
+
+/// Logical port state (`enum ib_port_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortState {
+    /// No link.
+    Down,
+    /// Link up and usable.
+    Active,
+}
+
+/// Physical port state (`enum ib_port_phys_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PhysState {
+    /// Administratively or physically down.
+    Disabled,
+    /// Link up.
+    LinkUp,
+}
+
+/// The link layer of a port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkLayer {
+    /// RoCE: InfiniBand transport over Ethernet.
+    Ethernet,
+}
+
+/// Asynchronous port events delivered to the core and its clients.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortEvent {
+    /// The port became active.
+    Active,
+    /// The port left the active state.
+    Error,
+}
+
+impl PortEvent {
+    pub(crate) fn to_raw(self) -> bindings::ib_event_type {
+        match self {
+            PortEvent::Active => bindings::ib_event_type_IB_EVENT_PORT_ACTIVE,
+            PortEvent::Error => bindings::ib_event_type_IB_EVENT_PORT_ERR,
+        }
+    }
+}
+
+/// Per-port attributes (`struct ib_port_attr`).
+#[derive(Clone, Copy, Debug)]
+pub struct PortAttributes {
+    /// Logical state.
+    pub state: PortState,
+    /// Physical state.
+    pub phys_state: PhysState,
+    /// Largest MTU the port supports.
+    pub max_mtu: IbMtu,
+    /// MTU usable now, given the carrier's MTU.
+    pub active_mtu: IbMtu,
+    /// The carrier's MTU in bytes.
+    pub phys_mtu: u32,
+    /// GID table entries.
+    pub gid_tbl_len: u32,
+    /// P_Key table entries.
+    pub pkey_tbl_len: u16,
+    /// `IB_PORT_*` capability bits.
+    pub port_cap_flags: u32,
+    /// Largest message, in bytes.
+    pub max_msg_sz: u32,
+    /// Link speed (`enum ib_port_speed`).
+    pub active_speed: u16,
+    /// Link width (`enum ib_port_width`).
+    pub active_width: u8,
+}
+
+impl PortAttributes {
+    pub(crate) fn write_to(&self, out: &mut bindings::ib_port_attr) {
+        out.state = match self.state {
+            PortState::Down => bindings::ib_port_state_IB_PORT_DOWN,
+            PortState::Active => bindings::ib_port_state_IB_PORT_ACTIVE,
+        };
+        out.phys_state = match self.phys_state {
+            PhysState::Disabled => bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED,
+            PhysState::LinkUp => bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP,
+        } as u8;
+        out.max_mtu = self.max_mtu as bindings::ib_mtu;
+        out.active_mtu = self.active_mtu as bindings::ib_mtu;
+        out.phys_mtu = self.phys_mtu;
+        out.gid_tbl_len = i32::try_from(self.gid_tbl_len).unwrap_or(i32::MAX);
+        out.pkey_tbl_len = self.pkey_tbl_len;
+        out.port_cap_flags = self.port_cap_flags;
+        out.max_msg_sz = self.max_msg_sz;
+        out.active_speed = self.active_speed;
+        out.active_width = self.active_width;
+        out.max_vl_num = 1;
+    }
+}

@@ -1,0 +1,571 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An `ib_device` with driver data, its verbs table, registration and
+//! lifetime.
+//!
+//! Lifetime rules, which the types below encode:
+//! - The core frees the `ib_device` allocation when its `struct device`
+//!   reference count drops to zero; [`DeviceRef`] holds one such reference,
+//!   so the memory outlives it.
+//! - The driver data `T` lives from [`Device::register`] until the core calls
+//!   `dealloc_driver`, after unregistration has fenced off every verb. Only
+//!   [`ActiveDevice`], which holds the core's registration refcount
+//!   (`ib_device_try_get`), gives access to `T` from outside a verb.
+
+use super::attr::{DeviceAttributes, LinkLayer, PortAttributes, PortEvent};
+use crate::bindings;
+use crate::kapi::netdev::NetDevice;
+use core::ops::Deref;
+use core::ptr::NonNull;
+use kernel::error::{from_result, to_result};
+use kernel::ffi::{c_char, c_int};
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::types::Opaque;
+use kernel::ThisModule;
+
+/// The user-space ABI this provider speaks: rdma-core's rxe provider
+/// (`librxe`) binds to devices of this driver id.
+const DRIVER_ID: bindings::rdma_driver_id = bindings::rdma_driver_id_RDMA_DRIVER_RXE;
+
+/// The uverbs ABI version of the rxe ABI (`rdma_user_rxe.h` layouts).
+const RXE_UVERBS_ABI_VERSION: u32 = 2;
+
+/// The verbs a driver implements for its devices. Every device has exactly
+/// one port, numbered 1.
+pub trait Driver: Sized + Send + Sync + 'static {
+    /// Device attributes, as `ibv_query_device` reports them.
+    fn query_device(dev: &Device<Self>) -> Result<DeviceAttributes>;
+
+    /// Port attributes, as `ibv_query_port` reports them.
+    fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttributes>;
+
+    /// The link layer of `port`.
+    fn link_layer(dev: &Device<Self>, port: u32) -> LinkLayer;
+
+    /// The P_Key at `index` of `port`'s table.
+    fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
+
+    /// Accounts for a new protection domain.
+    fn alloc_pd(dev: &Device<Self>) -> Result;
+
+    /// Releases what `alloc_pd` accounted for.
+    fn dealloc_pd(dev: &Device<Self>);
+}
+
+/// How to set up a device at registration.
+pub struct DeviceConfig<'a> {
+    /// The device name, as given to `rdma link add`.
+    pub name: &'a CStr,
+    /// The Ethernet netdev that carries the device's traffic.
+    pub netdev: &'a NetDevice,
+    /// Node GUID, in network byte order as the core stores it.
+    pub node_guid: u64,
+    /// Node description (at most 64 bytes are kept).
+    pub node_desc: &'a CStr,
+    /// Number of completion vectors.
+    pub num_comp_vectors: u32,
+    /// The module that implements the verbs.
+    pub module: &'static ThisModule,
+}
+
+/// An `ib_device` followed by the driver's data.
+#[repr(C)]
+pub struct Device<T: Driver> {
+    ib: Opaque<bindings::ib_device>,
+    data: T,
+}
+
+impl<T: Driver> Deref for Device<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.data
+    }
+}
+
+impl<T: Driver> Device<T> {
+    /// The device owning `ib`.
+    ///
+    /// # Safety
+    ///
+    /// `ib` must be the `ib` field of a `Device<T>` whose data is
+    /// initialised and not yet dropped, for `'a`.
+    unsafe fn from_ib<'a>(ib: *mut bindings::ib_device) -> &'a Self {
+        // SAFETY: `ib` is the first field of the `repr(C)` `Device<T>`, and
+        // the caller guarantees `data` is live.
+        unsafe { &*ib.cast::<Self>() }
+    }
+
+    fn as_ib(&self) -> *mut bindings::ib_device {
+        self.ib.get()
+    }
+
+    /// The device name (`srnic0`).
+    pub fn name(&self) -> &CStr {
+        // SAFETY: the device is allocated and its `struct device` has a name
+        // from registration on; `dev_name` returns a NUL-terminated string
+        // that lives as long as the device.
+        unsafe { CStr::from_char_ptr(bindings::srnic_ib_device_name(self.as_ib())) }
+    }
+
+    /// The node GUID, in network byte order as the core stores it.
+    pub fn node_guid(&self) -> u64 {
+        // SAFETY: set before registration and never changed.
+        unsafe { (*self.as_ib()).node_guid }
+    }
+
+    /// The Ethernet link speed and width of `port`, in IB terms, from the
+    /// carrier netdev's ethtool settings.
+    pub fn eth_speed(&self, port: u32) -> Result<(u16, u8)> {
+        let (mut speed, mut width) = (0u16, 0u8);
+        // SAFETY: the device is valid; the out-pointers are local.
+        to_result(unsafe { bindings::ib_get_eth_speed(self.as_ib(), port, &mut speed, &mut width) })?;
+        Ok((speed, width))
+    }
+
+    /// Delivers a port event to the core and its clients.
+    pub fn dispatch_port_event(&self, port: u32, event: PortEvent) {
+        let mut raw = bindings::ib_event {
+            device: self.as_ib(),
+            event: event.to_raw(),
+            ..Default::default()
+        };
+        raw.element.port_num = port;
+        // SAFETY: `raw` names this live device; the core copies what it
+        // keeps.
+        unsafe { bindings::ib_dispatch_event(&raw) };
+    }
+
+    /// Allocates a device with `data`, binds it to `config.netdev` and
+    /// registers it with the RDMA core.
+    pub fn register(data: T, config: &DeviceConfig<'_>) -> Result<DeviceRef<T>> {
+        // SAFETY: allocates a zeroed device of our size; `ib_device` is the
+        // first field of `Device<T>`, as the core requires.
+        let ib = unsafe { bindings::srnic_ib_alloc_device(core::mem::size_of::<Self>()) };
+        let Some(ib) = NonNull::new(ib) else {
+            return Err(ENOMEM);
+        };
+        let dev = ib.as_ptr().cast::<Self>();
+        // SAFETY: `dev` points to a fresh allocation large enough for
+        // `Self`; `data` is not initialised yet, so write without dropping.
+        unsafe { core::ptr::addr_of_mut!((*dev).data).write(data) };
+
+        // From here on `ib_dealloc_device` runs `dealloc_driver`, which drops
+        // `data`: the ops table is installed right after `data` is written.
+        let ops = Self::ops_table(config.module);
+        // SAFETY: `ib` is a valid, unregistered device; the core copies the
+        // table.
+        unsafe { bindings::ib_set_device_ops(ib.as_ptr(), &ops) };
+
+        // SAFETY: the device is unregistered and owned by this function, so
+        // its fields may be written.
+        unsafe {
+            let raw = &mut *ib.as_ptr();
+            raw.node_type = bindings::rdma_node_type_RDMA_NODE_IB_CA as u8;
+            raw.phys_port_cnt = 1;
+            raw.num_comp_vectors = config.num_comp_vectors.max(1) as c_int;
+            raw.node_guid = config.node_guid;
+            raw.local_dma_lkey = 0;
+            let desc = config.node_desc.as_bytes();
+            let room = raw.node_desc.len().saturating_sub(1);
+            for (dst, src) in raw.node_desc.iter_mut().zip(desc.iter().take(room)) {
+                *dst = *src as c_char;
+            }
+        }
+
+        // Held across registration: once registered, a concurrent
+        // `rdma link delete` may unregister the device at any moment, and
+        // this reference keeps its memory valid for the returned handle.
+        // SAFETY: `ib` is allocated by the core and not freed.
+        let reference = unsafe { DeviceRef::new(ib) };
+
+        let unwind = |err: Error| {
+            // SAFETY: the device was never registered (or registration
+            // failed and was unwound by the core); this frees it and drops
+            // `data` through `dealloc_driver`.
+            unsafe { bindings::ib_dealloc_device(ib.as_ptr()) };
+            err
+        };
+        // SAFETY: the device and netdev are valid; the core takes its own
+        // netdev reference and drops it at unregistration.
+        to_result(unsafe { bindings::ib_device_set_netdev(ib.as_ptr(), config.netdev.as_raw(), 1) })
+            .map_err(unwind)?;
+        // SAFETY: as above; a NULL DMA device selects virtual DMA, which a
+        // software device uses.
+        to_result(unsafe {
+            bindings::ib_register_device(ib.as_ptr(), config.name.as_char_ptr(), core::ptr::null_mut())
+        })
+        .map_err(unwind)?;
+        Ok(reference)
+    }
+
+    fn ops_table(module: &'static ThisModule) -> bindings::ib_device_ops {
+        bindings::ib_device_ops {
+            owner: module.as_ptr().cast(),
+            driver_id: DRIVER_ID,
+            uverbs_abi_ver: RXE_UVERBS_ABI_VERSION,
+            query_device: Some(Self::query_device_cb),
+            query_port: Some(Self::query_port_cb),
+            get_port_immutable: Some(Self::get_port_immutable_cb),
+            get_link_layer: Some(Self::get_link_layer_cb),
+            query_pkey: Some(Self::query_pkey_cb),
+            alloc_ucontext: Some(Self::alloc_ucontext_cb),
+            dealloc_ucontext: Some(Self::dealloc_ucontext_cb),
+            disassociate_ucontext: Some(Self::disassociate_ucontext_cb),
+            alloc_pd: Some(Self::alloc_pd_cb),
+            dealloc_pd: Some(Self::dealloc_pd_cb),
+            dealloc_driver: Some(Self::dealloc_driver_cb),
+            // The core requires these; until the transport implements them
+            // they refuse to create objects, so the others cannot be reached.
+            create_qp: Some(unsupported::create_qp),
+            modify_qp: Some(unsupported::modify_qp),
+            destroy_qp: Some(unsupported::destroy_qp),
+            post_send: Some(unsupported::post_send),
+            post_recv: Some(unsupported::post_recv),
+            create_cq: Some(unsupported::create_cq),
+            destroy_cq: Some(unsupported::destroy_cq),
+            poll_cq: Some(unsupported::poll_cq),
+            req_notify_cq: Some(unsupported::req_notify_cq),
+            get_dma_mr: Some(unsupported::get_dma_mr),
+            reg_user_mr: Some(unsupported::reg_user_mr),
+            dereg_mr: Some(unsupported::dereg_mr),
+            size_ib_pd: core::mem::size_of::<bindings::ib_pd>(),
+            size_ib_ucontext: core::mem::size_of::<bindings::ib_ucontext>(),
+            size_ib_cq: core::mem::size_of::<bindings::ib_cq>(),
+            size_ib_qp: core::mem::size_of::<bindings::ib_qp>(),
+            ..Default::default()
+        }
+    }
+
+    unsafe extern "C" fn query_device_cb(
+        ib: *mut bindings::ib_device,
+        attr: *mut bindings::ib_device_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: verbs run only while the device's data is live.
+            let dev = unsafe { Self::from_ib(ib) };
+            // The rxe ABI passes no driver data with this verb.
+            // SAFETY: `udata` is NULL or valid for the call.
+            if let Some(udata) = unsafe { udata.as_ref() } {
+                if udata.inlen != 0 || udata.outlen != 0 {
+                    return Err(EINVAL);
+                }
+            }
+            let attrs = T::query_device(dev)?;
+            // SAFETY: the core passes a valid attribute struct to fill.
+            attrs.write_to(unsafe { &mut *attr });
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn query_port_cb(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        attr: *mut bindings::ib_port_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: verbs run only while the device's data is live.
+            let dev = unsafe { Self::from_ib(ib) };
+            let attrs = T::query_port(dev, port)?;
+            // SAFETY: the core passes a zeroed attribute struct to fill.
+            attrs.write_to(unsafe { &mut *attr });
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn get_port_immutable_cb(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        immutable: *mut bindings::ib_port_immutable,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: called during registration, with the data live.
+            let dev = unsafe { Self::from_ib(ib) };
+            let attrs = T::query_port(dev, port)?;
+            let core_cap_flags = match T::link_layer(dev, port) {
+                LinkLayer::Ethernet => bindings::SRNIC_CORE_PORT_IBA_ROCE_UDP_ENCAP,
+            };
+            // SAFETY: the core passes a valid struct to fill.
+            let immutable = unsafe { &mut *immutable };
+            immutable.pkey_tbl_len = c_int::from(attrs.pkey_tbl_len);
+            immutable.gid_tbl_len = i32::try_from(attrs.gid_tbl_len).map_err(|_| EINVAL)?;
+            immutable.core_cap_flags = core_cap_flags;
+            immutable.max_mad_size = bindings::SRNIC_IB_MGMT_MAD_SIZE;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn get_link_layer_cb(
+        ib: *mut bindings::ib_device,
+        port: u32,
+    ) -> bindings::rdma_link_layer {
+        // SAFETY: verbs run only while the device's data is live.
+        let dev = unsafe { Self::from_ib(ib) };
+        match T::link_layer(dev, port) {
+            LinkLayer::Ethernet => bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET,
+        }
+    }
+
+    unsafe extern "C" fn query_pkey_cb(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        index: u16,
+        pkey: *mut u16,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: verbs run only while the device's data is live.
+            let dev = unsafe { Self::from_ib(ib) };
+            let value = T::query_pkey(dev, port, index)?;
+            // SAFETY: the core passes a valid out-pointer.
+            unsafe { pkey.write(value) };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn alloc_ucontext_cb(
+        _uctx: *mut bindings::ib_ucontext,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // The rxe ABI's GET_CONTEXT carries no driver data either way.
+        // SAFETY: `udata` is NULL or valid for the call.
+        match unsafe { udata.as_ref() } {
+            Some(udata) if udata.inlen != 0 => EINVAL.to_errno(),
+            _ => 0,
+        }
+    }
+
+    unsafe extern "C" fn dealloc_ucontext_cb(_uctx: *mut bindings::ib_ucontext) {}
+
+    /// With this op the core can unregister a device that processes still
+    /// have open: it destroys their objects, zaps the mappings it made for
+    /// them and reports `IBV_EVENT_DEVICE_FATAL`, instead of waiting for
+    /// them to exit (which would also block the removal of the netdev).
+    /// The device keeps no other per-context state to tear down.
+    unsafe extern "C" fn disassociate_ucontext_cb(_uctx: *mut bindings::ib_ucontext) {}
+
+    unsafe extern "C" fn alloc_pd_cb(pd: *mut bindings::ib_pd, _udata: *mut bindings::ib_udata) -> c_int {
+        from_result(|| {
+            // SAFETY: the core passes a PD whose `device` is set and live.
+            let dev = unsafe { Self::from_ib((*pd).device) };
+            T::alloc_pd(dev)?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn dealloc_pd_cb(pd: *mut bindings::ib_pd, _udata: *mut bindings::ib_udata) -> c_int {
+        // SAFETY: the core passes a PD allocated by `alloc_pd_cb`.
+        let dev = unsafe { Self::from_ib((*pd).device) };
+        T::dealloc_pd(dev);
+        0
+    }
+
+    unsafe extern "C" fn dealloc_driver_cb(ib: *mut bindings::ib_device) {
+        let dev = ib.cast::<Self>();
+        // SAFETY: the core calls this exactly once, after the last verb, for
+        // a device whose data `register` initialised; the allocation itself
+        // is freed later by the core.
+        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).data)) };
+    }
+}
+
+/// A reference that keeps a device's memory allocated; it does not keep the
+/// device registered.
+pub struct DeviceRef<T: Driver> {
+    ib: NonNull<bindings::ib_device>,
+    _data: core::marker::PhantomData<T>,
+}
+
+// SAFETY: the reference count is atomic, and the device is only reached
+// through `ActiveDevice`, which requires `T: Sync`.
+unsafe impl<T: Driver> Send for DeviceRef<T> {}
+// SAFETY: as above.
+unsafe impl<T: Driver> Sync for DeviceRef<T> {}
+
+impl<T: Driver> DeviceRef<T> {
+    /// # Safety
+    ///
+    /// `ib` must be a `Device<T>`'s `ib_device`, allocated by the core and
+    /// not yet freed.
+    unsafe fn new(ib: NonNull<bindings::ib_device>) -> Self {
+        // SAFETY: the caller guarantees `ib` is allocated; dropped in `drop`.
+        unsafe { bindings::srnic_ib_device_get(ib.as_ptr()) };
+        Self {
+            ib,
+            _data: core::marker::PhantomData,
+        }
+    }
+
+    /// Whether this is the device at `ib`.
+    pub fn is(&self, other: &Device<T>) -> bool {
+        self.ib.as_ptr() == other.as_ib()
+    }
+
+    /// Access to the device while it is registered, or `None` once
+    /// unregistration has begun.
+    pub fn active(&self) -> Option<ActiveDevice<'_, T>> {
+        // SAFETY: the memory is kept by our reference; the registration
+        // refcount is zero before registration and after unregistration
+        // begins, and `dealloc_driver` runs only after it drains.
+        if unsafe { bindings::srnic_ib_device_try_get(self.ib.as_ptr()) } {
+            Some(ActiveDevice { owner: self })
+        } else {
+            None
+        }
+    }
+
+    /// Unregisters the device and waits until that is complete. Harmless if
+    /// it is unregistered already or concurrently.
+    pub fn unregister(&self) {
+        // SAFETY: the memory is kept by our reference; the core serialises
+        // concurrent unregistrations and returns only once the device is
+        // gone, including `dealloc_driver`.
+        unsafe { bindings::ib_unregister_device(self.ib.as_ptr()) };
+    }
+}
+
+impl<T: Driver> Drop for DeviceRef<T> {
+    fn drop(&mut self) {
+        // SAFETY: balances the reference taken in `new`.
+        unsafe { bindings::srnic_ib_device_put_ref(self.ib.as_ptr()) };
+    }
+}
+
+/// A registered device, kept registered while this lives (unregistration
+/// waits for it).
+pub struct ActiveDevice<'a, T: Driver> {
+    owner: &'a DeviceRef<T>,
+}
+
+impl<T: Driver> ActiveDevice<'_, T> {
+    /// Starts unregistering the device from a context that may not sleep on
+    /// it (the netdev notifier, which holds RTNL). The work runs once this
+    /// and every other active reference is dropped.
+    pub fn unregister_queued(&self) {
+        // SAFETY: the device is registered; the core takes its own reference
+        // for the queued work.
+        unsafe { bindings::ib_unregister_device_queued(self.owner.ib.as_ptr()) };
+    }
+}
+
+impl<T: Driver> Deref for ActiveDevice<'_, T> {
+    type Target = Device<T>;
+
+    fn deref(&self) -> &Device<T> {
+        // SAFETY: the registration refcount we hold keeps the data live.
+        unsafe { Device::from_ib(self.owner.ib.as_ptr()) }
+    }
+}
+
+impl<T: Driver> Drop for ActiveDevice<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: balances the successful `ib_device_try_get` in `active`.
+        unsafe { bindings::ib_device_put(self.owner.ib.as_ptr()) };
+    }
+}
+
+/// The verbs the core requires of every provider but that srnic's transport
+/// does not provide yet. Object creation fails with `EOPNOTSUPP`, so the
+/// verbs on objects are unreachable; they fail with `EINVAL` regardless.
+mod unsupported {
+    use crate::bindings;
+    use kernel::ffi::{c_int, c_void};
+    use kernel::prelude::*;
+
+    fn err_ptr<T>(err: Error) -> *mut T {
+        // An ERR_PTR: the negative errno as an address.
+        err.to_errno() as isize as *mut c_void as *mut T
+    }
+
+    pub(super) unsafe extern "C" fn create_qp(
+        _qp: *mut bindings::ib_qp,
+        _attr: *mut bindings::ib_qp_init_attr,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        EOPNOTSUPP.to_errno()
+    }
+
+    pub(super) unsafe extern "C" fn modify_qp(
+        _qp: *mut bindings::ib_qp,
+        _attr: *mut bindings::ib_qp_attr,
+        _mask: c_int,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        EINVAL.to_errno()
+    }
+
+    pub(super) unsafe extern "C" fn destroy_qp(_qp: *mut bindings::ib_qp, _udata: *mut bindings::ib_udata) -> c_int {
+        EINVAL.to_errno()
+    }
+
+    pub(super) unsafe extern "C" fn post_send(
+        _qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_send_wr,
+        bad_wr: *mut *const bindings::ib_send_wr,
+    ) -> c_int {
+        if !bad_wr.is_null() {
+            // SAFETY: the core passes a valid out-pointer when non-NULL.
+            unsafe { bad_wr.write(wr) };
+        }
+        EINVAL.to_errno()
+    }
+
+    pub(super) unsafe extern "C" fn post_recv(
+        _qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_recv_wr,
+        bad_wr: *mut *const bindings::ib_recv_wr,
+    ) -> c_int {
+        if !bad_wr.is_null() {
+            // SAFETY: the core passes a valid out-pointer when non-NULL.
+            unsafe { bad_wr.write(wr) };
+        }
+        EINVAL.to_errno()
+    }
+
+    pub(super) unsafe extern "C" fn create_cq(
+        _cq: *mut bindings::ib_cq,
+        _attr: *const bindings::ib_cq_init_attr,
+        _attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
+        EOPNOTSUPP.to_errno()
+    }
+
+    pub(super) unsafe extern "C" fn destroy_cq(_cq: *mut bindings::ib_cq, _udata: *mut bindings::ib_udata) -> c_int {
+        EINVAL.to_errno()
+    }
+
+    pub(super) unsafe extern "C" fn poll_cq(
+        _cq: *mut bindings::ib_cq,
+        _num: c_int,
+        _wc: *mut bindings::ib_wc,
+    ) -> c_int {
+        EINVAL.to_errno()
+    }
+
+    pub(super) unsafe extern "C" fn req_notify_cq(
+        _cq: *mut bindings::ib_cq,
+        _flags: bindings::ib_cq_notify_flags,
+    ) -> c_int {
+        EINVAL.to_errno()
+    }
+
+    pub(super) unsafe extern "C" fn get_dma_mr(_pd: *mut bindings::ib_pd, _access: c_int) -> *mut bindings::ib_mr {
+        err_ptr(EOPNOTSUPP)
+    }
+
+    pub(super) unsafe extern "C" fn reg_user_mr(
+        _pd: *mut bindings::ib_pd,
+        _start: u64,
+        _length: u64,
+        _virt: u64,
+        _access: c_int,
+        _udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        err_ptr(EOPNOTSUPP)
+    }
+
+    pub(super) unsafe extern "C" fn dereg_mr(_mr: *mut bindings::ib_mr, _udata: *mut bindings::ib_udata) -> c_int {
+        EINVAL.to_errno()
+    }
+}

@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA providers: devices registered with the RDMA core, their verbs, and
+//! `rdma link` types.
+
+mod attr;
+mod device;
+mod link;
+
+pub use attr::{DeviceAttributes, LinkLayer, PhysState, PortAttributes, PortEvent, PortState};
+pub use device::{ActiveDevice, Device, DeviceConfig, DeviceRef, Driver};
+pub use link::{LinkRegistration, LinkType};

@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Logic that needs no kernel: compiled into the kernel modules and into the
+//! host crate in this directory, where it is unit-tested and fuzzed.
+//!
+//! Files here must use only `core`.
+
+pub mod guid;
+pub mod mtu;

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Install what building and testing srnic needs, each piece only when missing.
+# Safe to run repeatedly; the Makefile runs it before every build.
+set -euo pipefail
+
+BINDGEN_VERSION=0.69.5
+
+apt_packages=(
+	# kernel source and build tools
+	linux-source-6.12 xz-utils bc bison flex libelf-dev libssl-dev cpio kmod
+	rsync
+	# Rust-for-Linux toolchain: a rustc that ships rust-src, and LLVM for
+	# the clang build that KASAN together with Rust needs
+	rustc-web rust-web-src clang lld llvm libclang-dev
+	# the VM harness
+	qemu-system-x86 busybox-static
+	# stock RDMA userspace run inside the guest
+	rdmacm-utils ibverbs-utils ibverbs-providers perftest iproute2
+	infiniband-diags python3-pyverbs ethtool iputils-ping tcpdump
+)
+
+missing=()
+for pkg in "${apt_packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
+		missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "setup: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q
+	apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+export PATH="$HOME/.cargo/bin:$PATH"
+if ! bindgen --version 2>/dev/null | grep -q "$BINDGEN_VERSION"; then
+	echo "setup: installing bindgen-cli $BINDGEN_VERSION"
+	cargo install --locked --quiet bindgen-cli --version "$BINDGEN_VERSION"
+fi

@@ -1,0 +1,54 @@
+# Bad requests fail with a clear error and leave nothing behind.
+# vms: 1
+# timeout: 300
+load_srnic
+must ip link add veth0 type veth peer name veth1
+must ip link set veth0 up
+
+step "missing netdev"
+must_fail "No such device" rdma link add srnic0 type srnic netdev nosuch0
+step "loopback cannot carry RoCE"
+must_fail "Invalid argument" rdma link add srnic0 type srnic netdev lo
+if [ -e /sys/class/net/sit0 ]; then
+	step "a non-Ethernet netdev (sit0) cannot carry RoCE"
+	must_fail "Invalid argument" rdma link add srnic0 type srnic netdev sit0
+fi
+step "unknown link type"
+must_fail "Invalid argument|Operation not supported" rdma link add srnic0 type nosuchtype netdev eth0
+expect_eq "$(rdma_devices | wc -l)" 0 "no devices after refused requests"
+
+step "duplicate device name"
+must rdma link add srnic0 type srnic netdev eth0
+must_fail "File exists|Invalid argument" rdma link add srnic0 type srnic netdev veth0
+step "second device on the same netdev"
+must_fail "File exists" rdma link add srnic1 type srnic netdev eth0
+expect_eq "$(rdma_devices | tr '\n' ' ')" "srnic0 " "only the first device exists"
+
+step "delete twice, delete unknown"
+must rdma link delete srnic0
+must_fail "No such device|Invalid argument|No such file" rdma link delete srnic0
+must_fail "No such device|Invalid argument|No such file" rdma link delete nosuch9
+
+step "a name that is too long or has a format character"
+must_fail "Invalid argument|Numerical result out of range|too long" rdma link add srnic%d type srnic netdev eth0
+expect_eq "$(rdma_devices | wc -l)" 0 "no devices left"
+
+step "rmmod while devices exist removes them"
+must rdma link add srnic0 type srnic netdev eth0
+must rdma link add srnic1 type srnic netdev veth0
+unload_srnic
+expect_eq "$(rdma_devices | wc -l)" 0 "no devices after rmmod"
+load_srnic
+must rdma link add srnic0 type srnic netdev eth0
+
+step "rmmod while a process has the device open removes it and tells the process"
+ibv_asyncwatch -d srnic0 > /tmp/events 2>&1 &
+watcher=$!
+sleep 2
+unload_srnic
+expect_eq "$(rdma_devices | wc -l)" 0 "no devices after rmmod with the device open"
+sleep 1
+kill $watcher 2>/dev/null
+wait $watcher 2>/dev/null
+expect_match "$(cat /tmp/events)" "IBV_EVENT_DEVICE_FATAL" "the process saw the device go"
+must ip link del veth0

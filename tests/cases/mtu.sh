@@ -1,0 +1,25 @@
+# The port's active MTU follows the netdev MTU: the largest IB MTU whose
+# RoCEv2 packets fit.
+# vms: 1
+# timeout: 240
+load_srnic
+must rdma link add srnic0 type srnic netdev eth0
+active_mtu() { ibv_devinfo -d srnic0 | sed -n 's/^[[:space:]]*active_mtu:[[:space:]]*//p'; }
+for pair in "9000:4096 (5)" "4188:4096 (5)" "4187:2048 (5)" "1500:1024 (3)" "1116:1024 (3)" "1115:512 (2)" "576:256 (1)"; do
+	mtu=${pair%%:*}
+	want=${pair#*:}
+	# 4187 is one byte short of 4096 + headers: the next size down.
+	[ "$mtu" != 4187 ] || want="2048 (4)"
+	step "netdev MTU $mtu"
+	must ip link set eth0 mtu "$mtu"
+	expect_eq "$(active_mtu)" "$want" "active MTU at netdev MTU $mtu"
+	expect_eq "$(link_field srnic0 state)" ACTIVE "port state at netdev MTU $mtu"
+done
+step "a netdev MTU too small for any IB MTU takes the port down"
+must ip link set eth0 mtu 340
+expect_eq "$(link_field srnic0 state)" DOWN "port state at netdev MTU 340"
+must ip link set eth0 mtu 1500
+expect_eq "$(link_field srnic0 state)" ACTIVE "port state back at 1500"
+expect_eq "$(active_mtu)" "1024 (3)" "active MTU back at 1500"
+must rdma link delete srnic0
+unload_srnic

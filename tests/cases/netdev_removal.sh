@@ -1,0 +1,39 @@
+# Removing the netdev removes the srnic device on it, and the netdev is
+# released (ip link del does not hang waiting for references).
+# vms: 1
+# timeout: 300
+load_srnic
+for round in 1 2 3; do
+	step "round $round"
+	must ip link add veth0 type veth peer name veth1
+	must ip link set veth0 up
+	must ip link set veth1 up
+	must rdma link add srnic_v type srnic netdev veth0
+	must rdma link add srnic0 type srnic netdev eth0
+	must timeout 30 ip link del veth0
+	gone() { ! rdma_devices | grep -qx srnic_v; }
+	wait_until 20 gone || fail "srnic_v still registered after its netdev was deleted"
+	expect_match "$(rdma_devices)" '^srnic0$' "the device on eth0 is untouched"
+	[ ! -e /sys/class/net/veth0 ] || fail "veth0 still present"
+	# The name is free again.
+	must ip link add veth0 type veth peer name veth1
+	must rdma link add srnic_v type srnic netdev veth0
+	must rdma link delete srnic_v
+	must ip link del veth0
+	must rdma link delete srnic0
+done
+step "netdev removal while a process has the device open"
+must ip link add veth0 type veth peer name veth1
+must ip link set veth0 up
+must rdma link add srnic_v type srnic netdev veth0
+ibv_asyncwatch -d srnic_v > /tmp/events 2>&1 &
+watcher=$!
+sleep 2
+must timeout 60 ip link del veth0
+gone() { ! rdma_devices | grep -qx srnic_v; }
+wait_until 30 gone || fail "srnic_v still registered after its netdev was deleted while open"
+kill $watcher 2>/dev/null
+wait $watcher 2>/dev/null
+cat /tmp/events
+expect_match "$(cat /tmp/events)" "IBV_EVENT_DEVICE_FATAL" "the open process is told the device is gone"
+unload_srnic
