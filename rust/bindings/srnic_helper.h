@@ -15,6 +15,7 @@
 #include <linux/rtnetlink.h>
 #include <linux/workqueue.h>
 #include <net/addrconf.h>
+#include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>
 #include <rdma/uverbs_ioctl.h>

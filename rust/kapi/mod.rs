@@ -14,6 +14,17 @@
 //! mod kapi;
 //! ```
 
+// This tree is library code compiled into each driver crate: `pub` marks its
+// API even though the including crate keeps the module itself private.
+#![allow(unreachable_pub)]
+
 pub mod global;
 pub mod netdev;
 pub mod rdma;
+
+use kernel::error::Error;
+
+/// `EOPNOTSUPP`, which the `kernel` crate of 6.12 does not name.
+pub fn not_supported() -> Error {
+    Error::from_errno(-(crate::bindings::EOPNOTSUPP as kernel::ffi::c_int))
+}

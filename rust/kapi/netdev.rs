@@ -47,15 +47,8 @@ impl NetDevice {
         match bytes.get(..=len) {
             // SAFETY: the slice ends at its first NUL, and has no other.
             Some(with_nul) if len > 0 => unsafe { CStr::from_bytes_with_nul_unchecked(with_nul) },
-            _ => c_str!("?"),
+            _ => kernel::c_str!("?"),
         }
-    }
-
-    /// The interface index.
-    pub fn ifindex(&self) -> i32 {
-        // SAFETY: reading a field of the valid netdev; it is set once at
-        // registration.
-        unsafe { (*self.as_raw()).ifindex }
     }
 
     /// The MTU in bytes.
@@ -87,7 +80,7 @@ impl NetDevice {
     pub fn is_loopback(&self) -> bool {
         // SAFETY: the netdev is valid; `flags` is read as a whole word.
         let flags = unsafe { core::ptr::addr_of!((*self.as_raw()).flags).read_volatile() };
-        flags & bindings::IFF_LOOPBACK as u32 != 0
+        flags & bindings::net_device_flags_IFF_LOOPBACK != 0
     }
 
     /// The 6-byte hardware address of an Ethernet-type interface, or `None`
@@ -220,6 +213,12 @@ struct NotifierBlock<H> {
 pub struct NetdevNotifier<H: NetdevHandler> {
     block: Pin<KBox<NotifierBlock<H>>>,
 }
+
+// SAFETY: the notifier block is only touched by the notifier chain, which
+// serialises its use, and `H` is `Send + Sync`.
+unsafe impl<H: NetdevHandler> Send for NetdevNotifier<H> {}
+// SAFETY: as above; `&self` exposes nothing.
+unsafe impl<H: NetdevHandler> Sync for NetdevNotifier<H> {}
 
 impl<H: NetdevHandler> NetdevNotifier<H> {
     /// Registers `handler` for netdev events. Registration replays

@@ -5,5 +5,8 @@
 //!
 //! Files here must use only `core`.
 
+// Library code compiled into each driver crate; `pub` is its API.
+#![allow(unreachable_pub)]
+
 pub mod guid;
 pub mod mtu;

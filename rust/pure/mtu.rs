@@ -45,7 +45,11 @@ pub const ROCEV2_MAX_OVERHEAD: u32 = 40 + 8 + 12 + 28 + 4;
 /// RoCE).
 pub fn active_mtu_for_netdev(netdev_mtu: u32) -> Option<IbMtu> {
     let room = netdev_mtu.checked_sub(ROCEV2_MAX_OVERHEAD)?;
-    IbMtu::ALL.iter().rev().copied().find(|mtu| mtu.bytes() <= room)
+    IbMtu::ALL
+        .iter()
+        .rev()
+        .copied()
+        .find(|mtu| mtu.bytes() <= room)
 }
 
 #[cfg(test)]

@@ -162,7 +162,7 @@ impl<T: Driver> Device<T> {
         // its fields may be written.
         unsafe {
             let raw = &mut *ib.as_ptr();
-            raw.node_type = bindings::rdma_node_type_RDMA_NODE_IB_CA as u8;
+            raw.node_type = bindings::RDMA_NODE_IB_CA as u8;
             raw.phys_port_cnt = 1;
             raw.num_comp_vectors = config.num_comp_vectors.max(1) as c_int;
             raw.node_guid = config.node_guid;
@@ -397,11 +397,6 @@ impl<T: Driver> DeviceRef<T> {
         }
     }
 
-    /// Whether this is the device at `ib`.
-    pub fn is(&self, other: &Device<T>) -> bool {
-        self.ib.as_ptr() == other.as_ib()
-    }
-
     /// Access to the device while it is registered, or `None` once
     /// unregistration has begun.
     pub fn active(&self) -> Option<ActiveDevice<'_, T>> {
@@ -483,7 +478,7 @@ mod unsupported {
         _attr: *mut bindings::ib_qp_init_attr,
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
-        EOPNOTSUPP.to_errno()
+        crate::kapi::not_supported().to_errno()
     }
 
     pub(super) unsafe extern "C" fn modify_qp(
@@ -528,7 +523,7 @@ mod unsupported {
         _attr: *const bindings::ib_cq_init_attr,
         _attrs: *mut bindings::uverbs_attr_bundle,
     ) -> c_int {
-        EOPNOTSUPP.to_errno()
+        crate::kapi::not_supported().to_errno()
     }
 
     pub(super) unsafe extern "C" fn destroy_cq(_cq: *mut bindings::ib_cq, _udata: *mut bindings::ib_udata) -> c_int {
@@ -551,7 +546,7 @@ mod unsupported {
     }
 
     pub(super) unsafe extern "C" fn get_dma_mr(_pd: *mut bindings::ib_pd, _access: c_int) -> *mut bindings::ib_mr {
-        err_ptr(EOPNOTSUPP)
+        err_ptr(crate::kapi::not_supported())
     }
 
     pub(super) unsafe extern "C" fn reg_user_mr(
@@ -562,7 +557,7 @@ mod unsupported {
         _access: c_int,
         _udata: *mut bindings::ib_udata,
     ) -> *mut bindings::ib_mr {
-        err_ptr(EOPNOTSUPP)
+        err_ptr(crate::kapi::not_supported())
     }
 
     pub(super) unsafe extern "C" fn dereg_mr(_mr: *mut bindings::ib_mr, _udata: *mut bindings::ib_udata) -> c_int {

@@ -8,5 +8,5 @@ mod device;
 mod link;
 
 pub use attr::{DeviceAttributes, LinkLayer, PhysState, PortAttributes, PortEvent, PortState};
-pub use device::{ActiveDevice, Device, DeviceConfig, DeviceRef, Driver};
+pub use device::{Device, DeviceConfig, DeviceRef, Driver};
 pub use link::{LinkRegistration, LinkType};

@@ -65,7 +65,7 @@ pub(crate) fn remove_all() {
 pub(crate) struct SrnicLink;
 
 impl LinkType for SrnicLink {
-    const NAME: &'static CStr = c_str!("srnic");
+    const NAME: &'static CStr = kernel::c_str!("srnic");
 
     fn newlink(name: &CStr, netdev: &NetDevice) -> Result {
         let registry = REGISTRY.get().ok_or(ENODEV)?;
@@ -89,7 +89,7 @@ impl LinkType for SrnicLink {
             name,
             netdev,
             node_guid: crate::pure::guid::node_guid_from_mac(mac),
-            node_desc: c_str!("srnic"),
+            node_desc: kernel::c_str!("srnic"),
             num_comp_vectors: 1,
             module: registry.module,
         };
