@@ -19,15 +19,15 @@ expect_eq "$(rdma_devices | wc -l)" 0 "no devices after refused requests"
 
 step "duplicate device name"
 must rdma link add srnic0 type srnic netdev eth0
-must_fail "File exists|Invalid argument" rdma link add srnic0 type srnic netdev veth0
+must_fail "File exists" rdma link add srnic0 type srnic netdev veth0
 step "second device on the same netdev"
 must_fail "File exists" rdma link add srnic1 type srnic netdev eth0
 expect_eq "$(rdma_devices | tr '\n' ' ')" "srnic0 " "only the first device exists"
 
 step "delete twice, delete unknown"
 must rdma link delete srnic0
-must_fail "No such device|Invalid argument|No such file" rdma link delete srnic0
-must_fail "No such device|Invalid argument|No such file" rdma link delete nosuch9
+must_fail "Wrong device name" rdma link delete srnic0
+must_fail "Wrong device name" rdma link delete nosuch9
 
 step "a name that is too long or has a format character"
 must_fail "Invalid argument|Numerical result out of range|too long" rdma link add srnic%d type srnic netdev eth0

@@ -370,6 +370,21 @@ impl<T: Driver> Device<T> {
     }
 }
 
+/// Whether an RDMA device (of any driver) is called `name`.
+pub fn name_in_use(name: &CStr) -> bool {
+    // SAFETY: `name` is NUL-terminated; a found device comes with a
+    // registration reference, dropped at once.
+    let found = unsafe {
+        bindings::ib_device_get_by_name(name.as_char_ptr(), bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN)
+    };
+    if found.is_null() {
+        return false;
+    }
+    // SAFETY: balances the reference `ib_device_get_by_name` took.
+    unsafe { bindings::ib_device_put(found) };
+    true
+}
+
 /// A reference that keeps a device's memory allocated; it does not keep the
 /// device registered.
 pub struct DeviceRef<T: Driver> {

@@ -5,6 +5,7 @@
 use crate::kapi::netdev::{NetDevice, NetDeviceRef};
 use crate::kapi::rdma::{
     Device, DeviceAttributes, Driver, LinkLayer, PhysState, PortAttributes, PortEvent, PortState,
+    DEVICE_PORT_ACTIVE_EVENT, DEVICE_SYS_IMAGE_GUID, PORT_CM_SUP,
 };
 use crate::pure::mtu::{active_mtu_for_netdev, IbMtu};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -26,14 +27,6 @@ const MAX_MSG_SIZE: u32 = 1 << 31;
 /// No IEEE OUI is registered for srnic; like other soft devices it reports
 /// the all-ones vendor ID.
 const VENDOR_ID: u32 = 0xff_ffff;
-
-/// `IB_PORT_CM_SUP`: the port accepts connection management, which rdma_cm
-/// needs.
-const PORT_CM_SUPPORTED: u32 = 1 << 16;
-
-/// `IB_DEVICE_PORT_ACTIVE_EVENT | IB_DEVICE_SYS_IMAGE_GUID`: the device
-/// raises port events and reports a system image GUID.
-const DEVICE_CAPS: u64 = (1 << 13) | (1 << 11);
 
 /// The default (full-membership) P_Key, the only one on Ethernet ports.
 const DEFAULT_PKEY: u16 = 0xffff;
@@ -103,7 +96,7 @@ impl Driver for SrnicDevice {
             vendor_id: VENDOR_ID,
             max_pd: MAX_PD,
             max_pkeys: 1,
-            device_cap_flags: DEVICE_CAPS,
+            device_cap_flags: DEVICE_PORT_ACTIVE_EVENT | DEVICE_SYS_IMAGE_GUID,
             ..Default::default()
         })
     }
@@ -127,7 +120,7 @@ impl Driver for SrnicDevice {
             phys_mtu,
             gid_tbl_len: GID_TABLE_LEN,
             pkey_tbl_len: 1,
-            port_cap_flags: PORT_CM_SUPPORTED,
+            port_cap_flags: PORT_CM_SUP,
             max_msg_sz: MAX_MSG_SIZE,
             active_speed,
             active_width,

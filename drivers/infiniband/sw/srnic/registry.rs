@@ -9,7 +9,7 @@
 use crate::device::SrnicDevice;
 use crate::kapi::global::ModuleGlobal;
 use crate::kapi::netdev::{rtnl_lock, NetDevice, NetdevEvent, NetdevHandler};
-use crate::kapi::rdma::{Device, DeviceConfig, DeviceRef, LinkType};
+use crate::kapi::rdma::{name_in_use, Device, DeviceConfig, DeviceRef, LinkType};
 use kernel::alloc::KVec;
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -78,6 +78,11 @@ impl LinkType for SrnicLink {
         if netdev.is_loopback() {
             pr_warn!("{}: {} is a loopback device, RoCE needs Ethernet\n", name, netdev.name());
             return Err(EINVAL);
+        }
+        // The core would refuse a taken name too, but with ENFILE.
+        if name_in_use(name) {
+            pr_warn!("{}: an RDMA device of that name exists\n", name);
+            return Err(EEXIST);
         }
         if registry.find_active_on(netdev) {
             pr_warn!("{}: {} already carries an srnic device\n", name, netdev.name());
