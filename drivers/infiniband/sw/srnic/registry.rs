@@ -10,6 +10,7 @@ use crate::device::SrnicDevice;
 use crate::kapi::global::ModuleGlobal;
 use crate::kapi::netdev::{rtnl_lock, NetDevice, NetdevEvent, NetdevHandler};
 use crate::kapi::rdma::{name_in_use, Device, DeviceConfig, DeviceRef, LinkType};
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::alloc::KVec;
 use kernel::prelude::*;
 use kernel::str::CStr;
@@ -19,6 +20,10 @@ use kernel::{new_mutex, ThisModule};
 #[pin_data]
 struct Registry {
     module: &'static ThisModule,
+    /// Set at module exit: unregistering the netdev notifier replays
+    /// `NETDEV_UNREGISTER` for every netdev, which must not be taken for
+    /// real removals.
+    closing: AtomicBool,
     /// Serialises `rdma link add`, so that two requests for one netdev
     /// cannot both pass the duplicate check.
     #[pin]
@@ -35,12 +40,21 @@ pub(crate) fn install(module: &'static ThisModule) -> Result {
     let registry = KBox::pin_init(
         pin_init!(Registry {
             module,
+            closing: AtomicBool::new(false),
             newlink <- new_mutex!(()),
             devices <- new_mutex!(KVec::new()),
         }),
         GFP_KERNEL,
     )?;
     REGISTRY.install(registry)
+}
+
+/// Makes the netdev notifier ignore events from now on; called at module
+/// exit before the notifier is unregistered.
+pub(crate) fn begin_shutdown() {
+    if let Some(registry) = REGISTRY.get() {
+        registry.closing.store(true, Ordering::Release);
+    }
 }
 
 /// Unregisters every device and frees the registry, at module exit (or a
@@ -162,6 +176,9 @@ impl NetdevHandler for NetdevWatcher {
         let Some(registry) = REGISTRY.get() else {
             return;
         };
+        if registry.closing.load(Ordering::Acquire) {
+            return;
+        }
         let devices = registry.devices.lock();
         for device in devices.iter() {
             let Some(dev) = device.active() else {

@@ -65,6 +65,7 @@ impl Drop for SrnicModule {
         // No new devices, then no more netdev events, then remove the
         // devices that remain (as rxe does, rmmod removes them).
         drop(self.link.take());
+        registry::begin_shutdown();
         drop(self.notifier.take());
         registry::remove_all();
     }
