@@ -89,8 +89,7 @@ impl NetDevice {
         let dev = self.as_raw();
         // SAFETY: the netdev is valid; `type_` and `addr_len` are fixed at
         // registration.
-        let (kind, addr_len, addr) =
-            unsafe { ((*dev).type_, (*dev).addr_len, (*dev).dev_addr) };
+        let (kind, addr_len, addr) = unsafe { ((*dev).type_, (*dev).addr_len, (*dev).dev_addr) };
         if u32::from(kind) != bindings::ARPHRD_ETHER
             || usize::from(addr_len) != bindings::ETH_ALEN as usize
             || addr.is_null()
@@ -249,7 +248,11 @@ impl<H: NetdevHandler> NetdevNotifier<H> {
         // SAFETY: `nb` is the `nb` field of a pinned `NotifierBlock<H>`
         // registered in `register`; `Opaque` is transparent.
         let block = unsafe {
-            &*kernel::container_of!(nb.cast::<Opaque<bindings::notifier_block>>(), NotifierBlock<H>, nb)
+            &*kernel::container_of!(
+                nb.cast::<Opaque<bindings::notifier_block>>(),
+                NotifierBlock<H>,
+                nb
+            )
         };
         // SAFETY: netdev notifier payloads start with `netdev_notifier_info`,
         // which names a netdev that is valid for the duration of the call.

@@ -6,9 +6,11 @@ use crate::bindings;
 use crate::pure::mtu::IbMtu;
 
 /// `IB_DEVICE_PORT_ACTIVE_EVENT`: the device raises port events.
-pub const DEVICE_PORT_ACTIVE_EVENT: u64 = bindings::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT as u64;
+pub const DEVICE_PORT_ACTIVE_EVENT: u64 =
+    bindings::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT as u64;
 /// `IB_DEVICE_SYS_IMAGE_GUID`: the device reports a system image GUID.
-pub const DEVICE_SYS_IMAGE_GUID: u64 = bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;
+pub const DEVICE_SYS_IMAGE_GUID: u64 =
+    bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;
 /// `IB_PORT_CM_SUP`: the port supports connection management (rdma_cm).
 pub const PORT_CM_SUP: u32 = bindings::ib_port_capability_mask_bits_IB_PORT_CM_SUP;
 

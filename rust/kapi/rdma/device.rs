@@ -120,7 +120,9 @@ impl<T: Driver> Device<T> {
     pub fn eth_speed(&self, port: u32) -> Result<(u16, u8)> {
         let (mut speed, mut width) = (0u16, 0u8);
         // SAFETY: the device is valid; the out-pointers are local.
-        to_result(unsafe { bindings::ib_get_eth_speed(self.as_ib(), port, &mut speed, &mut width) })?;
+        to_result(unsafe {
+            bindings::ib_get_eth_speed(self.as_ib(), port, &mut speed, &mut width)
+        })?;
         Ok((speed, width))
     }
 
@@ -189,12 +191,18 @@ impl<T: Driver> Device<T> {
         };
         // SAFETY: the device and netdev are valid; the core takes its own
         // netdev reference and drops it at unregistration.
-        to_result(unsafe { bindings::ib_device_set_netdev(ib.as_ptr(), config.netdev.as_raw(), 1) })
-            .map_err(unwind)?;
+        to_result(unsafe {
+            bindings::ib_device_set_netdev(ib.as_ptr(), config.netdev.as_raw(), 1)
+        })
+        .map_err(unwind)?;
         // SAFETY: as above; a NULL DMA device selects virtual DMA, which a
         // software device uses.
         to_result(unsafe {
-            bindings::ib_register_device(ib.as_ptr(), config.name.as_char_ptr(), core::ptr::null_mut())
+            bindings::ib_register_device(
+                ib.as_ptr(),
+                config.name.as_char_ptr(),
+                core::ptr::null_mut(),
+            )
         })
         .map_err(unwind)?;
         Ok(reference)
@@ -345,7 +353,10 @@ impl<T: Driver> Device<T> {
     /// The device keeps no other per-context state to tear down.
     unsafe extern "C" fn disassociate_ucontext_cb(_uctx: *mut bindings::ib_ucontext) {}
 
-    unsafe extern "C" fn alloc_pd_cb(pd: *mut bindings::ib_pd, _udata: *mut bindings::ib_udata) -> c_int {
+    unsafe extern "C" fn alloc_pd_cb(
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: the core passes a PD whose `device` is set and live.
             let dev = unsafe { Self::from_ib((*pd).device) };
@@ -354,7 +365,10 @@ impl<T: Driver> Device<T> {
         })
     }
 
-    unsafe extern "C" fn dealloc_pd_cb(pd: *mut bindings::ib_pd, _udata: *mut bindings::ib_udata) -> c_int {
+    unsafe extern "C" fn dealloc_pd_cb(
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
         // SAFETY: the core passes a PD allocated by `alloc_pd_cb`.
         let dev = unsafe { Self::from_ib((*pd).device) };
         T::dealloc_pd(dev);
@@ -375,7 +389,10 @@ pub fn name_in_use(name: &CStr) -> bool {
     // SAFETY: `name` is NUL-terminated; a found device comes with a
     // registration reference, dropped at once.
     let found = unsafe {
-        bindings::ib_device_get_by_name(name.as_char_ptr(), bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN)
+        bindings::ib_device_get_by_name(
+            name.as_char_ptr(),
+            bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN,
+        )
     };
     if found.is_null() {
         return false;
@@ -505,7 +522,10 @@ mod unsupported {
         EINVAL.to_errno()
     }
 
-    pub(super) unsafe extern "C" fn destroy_qp(_qp: *mut bindings::ib_qp, _udata: *mut bindings::ib_udata) -> c_int {
+    pub(super) unsafe extern "C" fn destroy_qp(
+        _qp: *mut bindings::ib_qp,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
         EINVAL.to_errno()
     }
 
@@ -541,7 +561,10 @@ mod unsupported {
         crate::kapi::not_supported().to_errno()
     }
 
-    pub(super) unsafe extern "C" fn destroy_cq(_cq: *mut bindings::ib_cq, _udata: *mut bindings::ib_udata) -> c_int {
+    pub(super) unsafe extern "C" fn destroy_cq(
+        _cq: *mut bindings::ib_cq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
         EINVAL.to_errno()
     }
 
@@ -560,7 +583,10 @@ mod unsupported {
         EINVAL.to_errno()
     }
 
-    pub(super) unsafe extern "C" fn get_dma_mr(_pd: *mut bindings::ib_pd, _access: c_int) -> *mut bindings::ib_mr {
+    pub(super) unsafe extern "C" fn get_dma_mr(
+        _pd: *mut bindings::ib_pd,
+        _access: c_int,
+    ) -> *mut bindings::ib_mr {
         err_ptr(crate::kapi::not_supported())
     }
 
@@ -575,7 +601,10 @@ mod unsupported {
         err_ptr(crate::kapi::not_supported())
     }
 
-    pub(super) unsafe extern "C" fn dereg_mr(_mr: *mut bindings::ib_mr, _udata: *mut bindings::ib_udata) -> c_int {
+    pub(super) unsafe extern "C" fn dereg_mr(
+        _mr: *mut bindings::ib_mr,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
         EINVAL.to_errno()
     }
 }

@@ -65,7 +65,10 @@ impl<L: LinkType> LinkRegistration<L> {
         })
     }
 
-    unsafe extern "C" fn newlink_cb(name: *const c_char, netdev: *mut bindings::net_device) -> c_int {
+    unsafe extern "C" fn newlink_cb(
+        name: *const c_char,
+        netdev: *mut bindings::net_device,
+    ) -> c_int {
         from_result(|| {
             // SAFETY: the core passes a NUL-terminated name on its stack that
             // lives for the call.

@@ -8,7 +8,8 @@ mod device;
 mod link;
 
 pub use attr::{
+    DeviceAttributes, LinkLayer, PhysState, PortAttributes, PortEvent, PortState,
     DEVICE_PORT_ACTIVE_EVENT, DEVICE_SYS_IMAGE_GUID, PORT_CM_SUP,
-    DeviceAttributes, LinkLayer, PhysState, PortAttributes, PortEvent, PortState};
+};
 pub use device::{name_in_use, Device, DeviceConfig, DeviceRef, Driver};
 pub use link::{LinkRegistration, LinkType};

@@ -72,7 +72,14 @@ impl SrnicDevice {
             if up { "active" } else { "down" },
             self.netdev.name()
         );
-        dev.dispatch_port_event(PORT, if up { PortEvent::Active } else { PortEvent::Error });
+        dev.dispatch_port_event(
+            PORT,
+            if up {
+                PortEvent::Active
+            } else {
+                PortEvent::Error
+            },
+        );
     }
 
     /// The active MTU is derived from the netdev MTU at every query; this
@@ -80,8 +87,17 @@ impl SrnicDevice {
     pub(crate) fn log_mtu_change(&self, dev: &Device<Self>) {
         let mtu = self.netdev.mtu();
         match active_mtu_for_netdev(mtu) {
-            Some(ib_mtu) => pr_info!("{}: netdev MTU {}, active IB MTU {}\n", dev.name(), mtu, ib_mtu.bytes()),
-            None => pr_warn!("{}: netdev MTU {} is too small for RoCE, port has no usable MTU\n", dev.name(), mtu),
+            Some(ib_mtu) => pr_info!(
+                "{}: netdev MTU {}, active IB MTU {}\n",
+                dev.name(),
+                mtu,
+                ib_mtu.bytes()
+            ),
+            None => pr_warn!(
+                "{}: netdev MTU {} is too small for RoCE, port has no usable MTU\n",
+                dev.name(),
+                mtu
+            ),
         }
     }
 }
@@ -113,8 +129,16 @@ impl Driver for SrnicDevice {
         // them (virtio reports none) gets the core's default.
         let (active_speed, active_width) = dev.eth_speed(port).unwrap_or((1, 1));
         Ok(PortAttributes {
-            state: if up { PortState::Active } else { PortState::Down },
-            phys_state: if up { PhysState::LinkUp } else { PhysState::Disabled },
+            state: if up {
+                PortState::Active
+            } else {
+                PortState::Down
+            },
+            phys_state: if up {
+                PhysState::LinkUp
+            } else {
+                PhysState::Disabled
+            },
             max_mtu: IbMtu::Mtu4096,
             active_mtu: active_mtu.unwrap_or(IbMtu::Mtu256),
             phys_mtu,
@@ -140,7 +164,9 @@ impl Driver for SrnicDevice {
 
     fn alloc_pd(dev: &Device<Self>) -> Result {
         dev.pd_count
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < MAX_PD).then_some(n + 1))
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < MAX_PD).then_some(n + 1)
+            })
             .map(|_| ())
             .map_err(|_| ENOMEM)
     }

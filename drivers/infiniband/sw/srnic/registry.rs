@@ -86,11 +86,19 @@ impl LinkType for SrnicLink {
         let _serialised = registry.newlink.lock();
 
         let Some(mac) = netdev.ethernet_address() else {
-            pr_warn!("{}: {} is not an Ethernet device, RoCE needs one\n", name, netdev.name());
+            pr_warn!(
+                "{}: {} is not an Ethernet device, RoCE needs one\n",
+                name,
+                netdev.name()
+            );
             return Err(EINVAL);
         };
         if netdev.is_loopback() {
-            pr_warn!("{}: {} is a loopback device, RoCE needs Ethernet\n", name, netdev.name());
+            pr_warn!(
+                "{}: {} is a loopback device, RoCE needs Ethernet\n",
+                name,
+                netdev.name()
+            );
             return Err(EINVAL);
         }
         // The core would refuse a taken name too, but with ENFILE.
@@ -99,7 +107,11 @@ impl LinkType for SrnicLink {
             return Err(EEXIST);
         }
         if registry.find_active_on(netdev) {
-            pr_warn!("{}: {} already carries an srnic device\n", name, netdev.name());
+            pr_warn!(
+                "{}: {} already carries an srnic device\n",
+                name,
+                netdev.name()
+            );
             return Err(EEXIST);
         }
         registry.prune();
@@ -151,7 +163,10 @@ impl Registry {
     /// unloading while `newlink` runs.
     fn prune(&self) {
         let mut devices = self.devices.lock();
-        let live = devices.iter().filter(|device| device.active().is_some()).count();
+        let live = devices
+            .iter()
+            .filter(|device| device.active().is_some())
+            .count();
         if live == devices.len() {
             return;
         }
@@ -189,10 +204,16 @@ impl NetdevHandler for NetdevWatcher {
             }
             match event {
                 NetdevEvent::Unregister => {
-                    pr_info!("{}: removing, {} is going away\n", dev.name(), netdev.name());
+                    pr_info!(
+                        "{}: removing, {} is going away\n",
+                        dev.name(),
+                        netdev.name()
+                    );
                     dev.unregister_queued();
                 }
-                NetdevEvent::Up | NetdevEvent::Down | NetdevEvent::Change => dev.update_port_state(&dev),
+                NetdevEvent::Up | NetdevEvent::Down | NetdevEvent::Change => {
+                    dev.update_port_state(&dev)
+                }
                 NetdevEvent::ChangeMtu => dev.log_mtu_change(&dev),
                 NetdevEvent::ChangeAddr | NetdevEvent::Other(_) => {}
             }
