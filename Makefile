@@ -40,8 +40,8 @@ host-test:
 	cd rust/pure && cargo test --quiet
 
 # rustfmt over every Rust file (the kernel's style: edition 2021, default
-# width) and clippy over the host crate; the kernel code is built with the
-# kernel's own warning set, with -Werror-like strictness checked by review.
+# width) and clippy over the host crate. The modules themselves build with
+# warnings as errors (Kbuild).
 lint:
 	rustfmt --edition 2021 --check $$(git ls-files '*.rs')
 	cd rust/pure && cargo clippy --quiet --all-targets -- -D warnings
