@@ -15,11 +15,20 @@ for pair in "9000:4096 (5)" "4188:4096 (5)" "4187:2048 (5)" "1500:1024 (3)" "111
 	expect_eq "$(active_mtu)" "$want" "active MTU at netdev MTU $mtu"
 	expect_eq "$(link_field srnic0 state)" ACTIVE "port state at netdev MTU $mtu"
 done
-step "a netdev MTU too small for any IB MTU takes the port down"
+step "a netdev MTU too small for any IB MTU takes the port down, with events"
+ibv_asyncwatch -d srnic0 > /tmp/events 2>&1 &
+watcher=$!
+sleep 2
 must ip link set eth0 mtu 340
 expect_eq "$(link_field srnic0 state)" DOWN "port state at netdev MTU 340"
 must ip link set eth0 mtu 1500
 expect_eq "$(link_field srnic0 state)" ACTIVE "port state back at 1500"
 expect_eq "$(active_mtu)" "1024 (3)" "active MTU back at 1500"
+sleep 2
+kill $watcher
+wait $watcher 2>/dev/null
+cat /tmp/events
+expect_eq "$(grep -c 'IBV_EVENT_PORT_ERR' /tmp/events)" 1 "one PORT_ERR for the too-small MTU"
+expect_eq "$(grep -c 'IBV_EVENT_PORT_ACTIVE' /tmp/events)" 1 "one PORT_ACTIVE when it is large enough again"
 must rdma link delete srnic0
 unload_srnic

@@ -44,13 +44,15 @@ impl SrnicDevice {
     pub(crate) fn new(netdev: &NetDevice) -> Self {
         SrnicDevice {
             netdev: netdev.get_ref(),
-            port_active: AtomicBool::new(Self::link_is_up(netdev)),
+            port_active: AtomicBool::new(Self::port_is_usable(netdev)),
             pd_count: AtomicU32::new(0),
         }
     }
 
-    fn link_is_up(netdev: &NetDevice) -> bool {
-        netdev.is_running() && netdev.has_carrier()
+    /// The port is active while the netdev is up, has carrier and has room
+    /// for at least the smallest IB MTU.
+    fn port_is_usable(netdev: &NetDevice) -> bool {
+        netdev.is_running() && netdev.has_carrier() && active_mtu_for_netdev(netdev.mtu()).is_some()
     }
 
     /// Whether this device is carried by `netdev`.
@@ -58,10 +60,10 @@ impl SrnicDevice {
         core::ptr::eq::<NetDevice>(&*self.netdev, netdev)
     }
 
-    /// Follows the netdev's link state; raises `PORT_ACTIVE` or `PORT_ERR`
-    /// when it changes.
+    /// Follows the netdev's state (up, carrier, MTU); raises `PORT_ACTIVE`
+    /// or `PORT_ERR` when the port's state changes.
     pub(crate) fn update_port_state(&self, dev: &Device<Self>) {
-        let up = Self::link_is_up(&self.netdev);
+        let up = Self::port_is_usable(&self.netdev);
         if self.port_active.swap(up, Ordering::AcqRel) == up {
             return;
         }
@@ -82,8 +84,9 @@ impl SrnicDevice {
         );
     }
 
-    /// The active MTU is derived from the netdev MTU at every query; this
-    /// only tells the administrator what the change means for RDMA.
+    /// The active MTU is derived from the netdev MTU at every query, and IB
+    /// has no event for an MTU change; this tells the administrator what the
+    /// change means for RDMA.
     pub(crate) fn log_mtu_change(&self, dev: &Device<Self>) {
         let mtu = self.netdev.mtu();
         match active_mtu_for_netdev(mtu) {
@@ -124,7 +127,7 @@ impl Driver for SrnicDevice {
         let netdev = &dev.netdev;
         let phys_mtu = netdev.mtu();
         let active_mtu = active_mtu_for_netdev(phys_mtu);
-        let up = Self::link_is_up(netdev) && active_mtu.is_some();
+        let up = Self::port_is_usable(netdev);
         // Speed comes from the netdev's ethtool settings; a netdev without
         // them (virtio reports none) gets the core's default.
         let (active_speed, active_width) = dev.eth_speed(port).unwrap_or((1, 1));

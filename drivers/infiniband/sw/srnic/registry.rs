@@ -214,7 +214,11 @@ impl NetdevHandler for NetdevWatcher {
                 NetdevEvent::Up | NetdevEvent::Down | NetdevEvent::Change => {
                     dev.update_port_state(&dev)
                 }
-                NetdevEvent::ChangeMtu => dev.log_mtu_change(&dev),
+                NetdevEvent::ChangeMtu => {
+                    dev.log_mtu_change(&dev);
+                    // Too small an MTU takes the port down, and back.
+                    dev.update_port_state(&dev);
+                }
                 NetdevEvent::ChangeAddr | NetdevEvent::Other(_) => {}
             }
         }
