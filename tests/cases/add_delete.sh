@@ -14,9 +14,7 @@ for round in 1 2 3 4 5; do
 	expect_no_match "$(rdma_devices)" '^srnic0$' "srnic0 gone from 'rdma dev'"
 done
 step "a name with a counter and a second name on another netdev"
-must ip link add veth0 type veth peer name veth1
-must ip link set veth0 up
-must ip link set veth1 up
+veth_pair veth0 veth1
 must rdma link add srnic7 type srnic netdev eth0
 must rdma link add roce_b type srnic netdev veth0
 expect_eq "$(rdma_devices | sort | tr '\n' ' ')" "roce_b srnic7 " "both devices listed"

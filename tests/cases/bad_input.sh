@@ -2,8 +2,7 @@
 # vms: 1
 # timeout: 300
 load_srnic
-must ip link add veth0 type veth peer name veth1
-must ip link set veth0 up
+veth_pair veth0 veth1
 
 step "missing netdev"
 must_fail "No such device" rdma link add srnic0 type srnic netdev nosuch0

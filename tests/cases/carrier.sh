@@ -3,9 +3,7 @@
 # vms: 1
 # timeout: 300
 load_srnic
-must ip link add veth0 type veth peer name veth1
-must ip link set veth0 up
-must ip link set veth1 up
+veth_pair veth0 veth1
 must rdma link add srnic0 type srnic netdev eth0
 must rdma link add srnic1 type srnic netdev veth0
 expect_eq "$(link_field srnic0 state)" ACTIVE "srnic0 initially"

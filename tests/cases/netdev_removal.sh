@@ -5,9 +5,7 @@
 load_srnic
 for round in 1 2 3; do
 	step "round $round"
-	must ip link add veth0 type veth peer name veth1
-	must ip link set veth0 up
-	must ip link set veth1 up
+	veth_pair veth0 veth1
 	must rdma link add srnic_v type srnic netdev veth0
 	must rdma link add srnic0 type srnic netdev eth0
 	must timeout 30 ip link del veth0
@@ -23,8 +21,7 @@ for round in 1 2 3; do
 	must rdma link delete srnic0
 done
 step "netdev removal while a process has the device open"
-must ip link add veth0 type veth peer name veth1
-must ip link set veth0 up
+veth_pair veth0 veth1
 must rdma link add srnic_v type srnic netdev veth0
 ibv_asyncwatch -d srnic_v > /tmp/events 2>&1 &
 watcher=$!

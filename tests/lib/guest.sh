@@ -86,3 +86,11 @@ barrier() {
 	wait_until 120 sh -c "[ \$(ls /mnt/shared/ | grep -c '^$1\\.') -ge $2 ]" ||
 		fail "barrier $1: peers did not arrive within 120 s"
 }
+
+# veth_pair NAME PEER: a veth pair with both ends up. NAME's carrier follows
+# PEER's admin state, which makes carrier changes testable.
+veth_pair() {
+	must ip link add "$1" type veth peer name "$2"
+	must ip link set "$1" up
+	must ip link set "$2" up
+}
