@@ -35,6 +35,11 @@ bool srnic_netdev_is_registered(const struct net_device *dev)
 	return READ_ONCE(dev->reg_state) == NETREG_REGISTERED;
 }
 
+const void *srnic_netdev_net(const struct net_device *dev)
+{
+	return dev_net(dev);
+}
+
 void srnic_dev_hold(struct net_device *dev)
 {
 	dev_hold(dev);

@@ -35,6 +35,7 @@ struct net_device *srnic_netdev_notifier_info_to_dev(void *info);
 bool srnic_netif_running(const struct net_device *dev);
 bool srnic_netif_carrier_ok(const struct net_device *dev);
 bool srnic_netdev_is_registered(const struct net_device *dev);
+const void *srnic_netdev_net(const struct net_device *dev);
 void srnic_dev_hold(struct net_device *dev);
 void srnic_dev_put(struct net_device *dev);
 void srnic_ib_device_get(struct ib_device *ibdev);

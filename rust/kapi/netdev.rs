@@ -10,7 +10,6 @@ use kernel::alloc::KBox;
 use kernel::error::to_result;
 use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::prelude::*;
-use kernel::str::CStr;
 use kernel::types::Opaque;
 
 /// A `struct net_device`, borrowed.
@@ -35,20 +34,19 @@ impl NetDevice {
         self.0.get()
     }
 
-    /// The interface name. It can change under RTNL, so use it in messages
-    /// only, never as an identity.
-    pub fn name(&self) -> &CStr {
-        // SAFETY: `name` is an array inside the valid netdev; the kernel
-        // keeps it NUL-terminated even while a rename rewrites it.
-        let name = unsafe { &(*self.as_raw()).name };
-        // SAFETY: `c_char` and `u8` have the same layout.
-        let bytes: &[u8] = unsafe { &*(name.as_slice() as *const [_] as *const [u8]) };
-        let len = bytes.iter().position(|&b| b == 0).unwrap_or(0);
-        match bytes.get(..=len) {
-            // SAFETY: the slice ends at its first NUL, and has no other.
-            Some(with_nul) if len > 0 => unsafe { CStr::from_bytes_with_nul_unchecked(with_nul) },
-            _ => kernel::c_str!("?"),
-        }
+    /// A copy of the interface name, for messages. A rename under RTNL may
+    /// rewrite it while it is copied, so it is never an identity.
+    pub fn name(&self) -> NetdevName {
+        // SAFETY: `name` is an array inside the valid netdev; the volatile
+        // read copies whatever bytes are there, even mid-rename.
+        let raw = unsafe { core::ptr::addr_of!((*self.as_raw()).name).read_volatile() };
+        NetdevName(raw.map(|c| c as u8))
+    }
+
+    /// The network namespace the netdev is in, as an opaque identity.
+    pub fn namespace(&self) -> usize {
+        // SAFETY: the netdev is valid.
+        unsafe { bindings::srnic_netdev_net(self.as_raw()) as usize }
     }
 
     /// The MTU in bytes.
@@ -87,8 +85,9 @@ impl NetDevice {
     /// for interfaces with no Ethernet framing (tunnels, IP-only devices).
     pub fn ethernet_address(&self) -> Option<[u8; 6]> {
         let dev = self.as_raw();
-        // SAFETY: the netdev is valid; `type_` and `addr_len` are fixed at
-        // registration.
+        // SAFETY: the netdev is valid; these fields change only under RTNL
+        // (a bond taking a slave's type), and a stale value only
+        // misclassifies the netdev, which the caller reports as an error.
         let (kind, addr_len, addr) = unsafe { ((*dev).type_, (*dev).addr_len, (*dev).dev_addr) };
         if u32::from(kind) != bindings::ARPHRD_ETHER
             || usize::from(addr_len) != bindings::ETH_ALEN as usize
@@ -110,6 +109,24 @@ impl NetDevice {
         // `NetDeviceRef::drop`.
         unsafe { bindings::srnic_dev_hold(self.as_raw()) };
         NetDeviceRef(NonNull::from(&self.0).cast())
+    }
+}
+
+/// A netdev's name as it was when copied; displays up to its first NUL.
+pub struct NetdevName([u8; 16]);
+
+impl core::fmt::Display for NetdevName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let len = self.0.iter().position(|&b| b == 0).unwrap_or(self.0.len());
+        for &byte in self.0.iter().take(len) {
+            let shown = if byte.is_ascii_graphic() {
+                byte as char
+            } else {
+                '?'
+            };
+            core::fmt::Write::write_char(f, shown)?;
+        }
+        Ok(())
     }
 }
 

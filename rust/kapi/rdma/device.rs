@@ -17,6 +17,7 @@ use crate::bindings;
 use crate::kapi::netdev::NetDevice;
 use core::ops::Deref;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::error::{from_result, to_result};
 use kernel::ffi::{c_char, c_int};
 use kernel::prelude::*;
@@ -43,6 +44,10 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// The link layer of `port`.
     fn link_layer(dev: &Device<Self>, port: u32) -> LinkLayer;
 
+    /// The netdev that carries `port`'s traffic. The core's RoCE GID
+    /// management and `rdma link show` find the netdev through this.
+    fn netdev(dev: &Device<Self>, port: u32) -> Option<&NetDevice>;
+
     /// The P_Key at `index` of `port`'s table.
     fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
 
@@ -57,8 +62,6 @@ pub trait Driver: Sized + Send + Sync + 'static {
 pub struct DeviceConfig<'a> {
     /// The device name, as given to `rdma link add`.
     pub name: &'a CStr,
-    /// The Ethernet netdev that carries the device's traffic.
-    pub netdev: &'a NetDevice,
     /// Node GUID, in network byte order as the core stores it.
     pub node_guid: u64,
     /// Node description (at most 64 bytes are kept).
@@ -73,6 +76,9 @@ pub struct DeviceConfig<'a> {
 #[repr(C)]
 pub struct Device<T: Driver> {
     ib: Opaque<bindings::ib_device>,
+    /// Set once `dealloc_driver` has dropped `data`; outside `data` so that
+    /// holders of a [`DeviceRef`] can still read it.
+    deallocated: AtomicBool,
     data: T,
 }
 
@@ -139,8 +145,7 @@ impl<T: Driver> Device<T> {
         unsafe { bindings::ib_dispatch_event(&raw) };
     }
 
-    /// Allocates a device with `data`, binds it to `config.netdev` and
-    /// registers it with the RDMA core.
+    /// Allocates a device with `data` and registers it with the RDMA core.
     pub fn register(data: T, config: &DeviceConfig<'_>) -> Result<DeviceRef<T>> {
         // SAFETY: allocates a zeroed device of our size; `ib_device` is the
         // first field of `Device<T>`, as the core requires.
@@ -151,7 +156,10 @@ impl<T: Driver> Device<T> {
         let dev = ib.as_ptr().cast::<Self>();
         // SAFETY: `dev` points to a fresh allocation large enough for
         // `Self`; `data` is not initialised yet, so write without dropping.
-        unsafe { core::ptr::addr_of_mut!((*dev).data).write(data) };
+        unsafe {
+            core::ptr::addr_of_mut!((*dev).deallocated).write(AtomicBool::new(false));
+            core::ptr::addr_of_mut!((*dev).data).write(data);
+        }
 
         // From here on `ib_dealloc_device` runs `dealloc_driver`, which drops
         // `data`: the ops table is installed right after `data` is written.
@@ -169,6 +177,8 @@ impl<T: Driver> Device<T> {
             raw.num_comp_vectors = config.num_comp_vectors.max(1) as c_int;
             raw.node_guid = config.node_guid;
             raw.local_dma_lkey = 0;
+            // Chosen by the user: udev's RDMA renaming leaves it alone.
+            raw.name_assign_type = bindings::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER;
             let desc = config.node_desc.as_bytes();
             let room = raw.node_desc.len().saturating_sub(1);
             for (dst, src) in raw.node_desc.iter_mut().zip(desc.iter().take(room)) {
@@ -189,14 +199,13 @@ impl<T: Driver> Device<T> {
             unsafe { bindings::ib_dealloc_device(ib.as_ptr()) };
             err
         };
-        // SAFETY: the device and netdev are valid; the core takes its own
-        // netdev reference and drops it at unregistration.
-        to_result(unsafe {
-            bindings::ib_device_set_netdev(ib.as_ptr(), config.netdev.as_raw(), 1)
-        })
-        .map_err(unwind)?;
-        // SAFETY: as above; a NULL DMA device selects virtual DMA, which a
-        // software device uses.
+        // The netdev is reported through `get_netdev`, not bound with
+        // `ib_device_set_netdev`: that would enter the device in the core's
+        // netdev table, where rxe, which shares our driver id, would find it
+        // and take it for one of its own.
+        //
+        // SAFETY: the device is fully set up; a NULL DMA device selects
+        // virtual DMA, which a software device uses.
         to_result(unsafe {
             bindings::ib_register_device(
                 ib.as_ptr(),
@@ -217,6 +226,7 @@ impl<T: Driver> Device<T> {
             query_port: Some(Self::query_port_cb),
             get_port_immutable: Some(Self::get_port_immutable_cb),
             get_link_layer: Some(Self::get_link_layer_cb),
+            get_netdev: Some(Self::get_netdev_cb),
             query_pkey: Some(Self::query_pkey_cb),
             alloc_ucontext: Some(Self::alloc_ucontext_cb),
             dealloc_ucontext: Some(Self::dealloc_ucontext_cb),
@@ -316,6 +326,23 @@ impl<T: Driver> Device<T> {
         }
     }
 
+    unsafe extern "C" fn get_netdev_cb(
+        ib: *mut bindings::ib_device,
+        port: u32,
+    ) -> *mut bindings::net_device {
+        // SAFETY: verbs run only while the device's data is live.
+        let dev = unsafe { Self::from_ib(ib) };
+        match T::netdev(dev, port) {
+            Some(netdev) => {
+                // The caller owns a reference and drops it with `dev_put`.
+                // SAFETY: the netdev is valid while the driver holds it.
+                unsafe { bindings::srnic_dev_hold(netdev.as_raw()) };
+                netdev.as_raw()
+            }
+            None => core::ptr::null_mut(),
+        }
+    }
+
     unsafe extern "C" fn query_pkey_cb(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -380,7 +407,10 @@ impl<T: Driver> Device<T> {
         // SAFETY: the core calls this exactly once, after the last verb, for
         // a device whose data `register` initialised; the allocation itself
         // is freed later by the core.
-        unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).data)) };
+        unsafe {
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).data));
+            (*dev).deallocated.store(true, Ordering::Release);
+        }
     }
 }
 
@@ -426,6 +456,18 @@ impl<T: Driver> DeviceRef<T> {
         Self {
             ib,
             _data: core::marker::PhantomData,
+        }
+    }
+
+    /// Whether the device is gone for good: unregistered and its data
+    /// dropped. A device that is only inactive may still be unregistering,
+    /// or be moving to another network namespace and come back.
+    pub fn is_deallocated(&self) -> bool {
+        // SAFETY: our reference keeps the allocation, and so the flag, valid.
+        unsafe {
+            (*self.ib.as_ptr().cast::<Device<T>>())
+                .deallocated
+                .load(Ordering::Acquire)
         }
     }
 

@@ -59,6 +59,13 @@ impl<L: LinkType> LinkRegistration<L> {
         // SAFETY: the ops are pinned until `drop` unregisters them; `NAME`
         // is static.
         unsafe { bindings::rdma_link_register(ops.ops.get()) };
+        // The core only warns when the type exists already, and then leaves
+        // the ops off its list; `list_add` is what sets `next`.
+        // SAFETY: the ops are valid; the core wrote `list` under its lock,
+        // which `rdma_link_register` released.
+        if unsafe { (*ops.ops.get()).list.next.is_null() } {
+            return Err(EEXIST);
+        }
         Ok(Self {
             ops,
             _type: PhantomData,

@@ -158,6 +158,10 @@ impl Driver for SrnicDevice {
         LinkLayer::Ethernet
     }
 
+    fn netdev(dev: &Device<Self>, port: u32) -> Option<&NetDevice> {
+        (port == PORT).then_some(&*dev.netdev)
+    }
+
     fn query_pkey(_dev: &Device<Self>, port: u32, index: u16) -> Result<u16> {
         match (port, index) {
             (PORT, 0) => Ok(DEFAULT_PKEY),

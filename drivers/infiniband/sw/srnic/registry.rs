@@ -116,9 +116,9 @@ impl LinkType for SrnicLink {
         }
         registry.prune();
 
+        let namespace = netdev.namespace();
         let config = DeviceConfig {
             name,
-            netdev,
             node_guid: crate::pure::guid::node_guid_from_mac(mac),
             node_desc: kernel::c_str!("srnic"),
             num_comp_vectors: 1,
@@ -126,11 +126,12 @@ impl LinkType for SrnicLink {
         };
         let device = Device::register(SrnicDevice::new(netdev), &config)?;
 
-        // The netdev may have started unregistering while the device was
-        // being registered, in which case the notifier ran before the device
-        // was listed. Under RTNL that question has a stable answer.
+        // The netdev may have started unregistering, or moved to another
+        // namespace, while the device was being registered, in which case
+        // the notifier ran before the device was listed. Under RTNL that
+        // question has a stable answer.
         let rtnl = rtnl_lock();
-        if !netdev.is_registered() {
+        if !netdev.is_registered() || netdev.namespace() != namespace {
             drop(rtnl);
             device.unregister();
             return Err(ENODEV);
@@ -158,28 +159,38 @@ impl Registry {
             .any(|device| device.active().is_some_and(|dev| dev.is_bound_to(netdev)))
     }
 
-    /// Forgets devices that have been unregistered, so that a long-lived
-    /// module does not accumulate them. Needs no fence: the module is not
-    /// unloading while `newlink` runs.
+    /// Forgets devices that are gone for good, so that a long-lived module
+    /// does not accumulate them.
     fn prune(&self) {
-        let mut devices = self.devices.lock();
-        let live = devices
-            .iter()
-            .filter(|device| device.active().is_some())
-            .count();
-        if live == devices.len() {
-            return;
-        }
-        let Ok(mut kept) = KVec::with_capacity(live, GFP_KERNEL) else {
-            return;
-        };
-        for device in core::mem::take(&mut *devices) {
-            if device.active().is_some() {
-                // Cannot fail: the capacity was reserved above.
-                let _ = kept.push(device, GFP_KERNEL);
+        let mut gone = KVec::new();
+        {
+            let mut devices = self.devices.lock();
+            if !devices.iter().any(|device| device.is_deallocated()) {
+                return;
             }
+            let (Ok(mut kept), Ok(())) = (
+                KVec::with_capacity(devices.len(), GFP_KERNEL),
+                gone.reserve(devices.len(), GFP_KERNEL),
+            ) else {
+                return;
+            };
+            for device in core::mem::take(&mut *devices) {
+                let list = if device.is_deallocated() {
+                    &mut gone
+                } else {
+                    &mut kept
+                };
+                // Cannot fail: both have room for every device.
+                let _ = list.push(device, GFP_KERNEL);
+            }
+            *devices = kept;
         }
-        *devices = kept;
+        // `dealloc_driver` sets the flag just before it returns to the core;
+        // this waits until the core has released the device, so nothing of
+        // ours runs for it any more.
+        for device in gone.iter() {
+            device.unregister();
+        }
     }
 }
 
