@@ -65,3 +65,9 @@ const char *srnic_ib_device_name(const struct ib_device *ibdev)
 {
 	return dev_name(&ibdev->dev);
 }
+
+/* The kernel-wide printk rate limit, for messages user space can trigger. */
+bool srnic_printk_ratelimit(void)
+{
+	return printk_ratelimit();
+}

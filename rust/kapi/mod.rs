@@ -19,6 +19,8 @@
 #![allow(unreachable_pub)]
 
 pub mod global;
+#[macro_use]
+pub mod print;
 pub mod netdev;
 pub mod rdma;
 

@@ -86,7 +86,7 @@ impl LinkType for SrnicLink {
         let _serialised = registry.newlink.lock();
 
         let Some(mac) = netdev.ethernet_address() else {
-            pr_warn!(
+            pr_warn_ratelimited!(
                 "{}: {} is not an Ethernet device, RoCE needs one\n",
                 name,
                 netdev.name()
@@ -94,7 +94,7 @@ impl LinkType for SrnicLink {
             return Err(EINVAL);
         };
         if netdev.is_loopback() {
-            pr_warn!(
+            pr_warn_ratelimited!(
                 "{}: {} is a loopback device, RoCE needs Ethernet\n",
                 name,
                 netdev.name()
@@ -103,11 +103,11 @@ impl LinkType for SrnicLink {
         }
         // The core would refuse a taken name too, but with ENFILE.
         if name_in_use(name) {
-            pr_warn!("{}: an RDMA device of that name exists\n", name);
+            pr_warn_ratelimited!("{}: an RDMA device of that name exists\n", name);
             return Err(EEXIST);
         }
         if registry.find_active_on(netdev) {
-            pr_warn!(
+            pr_warn_ratelimited!(
                 "{}: {} already carries an srnic device\n",
                 name,
                 netdev.name()

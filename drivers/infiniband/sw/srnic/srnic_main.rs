@@ -9,6 +9,7 @@
 #[path = "../../../../rust/bindings/mod.rs"]
 mod bindings;
 #[path = "../../../../rust/kapi/mod.rs"]
+#[macro_use]
 mod kapi;
 #[path = "../../../../rust/pure/mod.rs"]
 mod pure;
