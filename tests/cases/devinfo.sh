@@ -7,7 +7,9 @@ must rdma link add srnic0 type srnic netdev eth0
 
 mac=$(cat /sys/class/net/eth0/address)
 # The node GUID is the netdev's modified EUI-64.
-guid=$(echo "$mac" | awk -F: '{ printf "%02x%s:%sff:fe%s:%s%s", xor(strtonum("0x" $1), 2), $2, $3, $4, $5, $6 }')
+set -- $(echo "$mac" | tr : ' ')
+guid="$(printf %02x $((0x$1 ^ 2)))$2:$3ff:fe$4:$5$6"
+echo "$guid" | grep -Eq '^[0-9a-f]{4}(:[0-9a-f]{4}){3}$' || fail "could not derive a GUID from MAC $mac: '$guid'"
 step "node GUID from $mac is $guid"
 
 # GIDs appear as the core's GID management sees the addresses.
@@ -19,8 +21,8 @@ info=$(ibv_devinfo -v -d srnic0) || fail "ibv_devinfo -v -d srnic0 failed: $info
 echo "$info"
 expect_match "$info" "hca_id:[[:space:]]+srnic0" "hca_id"
 expect_match "$info" "transport:[[:space:]]+InfiniBand \(0\)" "transport"
-expect_match "$info" "node_guid:[[:space:]]+$guid" "node GUID from the netdev MAC"
-expect_match "$info" "sys_image_guid:[[:space:]]+$guid" "system image GUID"
+expect_match "$info" "node_guid:[[:space:]]+${guid}\$" "node GUID from the netdev MAC"
+expect_match "$info" "sys_image_guid:[[:space:]]+${guid}\$" "system image GUID"
 expect_match "$info" "vendor_id:[[:space:]]+0xffffff" "vendor id"
 expect_match "$info" "phys_port_cnt:[[:space:]]+1" "one port"
 expect_match "$info" "max_pd:[[:space:]]+65536" "PD limit"
