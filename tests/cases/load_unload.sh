@@ -10,6 +10,10 @@ for round in 1 2 3; do
 	unload_srnic
 done
 step "the core loads srnic on demand for 'rdma link add ... type srnic'"
-# modprobe finds srnic by its alias only if installed; insmod-only setups
-# rely on the module being loaded first, so check the alias is declared.
 expect_eq "$(modinfo -F alias "$srnic_ko")" rdma-link-srnic "module alias"
+[ ! -e /sys/module/srnic ] || fail "srnic loaded before the on-demand test"
+must rdma link add srnic0 type srnic netdev eth0
+[ -d /sys/module/srnic ] || fail "srnic was not loaded on demand"
+expect_match "$(rdma_devices)" '^srnic0$' "srnic0 created by the on-demand module"
+must rdma link delete srnic0
+unload_srnic
