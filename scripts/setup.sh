@@ -16,7 +16,7 @@ apt_packages=(
 	qemu-system-x86 busybox-static
 	# stock RDMA userspace run inside the guest
 	rdmacm-utils ibverbs-utils ibverbs-providers perftest iproute2
-	infiniband-diags python3-pyverbs ethtool iputils-ping tcpdump
+	infiniband-diags python3-pyverbs ethtool iputils-ping tcpdump python3
 )
 
 missing=()

@@ -73,6 +73,27 @@ mod tests {
     }
 
     #[test]
+    fn every_netdev_mtu_gets_the_largest_fitting_ib_mtu() {
+        let mut previous = None;
+        for netdev_mtu in 0..=u32::from(u16::MAX) {
+            let chosen = active_mtu_for_netdev(netdev_mtu);
+            // Never shrinks as the netdev MTU grows.
+            assert!(chosen >= previous, "netdev MTU {netdev_mtu}");
+            previous = chosen;
+            match chosen {
+                Some(mtu) => {
+                    assert!(mtu.bytes() + ROCEV2_MAX_OVERHEAD <= netdev_mtu);
+                    // The next size up would not fit.
+                    if let Some(next) = IbMtu::ALL.iter().find(|m| **m > mtu) {
+                        assert!(next.bytes() + ROCEV2_MAX_OVERHEAD > netdev_mtu);
+                    }
+                }
+                None => assert!(netdev_mtu < IbMtu::Mtu256.bytes() + ROCEV2_MAX_OVERHEAD),
+            }
+        }
+    }
+
+    #[test]
     fn boundaries() {
         let exact = |mtu: IbMtu| mtu.bytes() + ROCEV2_MAX_OVERHEAD;
         for mtu in IbMtu::ALL {
