@@ -45,7 +45,8 @@ pub trait Driver: Sized + Send + Sync + 'static {
     fn link_layer(dev: &Device<Self>, port: u32) -> LinkLayer;
 
     /// The netdev that carries `port`'s traffic. The core's RoCE GID
-    /// management and `rdma link show` find the netdev through this.
+    /// management and `rdma link show` find the netdev through this. Called
+    /// in atomic context (under RCU or spinlocks): must not sleep.
     fn netdev(dev: &Device<Self>, port: u32) -> Option<&NetDevice>;
 
     /// The P_Key at `index` of `port`'s table.
@@ -463,7 +464,8 @@ impl<T: Driver> DeviceRef<T> {
     /// dropped. A device that is only inactive may still be unregistering,
     /// or be moving to another network namespace and come back.
     pub fn is_deallocated(&self) -> bool {
-        // SAFETY: our reference keeps the allocation, and so the flag, valid.
+        // SAFETY: our reference keeps the allocation, and so the flag, valid;
+        // the place expression borrows only the flag, not the dropped data.
         unsafe {
             (*self.ib.as_ptr().cast::<Device<T>>())
                 .deallocated

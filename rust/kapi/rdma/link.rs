@@ -61,9 +61,11 @@ impl<L: LinkType> LinkRegistration<L> {
         unsafe { bindings::rdma_link_register(ops.ops.get()) };
         // The core only warns when the type exists already, and then leaves
         // the ops off its list; `list_add` is what sets `next`.
-        // SAFETY: the ops are valid; the core wrote `list` under its lock,
-        // which `rdma_link_register` released.
-        if unsafe { (*ops.ops.get()).list.next.is_null() } {
+        // SAFETY: the ops are valid. Another type's unregistration may
+        // rewrite `next` concurrently (never to NULL once linked), hence the
+        // volatile read.
+        let next = unsafe { core::ptr::addr_of!((*ops.ops.get()).list.next).read_volatile() };
+        if next.is_null() {
             return Err(EEXIST);
         }
         Ok(Self {

@@ -159,7 +159,9 @@ impl Driver for SrnicDevice {
     }
 
     fn netdev(dev: &Device<Self>, port: u32) -> Option<&NetDevice> {
-        (port == PORT).then_some(&*dev.netdev)
+        // Once the netdev starts unregistering the port has none; the device
+        // itself goes through the notifier.
+        (port == PORT && dev.netdev.is_registered()).then_some(&*dev.netdev)
     }
 
     fn query_pkey(_dev: &Device<Self>, port: u32, index: u16) -> Result<u16> {

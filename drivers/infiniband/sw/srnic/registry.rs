@@ -144,6 +144,11 @@ impl LinkType for SrnicLink {
             device.unregister();
             return Err(ENOMEM);
         }
+        // The port may have changed while the device was registering, with
+        // no event: catch up now that the notifier will see it.
+        if let Some(dev) = device.active() {
+            dev.update_port_state(&dev);
+        }
         // Cannot fail: room for one more was reserved just above.
         let _ = devices.push(device, GFP_KERNEL);
         Ok(())
