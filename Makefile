@@ -13,6 +13,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 # The project's test kernel unless KDIR is given: `make kernel` builds it
 # (or finds it in the cache) and records where it is in out/kernel-dir.
 KERNEL_RECORD := out/kernel-dir
+KERNEL_CACHE := $(or $(SRNIC_CACHE),$(HOME)/.cache/srnic)
 ifeq ($(origin KDIR),undefined)
 KDIR = $$(cat $(CURDIR)/$(KERNEL_RECORD))/build
 MODULES_NEED := kernel
@@ -29,7 +30,10 @@ setup:
 
 kernel: setup
 	@mkdir -p out
-	scripts/build-kernel.sh > $(KERNEL_RECORD).tmp
+	@mkdir -p $(KERNEL_CACHE)
+	flock $(KERNEL_CACHE)/.lock scripts/build-kernel.sh > $(KERNEL_RECORD).tmp
+	@# Mark the kernel as used, so the cache keeps it when pruning.
+	touch "$$(cat $(KERNEL_RECORD).tmp)"
 	mv $(KERNEL_RECORD).tmp $(KERNEL_RECORD)
 	@echo "test kernel: $$(cat $(KERNEL_RECORD))"
 

@@ -32,6 +32,17 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 export PATH="$HOME/.cargo/bin:$PATH"
+# The host toolchain (rustup's) runs the host tests and the lint.
+if ! command -v cargo > /dev/null; then
+	echo "setup: no cargo on PATH; the host tests need the machine's Rust toolchain" >&2
+	exit 1
+fi
+for component in rustfmt clippy; do
+	if ! rustup component list --installed 2>/dev/null | grep -q "^$component"; then
+		echo "setup: adding rustup component $component"
+		rustup component add "$component"
+	fi
+done
 if ! bindgen --version 2>/dev/null | grep -q "$BINDGEN_VERSION"; then
 	echo "setup: installing bindgen-cli $BINDGEN_VERSION"
 	cargo install --locked --quiet bindgen-cli --version "$BINDGEN_VERSION"

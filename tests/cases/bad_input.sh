@@ -8,10 +8,10 @@ step "missing netdev"
 must_fail "No such device" rdma link add srnic0 type srnic netdev nosuch0
 step "loopback cannot carry RoCE"
 must_fail "Invalid argument" rdma link add srnic0 type srnic netdev lo
-if [ -e /sys/class/net/sit0 ]; then
-	step "a non-Ethernet netdev (sit0) cannot carry RoCE"
-	must_fail "Invalid argument" rdma link add srnic0 type srnic netdev sit0
-fi
+step "a non-Ethernet netdev (a tun device) cannot carry RoCE"
+must ip tuntap add dev tun0 mode tun
+must_fail "Invalid argument" rdma link add srnic0 type srnic netdev tun0
+must ip link del tun0
 step "unknown link type"
 must_fail "Invalid argument|Operation not supported" rdma link add srnic0 type nosuchtype netdev eth0
 expect_eq "$(rdma_devices | wc -l)" 0 "no devices after refused requests"
@@ -41,12 +41,10 @@ load_srnic
 must rdma link add srnic0 type srnic netdev eth0
 
 step "rmmod while a process has the device open removes it and tells the process"
-ibv_asyncwatch -d srnic0 > /tmp/events 2>&1 &
-watcher=$!
-sleep 2
+start_asyncwatch srnic0 /tmp/events
 unload_srnic
 expect_eq "$(rdma_devices | wc -l)" 0 "no devices after rmmod with the device open"
-sleep 1
+wait_until 10 grep -q IBV_EVENT_DEVICE_FATAL /tmp/events
 kill $watcher 2>/dev/null
 wait $watcher 2>/dev/null
 expect_match "$(cat /tmp/events)" "IBV_EVENT_DEVICE_FATAL" "the process saw the device go"

@@ -9,11 +9,10 @@ must rdma link add srnic1 type srnic netdev veth0
 expect_eq "$(link_field srnic0 state)" ACTIVE "srnic0 initially"
 expect_eq "$(link_field srnic1 state)" ACTIVE "srnic1 initially"
 
-ibv_asyncwatch -d srnic0 > /tmp/events0 2>&1 &
-watch0=$!
-ibv_asyncwatch -d srnic1 > /tmp/events1 2>&1 &
-watch1=$!
-sleep 2
+start_asyncwatch srnic0 /tmp/events0
+watch0=$watcher
+start_asyncwatch srnic1 /tmp/events1
+watch1=$watcher
 
 port_state() { ibv_devinfo -d "$1" | sed -n 's/^[[:space:]]*state:[[:space:]]*//p'; }
 
@@ -34,7 +33,9 @@ must ip link set veth1 up
 wait_until 10 sh -c "[ \"\$(cat /sys/class/net/veth0/carrier)\" = 1 ]" || fail "veth0 got no carrier back"
 expect_eq "$(link_field srnic1 state)" ACTIVE "srnic1 with carrier back"
 
-sleep 2
+# Events reach user space asynchronously.
+wait_until 10 grep -q IBV_EVENT_PORT_ACTIVE /tmp/events0
+wait_until 10 grep -q IBV_EVENT_PORT_ACTIVE /tmp/events1
 kill $watch0 $watch1
 wait $watch0 $watch1 2>/dev/null
 events0=$(cat /tmp/events0)

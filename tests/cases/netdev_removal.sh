@@ -9,8 +9,7 @@ for round in 1 2 3; do
 	must rdma link add srnic_v type srnic netdev veth0
 	must rdma link add srnic0 type srnic netdev eth0
 	must timeout 30 ip link del veth0
-	gone() { ! rdma_devices | grep -qx srnic_v; }
-	wait_until 20 gone || fail "srnic_v still registered after its netdev was deleted"
+	wait_until 20 device_absent srnic_v || fail "srnic_v still registered after its netdev was deleted"
 	expect_match "$(rdma_devices)" '^srnic0$' "the device on eth0 is untouched"
 	[ ! -e /sys/class/net/veth0 ] || fail "veth0 still present"
 	# The name is free again.
@@ -23,12 +22,10 @@ done
 step "netdev removal while a process has the device open"
 veth_pair veth0 veth1
 must rdma link add srnic_v type srnic netdev veth0
-ibv_asyncwatch -d srnic_v > /tmp/events 2>&1 &
-watcher=$!
-sleep 2
+start_asyncwatch srnic_v /tmp/events
 must timeout 60 ip link del veth0
-gone() { ! rdma_devices | grep -qx srnic_v; }
-wait_until 30 gone || fail "srnic_v still registered after its netdev was deleted while open"
+wait_until 30 device_absent srnic_v || fail "srnic_v still registered after its netdev was deleted while open"
+wait_until 10 grep -q IBV_EVENT_DEVICE_FATAL /tmp/events
 kill $watcher 2>/dev/null
 wait $watcher 2>/dev/null
 cat /tmp/events

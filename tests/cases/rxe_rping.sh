@@ -7,25 +7,25 @@ must rdma link add rxe0 type rxe netdev eth0
 wait_until 30 sh -c "ibv_devinfo -v -d rxe0 | grep -q '::ffff:$(echo $SRNIC_IP | cut -d/ -f1), RoCE v2'" ||
 	fail "rxe0 has no RoCEv2 GID for $SRNIC_IP"
 server=10.0.0.1
-barrier ready 2
 case $SRNIC_VM in
 a)
 	step "rping server on $server"
-	out=$(timeout 240 rping -s -a $server -C 5 -S 64 -v 2>&1)
+	timeout 240 rping -s -a $server -C 5 -S 64 -v > /tmp/rping.out 2>&1 &
+	server_pid=$!
+	wait_until 60 sh -c 'rdma res show cm_id | grep -q LISTEN' ||
+		fail "rping server is not listening: $(cat /tmp/rping.out)"
+	barrier listening 2
+	wait $server_pid
 	rc=$?
-	echo "$out"
+	cat /tmp/rping.out
 	[ $rc -eq 0 ] || fail "rping server exited $rc"
 	;;
 b)
+	barrier listening 2
 	step "rping client to $server"
-	# The server may need a moment to listen; retry a refused connect.
-	for attempt in 1 2 3 4 5 6 7 8 9 10; do
-		out=$(timeout 200 rping -c -a $server -C 5 -S 64 -v 2>&1) && break
-		echo "attempt $attempt: $out"
-		sleep 2
-	done
-	echo "$out"
-	expect_eq "$(echo "$out" | grep -c 'ping data: rdma-ping-')" 5 "rping payloads echoed"
+	out=$(timeout 200 rping -c -a $server -C 5 -S 64 -v 2>&1) || fail "rping client failed: $out"
+	printf '%s\n' "$out"
+	expect_eq "$(printf '%s\n' "$out" | grep -c 'ping data: rdma-ping-')" 5 "rping payloads echoed"
 	;;
 esac
 barrier done 2

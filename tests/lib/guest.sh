@@ -5,7 +5,7 @@
 srnic_ko=$SRNIC_TOP/srnic.ko
 
 fail() {
-	echo "FAIL: $*"
+	printf 'FAIL: %s\n' "$*"
 	exit 1
 }
 
@@ -15,20 +15,20 @@ step() {
 
 # must CMD...: run CMD, failing the test with its output if it fails.
 must() {
-	out=$("$@" 2>&1) || fail "'$*' failed: $out"
-	[ -z "$out" ] || echo "$out"
+	_out=$("$@" 2>&1) || fail "'$*' failed: $_out"
+	[ -z "$_out" ] || printf '%s\n' "$_out"
 }
 
 # must_fail PATTERN CMD...: CMD must fail with an error matching PATTERN.
 must_fail() {
 	pattern=$1
 	shift
-	if out=$("$@" 2>&1); then
-		fail "'$*' succeeded but should have failed ($pattern): $out"
+	if _out=$("$@" 2>&1); then
+		fail "'$*' succeeded but should have failed ($pattern): $_out"
 	fi
-	echo "$out" | grep -Eq -- "$pattern" ||
-		fail "'$*' failed, but not with '$pattern': $out"
-	echo "expected failure: $*: $out"
+	printf '%s\n' "$_out" | grep -Eq -- "$pattern" ||
+		fail "'$*' failed, but not with '$pattern': $_out"
+	printf 'expected failure: %s: %s\n' "$*" "$_out"
 }
 
 # expect_eq ACTUAL EXPECTED WHAT
@@ -39,22 +39,22 @@ expect_eq() {
 
 # expect_match TEXT PATTERN WHAT: TEXT must contain a line matching PATTERN.
 expect_match() {
-	echo "$1" | grep -Eq -- "$2" || fail "$3: no line matches '$2' in: $1"
+	printf '%s\n' "$1" | grep -Eq -- "$2" || fail "$3: no line matches '$2' in: $1"
 	echo "ok: $3"
 }
 
 # expect_no_match TEXT PATTERN WHAT
 expect_no_match() {
-	! echo "$1" | grep -Eq -- "$2" || fail "$3: unexpected line matching '$2' in: $1"
+	! printf '%s\n' "$1" | grep -Eq -- "$2" || fail "$3: unexpected line matching '$2' in: $1"
 	echo "ok: $3"
 }
 
 # wait_until SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
 wait_until() {
-	deadline=$(($(date +%s) + $1))
+	_deadline=$(($(date +%s) + $1))
 	shift
 	until "$@" >/dev/null 2>&1; do
-		[ "$(date +%s)" -lt "$deadline" ] || return 1
+		[ "$(date +%s)" -lt "$_deadline" ] || return 1
 		sleep 0.2
 	done
 }
@@ -70,9 +70,26 @@ unload_srnic() {
 	[ ! -e /sys/module/srnic ] || fail "srnic still loaded after rmmod"
 }
 
-# The RDMA devices the core knows, one name per line.
+# The RDMA devices the core knows, one name per line. If the question cannot
+# be answered the output says so, so that no "device absent" check passes.
 rdma_devices() {
-	rdma -j dev show | python3 -c 'import json,sys; [print(d["ifname"]) for d in json.load(sys.stdin)]'
+	rdma -j dev show | python3 -c 'import json,sys; [print(d["ifname"]) for d in json.load(sys.stdin)]' ||
+		echo "<rdma dev show failed>"
+}
+
+# device_absent NAME: the core answers and has no device NAME.
+device_absent() {
+	_devices=$(rdma_devices)
+	case "$_devices" in *"<rdma dev show failed>"*) return 1 ;; esac
+	! printf '%s\n' "$_devices" | grep -qx "$1"
+}
+
+# start_asyncwatch DEV FILE: run ibv_asyncwatch on DEV in the background,
+# output in FILE, and wait until it listens. Sets $watcher to its pid.
+start_asyncwatch() {
+	ibv_asyncwatch -d "$1" > "$2" 2>&1 &
+	watcher=$!
+	wait_until 20 grep -q 'async event FD' "$2" || fail "ibv_asyncwatch on $1 did not start: $(cat "$2")"
 }
 
 # link_field DEV FIELD: a field of `rdma link show DEV/1` (state, physical_state, netdev).
