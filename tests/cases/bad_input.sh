@@ -9,6 +9,7 @@ must_fail "No such device" rdma link add srnic0 type srnic netdev nosuch0
 step "loopback cannot carry RoCE"
 must_fail "Invalid argument" rdma link add srnic0 type srnic netdev lo
 step "a non-Ethernet netdev (a tun device) cannot carry RoCE"
+must modprobe tun
 must ip tuntap add dev tun0 mode tun
 must_fail "Invalid argument" rdma link add srnic0 type srnic netdev tun0
 must ip link del tun0
