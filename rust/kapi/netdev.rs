@@ -5,7 +5,6 @@
 use crate::bindings;
 use core::marker::PhantomPinned;
 use core::pin::Pin;
-use core::ptr::NonNull;
 use kernel::alloc::KBox;
 use kernel::error::to_result;
 use kernel::ffi::{c_int, c_ulong, c_void};
@@ -102,14 +101,6 @@ impl NetDevice {
         unsafe { core::ptr::copy_nonoverlapping(addr, mac.as_mut_ptr(), mac.len()) };
         Some(mac)
     }
-
-    /// Takes a reference that keeps the netdev alive.
-    pub fn get_ref(&self) -> NetDeviceRef {
-        // SAFETY: the netdev is valid; the reference is dropped in
-        // `NetDeviceRef::drop`.
-        unsafe { bindings::srnic_dev_hold(self.as_raw()) };
-        NetDeviceRef(NonNull::from(&self.0).cast())
-    }
 }
 
 /// A netdev's name as it was when copied; displays up to its first NUL.
@@ -127,35 +118,6 @@ impl core::fmt::Display for NetdevName {
             core::fmt::Write::write_char(f, shown)?;
         }
         Ok(())
-    }
-}
-
-/// A counted reference to a netdev (`dev_hold`/`dev_put`).
-///
-/// A netdev cannot finish unregistering while references exist, so their
-/// owners must drop them when they see `NETDEV_UNREGISTER`.
-pub struct NetDeviceRef(NonNull<bindings::net_device>);
-
-// SAFETY: the reference count is atomic and `NetDevice` methods are safe to
-// call from any thread.
-unsafe impl Send for NetDeviceRef {}
-// SAFETY: as above; shared use only calls `&self` methods of `NetDevice`.
-unsafe impl Sync for NetDeviceRef {}
-
-impl core::ops::Deref for NetDeviceRef {
-    type Target = NetDevice;
-
-    fn deref(&self) -> &NetDevice {
-        // SAFETY: the held reference keeps the netdev valid while `self`
-        // lives.
-        unsafe { NetDevice::from_raw(self.0.as_ptr()) }
-    }
-}
-
-impl Drop for NetDeviceRef {
-    fn drop(&mut self) {
-        // SAFETY: balances the `dev_hold` in `NetDevice::get_ref`.
-        unsafe { bindings::srnic_dev_put(self.0.as_ptr()) };
     }
 }
 

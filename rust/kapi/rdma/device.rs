@@ -44,11 +44,6 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// The link layer of `port`.
     fn link_layer(dev: &Device<Self>, port: u32) -> LinkLayer;
 
-    /// The netdev that carries `port`'s traffic. The core's RoCE GID
-    /// management and `rdma link show` find the netdev through this. Called
-    /// in atomic context (under RCU or spinlocks): must not sleep.
-    fn netdev(dev: &Device<Self>, port: u32) -> Option<&NetDevice>;
-
     /// The P_Key at `index` of `port`'s table.
     fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
 
@@ -63,6 +58,8 @@ pub trait Driver: Sized + Send + Sync + 'static {
 pub struct DeviceConfig<'a> {
     /// The device name, as given to `rdma link add`.
     pub name: &'a CStr,
+    /// The Ethernet netdev that carries the port's traffic.
+    pub netdev: &'a NetDevice,
     /// Node GUID, in network byte order as the core stores it.
     pub node_guid: u64,
     /// Node description (at most 64 bytes are kept).
@@ -80,6 +77,10 @@ pub struct Device<T: Driver> {
     /// Set once `dealloc_driver` has dropped `data`; outside `data` so that
     /// holders of a [`DeviceRef`] can still read it.
     deallocated: AtomicBool,
+    /// The port's netdev, referenced (`dev_hold`) until `dealloc_driver`.
+    /// Outside `data`: the core may ask for it while tearing a failed
+    /// registration down, after `data` is gone.
+    netdev: NonNull<bindings::net_device>,
     data: T,
 }
 
@@ -106,6 +107,18 @@ impl<T: Driver> Device<T> {
 
     fn as_ib(&self) -> *mut bindings::ib_device {
         self.ib.get()
+    }
+
+    /// Whether `netdev` carries this device's port.
+    pub fn is_carried_by(&self, netdev: &NetDevice) -> bool {
+        core::ptr::eq(self.netdev.as_ptr(), netdev.as_raw())
+    }
+
+    /// The netdev that carries the port's traffic.
+    pub fn netdev(&self) -> &NetDevice {
+        // SAFETY: the device holds a reference on the netdev until
+        // `dealloc_driver`, and `&self` exists only before that.
+        unsafe { NetDevice::from_raw(self.netdev.as_ptr()) }
     }
 
     /// The device name (`srnic0`).
@@ -156,9 +169,12 @@ impl<T: Driver> Device<T> {
         };
         let dev = ib.as_ptr().cast::<Self>();
         // SAFETY: `dev` points to a fresh allocation large enough for
-        // `Self`; `data` is not initialised yet, so write without dropping.
+        // `Self`; its fields are not initialised yet, so write without
+        // dropping. The netdev reference is dropped in `dealloc_driver`.
         unsafe {
             core::ptr::addr_of_mut!((*dev).deallocated).write(AtomicBool::new(false));
+            bindings::srnic_dev_hold(config.netdev.as_raw());
+            core::ptr::addr_of_mut!((*dev).netdev).write(NonNull::from(config.netdev).cast());
             core::ptr::addr_of_mut!((*dev).data).write(data);
         }
 
@@ -327,21 +343,32 @@ impl<T: Driver> Device<T> {
         }
     }
 
+    /// The core's RoCE GID management, `rdma link show` and address
+    /// resolution find the port's netdev here. May be called in atomic
+    /// context, and (on a failed registration) after `data` is gone.
     unsafe extern "C" fn get_netdev_cb(
         ib: *mut bindings::ib_device,
         port: u32,
     ) -> *mut bindings::net_device {
-        // SAFETY: verbs run only while the device's data is live.
-        let dev = unsafe { Self::from_ib(ib) };
-        match T::netdev(dev, port) {
-            Some(netdev) => {
-                // The caller owns a reference and drops it with `dev_put`.
-                // SAFETY: the netdev is valid while the driver holds it.
-                unsafe { bindings::srnic_dev_hold(netdev.as_raw()) };
-                netdev.as_raw()
-            }
-            None => core::ptr::null_mut(),
+        if port != 1 {
+            return core::ptr::null_mut();
         }
+        // SAFETY: the field is set before registration and stays valid for
+        // the life of the allocation; the place expression does not touch
+        // `data`.
+        let netdev = unsafe { (*ib.cast::<Self>()).netdev.as_ptr() };
+        // SAFETY: the device's reference keeps the netdev alive until
+        // `dealloc_driver`; past that only a failed registration calls
+        // here, while `rdma link add` still holds the netdev.
+        let netdev_ref = unsafe { NetDevice::from_raw(netdev) };
+        // Once the netdev unregisters the port has none (the device follows
+        // through its driver's notifier).
+        if !netdev_ref.is_registered() {
+            return core::ptr::null_mut();
+        }
+        // SAFETY: as above; the caller drops this reference with `dev_put`.
+        unsafe { bindings::srnic_dev_hold(netdev) };
+        netdev
     }
 
     unsafe extern "C" fn query_pkey_cb(
@@ -406,10 +433,11 @@ impl<T: Driver> Device<T> {
     unsafe extern "C" fn dealloc_driver_cb(ib: *mut bindings::ib_device) {
         let dev = ib.cast::<Self>();
         // SAFETY: the core calls this exactly once, after the last verb, for
-        // a device whose data `register` initialised; the allocation itself
-        // is freed later by the core.
+        // a device whose data and netdev reference `register` set up; the
+        // allocation itself is freed later by the core.
         unsafe {
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).data));
+            bindings::srnic_dev_put((*dev).netdev.as_ptr());
             (*dev).deallocated.store(true, Ordering::Release);
         }
     }

@@ -2,7 +2,7 @@
 
 //! An srnic device: one RoCEv2 port on one Ethernet netdev.
 
-use crate::kapi::netdev::{NetDevice, NetDeviceRef};
+use crate::kapi::netdev::NetDevice;
 use crate::kapi::rdma::{
     Device, DeviceAttributes, Driver, LinkLayer, PhysState, PortAttributes, PortEvent, PortState,
     DEVICE_PORT_ACTIVE_EVENT, DEVICE_SYS_IMAGE_GUID, PORT_CM_SUP,
@@ -33,7 +33,6 @@ const DEFAULT_PKEY: u16 = 0xffff;
 
 /// Per-device state.
 pub(crate) struct SrnicDevice {
-    netdev: NetDeviceRef,
     /// Whether the port was last reported active, so each transition
     /// raises exactly one event.
     port_active: AtomicBool,
@@ -43,7 +42,6 @@ pub(crate) struct SrnicDevice {
 impl SrnicDevice {
     pub(crate) fn new(netdev: &NetDevice) -> Self {
         SrnicDevice {
-            netdev: netdev.get_ref(),
             port_active: AtomicBool::new(Self::port_is_usable(netdev)),
             pd_count: AtomicU32::new(0),
         }
@@ -55,15 +53,10 @@ impl SrnicDevice {
         netdev.is_running() && netdev.has_carrier() && active_mtu_for_netdev(netdev.mtu()).is_some()
     }
 
-    /// Whether this device is carried by `netdev`.
-    pub(crate) fn is_bound_to(&self, netdev: &NetDevice) -> bool {
-        core::ptr::eq::<NetDevice>(&*self.netdev, netdev)
-    }
-
     /// Follows the netdev's state (up, carrier, MTU); raises `PORT_ACTIVE`
     /// or `PORT_ERR` when the port's state changes.
     pub(crate) fn update_port_state(&self, dev: &Device<Self>) {
-        let up = Self::port_is_usable(&self.netdev);
+        let up = Self::port_is_usable(dev.netdev());
         if self.port_active.swap(up, Ordering::AcqRel) == up {
             return;
         }
@@ -72,7 +65,7 @@ impl SrnicDevice {
             dev.name(),
             PORT,
             if up { "active" } else { "down" },
-            self.netdev.name()
+            dev.netdev().name()
         );
         dev.dispatch_port_event(
             PORT,
@@ -88,7 +81,7 @@ impl SrnicDevice {
     /// has no event for an MTU change; this tells the administrator what the
     /// change means for RDMA.
     pub(crate) fn log_mtu_change(&self, dev: &Device<Self>) {
-        let mtu = self.netdev.mtu();
+        let mtu = dev.netdev().mtu();
         match active_mtu_for_netdev(mtu) {
             Some(ib_mtu) => pr_info!(
                 "{}: netdev MTU {}, active IB MTU {}\n",
@@ -124,7 +117,7 @@ impl Driver for SrnicDevice {
         if port != PORT {
             return Err(EINVAL);
         }
-        let netdev = &dev.netdev;
+        let netdev = dev.netdev();
         let phys_mtu = netdev.mtu();
         let active_mtu = active_mtu_for_netdev(phys_mtu);
         let up = Self::port_is_usable(netdev);
@@ -156,12 +149,6 @@ impl Driver for SrnicDevice {
 
     fn link_layer(_dev: &Device<Self>, _port: u32) -> LinkLayer {
         LinkLayer::Ethernet
-    }
-
-    fn netdev(dev: &Device<Self>, port: u32) -> Option<&NetDevice> {
-        // Once the netdev starts unregistering the port has none; the device
-        // itself goes through the notifier.
-        (port == PORT && dev.netdev.is_registered()).then_some(&*dev.netdev)
     }
 
     fn query_pkey(_dev: &Device<Self>, port: u32, index: u16) -> Result<u16> {

@@ -119,6 +119,7 @@ impl LinkType for SrnicLink {
         let namespace = netdev.namespace();
         let config = DeviceConfig {
             name,
+            netdev,
             node_guid: crate::pure::guid::node_guid_from_mac(mac),
             node_desc: kernel::c_str!("srnic"),
             num_comp_vectors: 1,
@@ -161,7 +162,7 @@ impl Registry {
         self.devices
             .lock()
             .iter()
-            .any(|device| device.active().is_some_and(|dev| dev.is_bound_to(netdev)))
+            .any(|device| device.active().is_some_and(|dev| dev.is_carried_by(netdev)))
     }
 
     /// Forgets devices that are gone for good, so that a long-lived module
@@ -215,7 +216,7 @@ impl NetdevHandler for NetdevWatcher {
             let Some(dev) = device.active() else {
                 continue;
             };
-            if !dev.is_bound_to(netdev) {
+            if !dev.is_carried_by(netdev) {
                 continue;
             }
             match event {
