@@ -43,12 +43,6 @@ expect_match() {
 	echo "ok: $3"
 }
 
-# expect_no_match TEXT PATTERN WHAT
-expect_no_match() {
-	! printf '%s\n' "$1" | grep -Eq -- "$2" || fail "$3: unexpected line matching '$2' in: $1"
-	echo "ok: $3"
-}
-
 # wait_until SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
 wait_until() {
 	_deadline=$(($(date +%s) + $1))

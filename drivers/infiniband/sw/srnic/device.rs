@@ -55,9 +55,9 @@ impl SrnicDevice {
 
     /// Follows the netdev's state (up, carrier, MTU); raises `PORT_ACTIVE`
     /// or `PORT_ERR` when the port's state changes.
-    pub(crate) fn update_port_state(&self, dev: &Device<Self>) {
+    pub(crate) fn update_port_state(dev: &Device<Self>) {
         let up = Self::port_is_usable(dev.netdev());
-        if self.port_active.swap(up, Ordering::AcqRel) == up {
+        if dev.port_active.swap(up, Ordering::AcqRel) == up {
             return;
         }
         pr_info!(
@@ -80,7 +80,7 @@ impl SrnicDevice {
     /// The active MTU is derived from the netdev MTU at every query, and IB
     /// has no event for an MTU change; this tells the administrator what the
     /// change means for RDMA.
-    pub(crate) fn log_mtu_change(&self, dev: &Device<Self>) {
+    pub(crate) fn log_mtu_change(dev: &Device<Self>) {
         let mtu = dev.netdev().mtu();
         match active_mtu_for_netdev(mtu) {
             Some(ib_mtu) => pr_info!(

@@ -148,7 +148,7 @@ impl LinkType for SrnicLink {
         // The port may have changed while the device was registering, with
         // no event: catch up now that the notifier will see it.
         if let Some(dev) = device.active() {
-            dev.update_port_state(&dev);
+            SrnicDevice::update_port_state(&dev);
         }
         // Cannot fail: room for one more was reserved just above.
         let _ = devices.push(device, GFP_KERNEL);
@@ -229,12 +229,12 @@ impl NetdevHandler for NetdevWatcher {
                     dev.unregister_queued();
                 }
                 NetdevEvent::Up | NetdevEvent::Down | NetdevEvent::Change => {
-                    dev.update_port_state(&dev)
+                    SrnicDevice::update_port_state(&dev)
                 }
                 NetdevEvent::ChangeMtu => {
-                    dev.log_mtu_change(&dev);
+                    SrnicDevice::log_mtu_change(&dev);
                     // Too small an MTU takes the port down, and back.
-                    dev.update_port_state(&dev);
+                    SrnicDevice::update_port_state(&dev);
                 }
                 NetdevEvent::ChangeAddr | NetdevEvent::Other(_) => {}
             }
