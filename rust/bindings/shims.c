@@ -71,3 +71,159 @@ bool srnic_printk_ratelimit(void)
 {
 	return printk_ratelimit();
 }
+
+unsigned long srnic_spin_lock_irqsave(spinlock_t *lock)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(lock, flags);
+	return flags;
+}
+
+void srnic_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
+{
+	spin_unlock_irqrestore(lock, flags);
+}
+
+struct ib_udata *srnic_attrs_udata(struct uverbs_attr_bundle *attrs)
+{
+	return attrs ? &attrs->driver_udata : NULL;
+}
+
+struct ib_ucontext *srnic_udata_ucontext(struct ib_udata *udata)
+{
+	return udata ? rdma_udata_to_uverbs_attr_bundle(udata)->context : NULL;
+}
+
+int srnic_copy_to_udata(struct ib_udata *udata, const void *src, size_t len)
+{
+	return copy_to_user(udata->outbuf, src, len) ? -EFAULT : 0;
+}
+
+int srnic_copy_from_udata(void *dst, struct ib_udata *udata, size_t len)
+{
+	return ib_copy_from_udata(dst, udata, len);
+}
+
+unsigned long srnic_copy_to_user(u64 dst, const void *src, unsigned long len)
+{
+	return copy_to_user(u64_to_user_ptr(dst), src, len);
+}
+
+void srnic_rcu_read_lock(void)
+{
+	rcu_read_lock();
+}
+
+void srnic_rcu_read_unlock(void)
+{
+	rcu_read_unlock();
+}
+
+void srnic_xa_init_alloc_irq(struct xarray *xa)
+{
+	xa_init_flags(xa, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_IRQ);
+}
+
+int srnic_xa_insert(struct xarray *xa, unsigned long index, void *entry)
+{
+	return xa_insert_irq(xa, index, entry, GFP_KERNEL);
+}
+
+int srnic_xa_alloc_cyclic(struct xarray *xa, u32 *id, void *entry, u32 min,
+			  u32 max, u32 *next)
+{
+	return xa_alloc_cyclic_irq(xa, id, entry, XA_LIMIT(min, max), next,
+				   GFP_KERNEL);
+}
+
+void *srnic_xa_erase(struct xarray *xa, unsigned long index)
+{
+	return xa_erase_irq(xa, index);
+}
+
+unsigned long srnic_xa_lock_irqsave(struct xarray *xa)
+{
+	unsigned long flags;
+
+	xa_lock_irqsave(xa, flags);
+	return flags;
+}
+
+void srnic_xa_unlock_irqrestore(struct xarray *xa, unsigned long flags)
+{
+	xa_unlock_irqrestore(xa, flags);
+}
+
+struct page *srnic_sg_page(struct scatterlist *sg)
+{
+	return sg_page(sg);
+}
+
+struct page *srnic_nth_page(struct page *page, unsigned long n)
+{
+	return nth_page(page, n);
+}
+
+struct scatterlist *srnic_umem_sgl(struct ib_umem *umem, unsigned int *nents)
+{
+	*nents = umem->sgt_append.sgt.nents;
+	return umem->sgt_append.sgt.sgl;
+}
+
+void srnic_cq_comp_handler(struct ib_cq *cq)
+{
+	if (cq->comp_handler)
+		cq->comp_handler(cq, cq->cq_context);
+}
+
+void srnic_cq_event(struct ib_cq *cq, enum ib_event_type type)
+{
+	struct ib_event event = {
+		.device = cq->device,
+		.event = type,
+		.element.cq = cq,
+	};
+
+	if (cq->event_handler)
+		cq->event_handler(&event, cq->cq_context);
+}
+
+void srnic_qp_event(struct ib_qp *qp, enum ib_event_type type)
+{
+	struct ib_event event = {
+		.device = qp->device,
+		.event = type,
+		.element.qp = qp,
+	};
+
+	if (qp->event_handler)
+		qp->event_handler(&event, qp->qp_context);
+}
+
+void srnic_srq_event(struct ib_srq *srq, enum ib_event_type type)
+{
+	struct ib_event event = {
+		.device = srq->device,
+		.event = type,
+		.element.srq = srq,
+	};
+
+	if (srq->event_handler)
+		srq->event_handler(&event, srq->srq_context);
+}
+
+u64 srnic_mmap_offset(struct rdma_user_mmap_entry *entry)
+{
+	return rdma_user_mmap_get_offset(entry);
+}
+
+struct scatterlist *srnic_sg_next(struct scatterlist *sg)
+{
+	return sg_next(sg);
+}
+
+void *srnic_vmalloc_user(unsigned long size)
+{
+	return vmalloc_user(size);
+}

@@ -13,9 +13,18 @@
 #include <linux/netdevice.h>
 #include <linux/notifier.h>
 #include <linux/rtnetlink.h>
+#include <linux/rcupdate.h>
+#include <linux/mm.h>
+#include <linux/scatterlist.h>
+#include <linux/spinlock.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+#include <linux/xarray.h>
 #include <linux/workqueue.h>
 #include <net/addrconf.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_mad.h>
+#include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>
 #include <rdma/uverbs_ioctl.h>
@@ -27,6 +36,8 @@ static const u32 SRNIC_CORE_PORT_IBA_ROCE_UDP_ENCAP =
 	RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
 static const u32 SRNIC_IB_MGMT_MAD_SIZE = IB_MGMT_MAD_SIZE;
 static const u16 SRNIC_DEFAULT_PKEY_FULL = 0xffff;
+static const u32 SRNIC_PAGE_SHIFT = PAGE_SHIFT;
+static const unsigned long SRNIC_PAGE_SIZE = PAGE_SIZE;
 
 /* Shims for static inlines and macros (shims.c). */
 struct ib_device *srnic_ib_alloc_device(size_t size);
@@ -42,5 +53,46 @@ void srnic_ib_device_get(struct ib_device *ibdev);
 void srnic_ib_device_put_ref(struct ib_device *ibdev);
 const char *srnic_ib_device_name(const struct ib_device *ibdev);
 bool srnic_printk_ratelimit(void);
+
+/* Locks that may be taken from any context, interrupts included. */
+unsigned long srnic_spin_lock_irqsave(spinlock_t *lock);
+void srnic_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
+
+/* Driver data of a verb called from user space. */
+struct ib_udata *srnic_attrs_udata(struct uverbs_attr_bundle *attrs);
+struct ib_ucontext *srnic_udata_ucontext(struct ib_udata *udata);
+int srnic_copy_to_udata(struct ib_udata *udata, const void *src, size_t len);
+int srnic_copy_from_udata(void *dst, struct ib_udata *udata, size_t len);
+unsigned long srnic_copy_to_user(u64 dst, const void *src, unsigned long len);
+
+/* Queue memory that can be mapped into a process. */
+void *srnic_vmalloc_user(unsigned long size);
+
+/* Object tables, read under RCU. */
+void srnic_rcu_read_lock(void);
+void srnic_rcu_read_unlock(void);
+void srnic_xa_init_alloc_irq(struct xarray *xa);
+int srnic_xa_insert(struct xarray *xa, unsigned long index, void *entry);
+int srnic_xa_alloc_cyclic(struct xarray *xa, u32 *id, void *entry, u32 min,
+			  u32 max, u32 *next);
+void *srnic_xa_erase(struct xarray *xa, unsigned long index);
+unsigned long srnic_xa_lock_irqsave(struct xarray *xa);
+void srnic_xa_unlock_irqrestore(struct xarray *xa, unsigned long flags);
+
+/* Pages of scatterlists and user memory. */
+struct page *srnic_sg_page(struct scatterlist *sg);
+struct page *srnic_nth_page(struct page *page, unsigned long n);
+struct scatterlist *srnic_umem_sgl(struct ib_umem *umem, unsigned int *nents);
+struct scatterlist *srnic_sg_next(struct scatterlist *sg);
+
+
+/* Completion and event upcalls into the consumer of a CQ. */
+void srnic_cq_comp_handler(struct ib_cq *cq);
+void srnic_cq_event(struct ib_cq *cq, enum ib_event_type type);
+void srnic_qp_event(struct ib_qp *qp, enum ib_event_type type);
+void srnic_srq_event(struct ib_srq *srq, enum ib_event_type type);
+
+/* Mapping offset of an mmap entry. */
+u64 srnic_mmap_offset(struct rdma_user_mmap_entry *entry);
 
 #endif

@@ -17,11 +17,17 @@
 // This tree is library code compiled into each driver crate: `pub` marks its
 // API even though the including crate keeps the module itself private.
 #![allow(unreachable_pub)]
+// Not every driver uses every item of the library (iblan uses no verbs
+// objects, and the transport's lookups come with the transport).
+#![allow(dead_code)]
 
 pub mod global;
 #[macro_use]
 pub mod print;
 pub mod netdev;
+pub mod rcu;
+#[macro_use]
+pub mod sync;
 pub mod rdma;
 
 use kernel::error::Error;

@@ -11,6 +11,19 @@ pub const DEVICE_PORT_ACTIVE_EVENT: u64 =
 /// `IB_DEVICE_SYS_IMAGE_GUID`: the device reports a system image GUID.
 pub const DEVICE_SYS_IMAGE_GUID: u64 =
     bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;
+/// `IB_DEVICE_RC_RNR_NAK_GEN`: the device sends RNR NAKs.
+pub const DEVICE_RC_RNR_NAK_GEN: u64 =
+    bindings::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64;
+/// `IB_DEVICE_SRQ_RESIZE`: SRQs can be resized.
+pub const DEVICE_SRQ_RESIZE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE as u64;
+/// `IB_DEVICE_MEM_WINDOW`: memory windows.
+pub const DEVICE_MEM_WINDOW: u64 = bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW as u64;
+/// `IB_DEVICE_MEM_WINDOW_TYPE_2B`: type 2B memory windows.
+pub const DEVICE_MEM_WINDOW_TYPE_2B: u64 =
+    bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B as u64;
+/// `IB_DEVICE_MEM_MGT_EXTENSIONS`: fast registration and invalidation.
+pub const DEVICE_MEM_MGT_EXTENSIONS: u64 =
+    bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
 /// `IB_PORT_CM_SUP`: the port supports connection management (rdma_cm).
 pub const PORT_CM_SUP: u32 = bindings::ib_port_capability_mask_bits_IB_PORT_CM_SUP;
 
@@ -48,6 +61,25 @@ pub struct DeviceAttributes {
     pub max_ah: u32,
     /// Partition keys per port.
     pub max_pkeys: u16,
+    /// Scatter/gather entries per work request.
+    pub max_sge: u32,
+    /// Most shared receive queues.
+    pub max_srq: u32,
+    /// Most work requests per shared receive queue.
+    pub max_srq_wr: u32,
+    /// Most memory windows.
+    pub max_mw: u32,
+    /// Outstanding RDMA READ and atomics a QP responds to.
+    pub max_qp_rd_atom: u32,
+    /// Outstanding RDMA READ and atomics a QP initiates.
+    pub max_qp_init_rd_atom: u32,
+    /// Pages in a fast-registration page list.
+    pub max_fast_reg_page_list_len: u32,
+    /// Whether atomics are atomic with respect to the whole HCA (else none).
+    pub atomic_hca: bool,
+    /// Whether lkey 0 addresses all of kernel memory, so kernel consumers
+    /// need no DMA MR.
+    pub local_dma_lkey: bool,
     /// `IB_DEVICE_*` capability bits.
     pub device_cap_flags: u64,
 }
@@ -70,10 +102,33 @@ impl DeviceAttributes {
         out.max_mr = clamp(self.max_mr);
         out.max_ah = clamp(self.max_ah);
         out.max_pkeys = self.max_pkeys;
+        out.max_send_sge = clamp(self.max_sge);
+        out.max_recv_sge = clamp(self.max_sge);
+        out.max_sge_rd = clamp(self.max_sge);
+        out.max_srq = clamp(self.max_srq);
+        out.max_srq_wr = clamp(self.max_srq_wr);
+        out.max_srq_sge = clamp(self.max_sge);
+        out.max_mw = clamp(self.max_mw);
+        out.max_qp_rd_atom = clamp(self.max_qp_rd_atom);
+        out.max_qp_init_rd_atom = clamp(self.max_qp_init_rd_atom);
+        out.max_res_rd_atom = clamp(self.max_qp_rd_atom.saturating_mul(self.max_qp));
+        out.max_fast_reg_page_list_len = self.max_fast_reg_page_list_len;
+        out.atomic_cap = if self.atomic_hca {
+            bindings::ib_atomic_cap_IB_ATOMIC_HCA
+        } else {
+            bindings::ib_atomic_cap_IB_ATOMIC_NONE
+        };
+        out.max_pkeys = self.max_pkeys;
+        // A soft device acknowledges as fast as the host runs (4.096 us *
+        // 2^15 would be the slowest).
+        out.local_ca_ack_delay = 15;
         out.device_cap_flags = self.device_cap_flags;
         // Every device made by `rdma link add` may be removed by
         // `rdma link delete`.
         out.kernel_cap_flags = u64::from(bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG);
+        if self.local_dma_lkey {
+            out.kernel_cap_flags |= u64::from(bindings::ib_kernel_cap_flags_IBK_LOCAL_DMA_LKEY);
+        }
     }
 }
 

@@ -13,6 +13,13 @@
 //!   (`ib_device_try_get`), gives access to `T` from outside a verb.
 
 use super::attr::{DeviceAttributes, LinkLayer, PortAttributes, PortEvent};
+use super::objects::{Ah, Cq, Mr, MrKind, Mw, MwType, Qp, Srq};
+use super::udata::UserData;
+use super::umem::UserMemory;
+use super::verbs::{
+    AddressVector, CqArm, PollOutput, QpCaps, QpInit, QpModify, QpQuery, SrqAttributes, SrqModify,
+};
+use super::wqe::{RecvChain, SendChain};
 use crate::bindings;
 use crate::kapi::netdev::NetDevice;
 use core::ops::Deref;
@@ -20,6 +27,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::error::{from_result, to_result};
 use kernel::ffi::{c_char, c_int};
+use kernel::init::PinInit;
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::types::Opaque;
@@ -52,6 +60,114 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Releases what `alloc_pd` accounted for.
     fn dealloc_pd(dev: &Device<Self>);
+
+    /// Driver data of a completion queue.
+    type Cq: Send + Sync;
+    /// Driver data of a queue pair.
+    type Qp: Send + Sync;
+    /// Driver data of a shared receive queue.
+    type Srq: Send + Sync;
+    /// Driver data of an address handle.
+    type Ah: Send + Sync;
+    /// Driver data of a memory region.
+    type Mr: Send + Sync;
+    /// Driver data of a memory window.
+    type Mw: Send + Sync;
+
+    /// Creates a CQ of at least `cqe` entries bound to `comp_vector`;
+    /// returns the entries it holds and its data. A user CQ (`user`) also
+    /// writes the ABI's response.
+    fn create_cq(
+        dev: &Device<Self>,
+        cqe: u32,
+        comp_vector: u32,
+        user: Option<&UserData>,
+    ) -> Result<(u32, impl PinInit<Self::Cq, Error>)>;
+    /// Releases what `create_cq` accounted for, before the data drops.
+    fn destroy_cq(cq: &Cq<Self>);
+    /// Resizes a CQ keeping its unpolled completions; returns the entries
+    /// it now holds.
+    fn resize_cq(cq: &Cq<Self>, cqe: u32, user: Option<&UserData>) -> Result<u32>;
+    /// Moves completions to a kernel consumer's array.
+    fn poll_cq(cq: &Cq<Self>, out: &mut PollOutput);
+    /// Arms a kernel CQ; returns whether completions are already waiting.
+    fn req_notify_cq(cq: &Cq<Self>, arm: CqArm) -> bool;
+
+    /// Creates a QP: returns the capabilities it really has and its data.
+    /// A user QP also writes the ABI's response.
+    fn create_qp(
+        dev: &Device<Self>,
+        init: &QpInit,
+        user: Option<&UserData>,
+    ) -> Result<(QpCaps, impl PinInit<Self::Qp, Error>)>;
+    /// Makes a created QP reachable (by number); returns its number.
+    fn publish_qp(qp: &Qp<Self>) -> Result<u32>;
+    /// Takes a QP out of service before its data drops: unreachable,
+    /// outstanding work flushed.
+    fn destroy_qp(qp: &Qp<Self>);
+    /// Changes a QP's state and attributes.
+    fn modify_qp(qp: &Qp<Self>, modify: &QpModify) -> Result;
+    /// A QP's attributes.
+    fn query_qp(qp: &Qp<Self>) -> QpQuery;
+    /// Posts a kernel caller's send WRs.
+    fn post_send(qp: &Qp<Self>, wrs: &mut SendChain<'_>) -> Result;
+    /// A user QP's doorbell: new WQEs are in its send ring.
+    fn doorbell(qp: &Qp<Self>) -> Result;
+    /// Posts a kernel caller's receive WRs.
+    fn post_recv(qp: &Qp<Self>, wrs: &mut RecvChain<'_>) -> Result;
+
+    /// Creates an SRQ; returns its real attributes and data. A user SRQ
+    /// also writes the ABI's response.
+    fn create_srq(
+        dev: &Device<Self>,
+        attrs: &SrqAttributes,
+        user: Option<&UserData>,
+    ) -> Result<(SrqAttributes, impl PinInit<Self::Srq, Error>)>;
+    /// Releases what `create_srq` accounted for, before the data drops.
+    fn destroy_srq(srq: &Srq<Self>);
+    /// Resizes an SRQ or arms its limit.
+    fn modify_srq(srq: &Srq<Self>, modify: &SrqModify, user: Option<&UserData>) -> Result;
+    /// An SRQ's attributes.
+    fn query_srq(srq: &Srq<Self>) -> SrqAttributes;
+    /// Posts a kernel caller's receive WRs to an SRQ.
+    fn post_srq_recv(srq: &Srq<Self>, wrs: &mut RecvChain<'_>) -> Result;
+
+    /// Creates an address handle.
+    fn create_ah(dev: &Device<Self>, av: &AddressVector) -> Result<impl PinInit<Self::Ah, Error>>;
+    /// Makes an AH reachable by number; returns the (non-zero) number.
+    fn publish_ah(ah: &Ah<Self>) -> Result<u32>;
+    /// Takes an AH out of service before its data drops.
+    fn destroy_ah(ah: &Ah<Self>);
+    /// An AH's address vector.
+    fn query_ah(ah: &Ah<Self>) -> AddressVector;
+    /// An AH's number, as WQEs carry it.
+    fn ah_number(ah: &Ah<Self>) -> u32;
+
+    /// Creates a memory region: all of kernel memory (`Dma`), pinned user
+    /// memory (`User`), or one for fast registration (`FastReg`).
+    fn create_mr(
+        dev: &Device<Self>,
+        kind: MrKind,
+        access: u32,
+    ) -> Result<impl PinInit<Self::Mr, Error>>;
+    /// Makes an MR reachable by key; returns the key (lkey = rkey).
+    fn publish_mr(mr: &Mr<Self>) -> Result<u32>;
+    /// Re-registers a user MR in place: new memory and/or access.
+    fn rereg_mr(mr: &Mr<Self>, memory: Option<(UserMemory, u64)>, access: Option<u32>) -> Result;
+    /// An MR's current access flags.
+    fn mr_access(mr: &Mr<Self>) -> u32;
+    /// Takes an MR out of service before its data drops.
+    fn destroy_mr(mr: &Mr<Self>);
+    /// Sets the pages of a fast-registration MR from the core's page walk.
+    fn map_mr_pages(mr: &Mr<Self>, pages: &[u64], page_size: u32, iova: u64, length: u64)
+        -> Result;
+
+    /// Creates a memory window.
+    fn create_mw(dev: &Device<Self>, mw_type: MwType) -> Result<impl PinInit<Self::Mw, Error>>;
+    /// Makes an MW reachable by key; returns its rkey.
+    fn publish_mw(mw: &Mw<Self>) -> Result<u32>;
+    /// Takes an MW out of service before its data drops.
+    fn destroy_mw(mw: &Mw<Self>);
 }
 
 /// How to set up a device at registration.
@@ -99,13 +215,13 @@ impl<T: Driver> Device<T> {
     ///
     /// `ib` must be the `ib` field of a `Device<T>` whose data is
     /// initialised and not yet dropped, for `'a`.
-    unsafe fn from_ib<'a>(ib: *mut bindings::ib_device) -> &'a Self {
+    pub(crate) unsafe fn from_ib<'a>(ib: *mut bindings::ib_device) -> &'a Self {
         // SAFETY: `ib` is the first field of the `repr(C)` `Device<T>`, and
         // the caller guarantees `data` is live.
         unsafe { &*ib.cast::<Self>() }
     }
 
-    fn as_ib(&self) -> *mut bindings::ib_device {
+    pub(crate) fn as_ib(&self) -> *mut bindings::ib_device {
         self.ib.get()
     }
 
@@ -194,6 +310,11 @@ impl<T: Driver> Device<T> {
             raw.num_comp_vectors = config.num_comp_vectors.max(1) as c_int;
             raw.node_guid = config.node_guid;
             raw.local_dma_lkey = 0;
+            // The legacy write commands a provider opts into: librxe's send
+            // doorbell and its CQ arming use them.
+            raw.uverbs_cmd_mask |= (1u64
+                << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
+                | (1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
             // Chosen by the user: udev's RDMA renaming leaves it alone.
             raw.name_assign_type = bindings::rdma_nl_name_assign_type_RDMA_NAME_ASSIGN_TYPE_USER;
             let desc = config.node_desc.as_bytes();
@@ -251,24 +372,43 @@ impl<T: Driver> Device<T> {
             alloc_pd: Some(Self::alloc_pd_cb),
             dealloc_pd: Some(Self::dealloc_pd_cb),
             dealloc_driver: Some(Self::dealloc_driver_cb),
-            // The core requires these; until the transport implements them
-            // they refuse to create objects, so the others cannot be reached.
-            create_qp: Some(unsupported::create_qp),
-            modify_qp: Some(unsupported::modify_qp),
-            destroy_qp: Some(unsupported::destroy_qp),
-            post_send: Some(unsupported::post_send),
-            post_recv: Some(unsupported::post_recv),
-            create_cq: Some(unsupported::create_cq),
-            destroy_cq: Some(unsupported::destroy_cq),
-            poll_cq: Some(unsupported::poll_cq),
-            req_notify_cq: Some(unsupported::req_notify_cq),
-            get_dma_mr: Some(unsupported::get_dma_mr),
-            reg_user_mr: Some(unsupported::reg_user_mr),
-            dereg_mr: Some(unsupported::dereg_mr),
+            mmap: Some(Self::mmap_cb),
+            mmap_free: Some(Self::mmap_free_cb),
+            create_cq: Some(Self::create_cq_cb),
+            destroy_cq: Some(Self::destroy_cq_cb),
+            resize_cq: Some(Self::resize_cq_cb),
+            poll_cq: Some(Self::poll_cq_cb),
+            req_notify_cq: Some(Self::req_notify_cq_cb),
+            create_qp: Some(Self::create_qp_cb),
+            modify_qp: Some(Self::modify_qp_cb),
+            query_qp: Some(Self::query_qp_cb),
+            destroy_qp: Some(Self::destroy_qp_cb),
+            post_send: Some(Self::post_send_cb),
+            post_recv: Some(Self::post_recv_cb),
+            create_srq: Some(Self::create_srq_cb),
+            modify_srq: Some(Self::modify_srq_cb),
+            query_srq: Some(Self::query_srq_cb),
+            destroy_srq: Some(Self::destroy_srq_cb),
+            post_srq_recv: Some(Self::post_srq_recv_cb),
+            create_ah: Some(Self::create_ah_cb),
+            create_user_ah: Some(Self::create_ah_cb),
+            query_ah: Some(Self::query_ah_cb),
+            destroy_ah: Some(Self::destroy_ah_cb),
+            get_dma_mr: Some(Self::get_dma_mr_cb),
+            reg_user_mr: Some(Self::reg_user_mr_cb),
+            rereg_user_mr: Some(Self::rereg_user_mr_cb),
+            alloc_mr: Some(Self::alloc_mr_cb),
+            map_mr_sg: Some(Self::map_mr_sg_cb),
+            dereg_mr: Some(Self::dereg_mr_cb),
+            alloc_mw: Some(Self::alloc_mw_cb),
+            dealloc_mw: Some(Self::dealloc_mw_cb),
             size_ib_pd: core::mem::size_of::<bindings::ib_pd>(),
             size_ib_ucontext: core::mem::size_of::<bindings::ib_ucontext>(),
-            size_ib_cq: core::mem::size_of::<bindings::ib_cq>(),
-            size_ib_qp: core::mem::size_of::<bindings::ib_qp>(),
+            size_ib_cq: core::mem::size_of::<Cq<T>>(),
+            size_ib_qp: core::mem::size_of::<Qp<T>>(),
+            size_ib_srq: core::mem::size_of::<Srq<T>>(),
+            size_ib_ah: core::mem::size_of::<Ah<T>>(),
+            size_ib_mw: core::mem::size_of::<Mw<T>>(),
             ..Default::default()
         }
     }
@@ -561,122 +701,5 @@ impl<T: Driver> Drop for ActiveDevice<'_, T> {
     fn drop(&mut self) {
         // SAFETY: balances the successful `ib_device_try_get` in `active`.
         unsafe { bindings::ib_device_put(self.owner.ib.as_ptr()) };
-    }
-}
-
-/// The verbs the core requires of every provider but that srnic's transport
-/// does not provide yet. Object creation fails with `EOPNOTSUPP`, so the
-/// verbs on objects are unreachable; they fail with `EINVAL` regardless.
-mod unsupported {
-    use crate::bindings;
-    use kernel::ffi::{c_int, c_void};
-    use kernel::prelude::*;
-
-    fn err_ptr<T>(err: Error) -> *mut T {
-        // An ERR_PTR: the negative errno as an address.
-        err.to_errno() as isize as *mut c_void as *mut T
-    }
-
-    pub(super) unsafe extern "C" fn create_qp(
-        _qp: *mut bindings::ib_qp,
-        _attr: *mut bindings::ib_qp_init_attr,
-        _udata: *mut bindings::ib_udata,
-    ) -> c_int {
-        crate::kapi::not_supported().to_errno()
-    }
-
-    pub(super) unsafe extern "C" fn modify_qp(
-        _qp: *mut bindings::ib_qp,
-        _attr: *mut bindings::ib_qp_attr,
-        _mask: c_int,
-        _udata: *mut bindings::ib_udata,
-    ) -> c_int {
-        EINVAL.to_errno()
-    }
-
-    pub(super) unsafe extern "C" fn destroy_qp(
-        _qp: *mut bindings::ib_qp,
-        _udata: *mut bindings::ib_udata,
-    ) -> c_int {
-        EINVAL.to_errno()
-    }
-
-    pub(super) unsafe extern "C" fn post_send(
-        _qp: *mut bindings::ib_qp,
-        wr: *const bindings::ib_send_wr,
-        bad_wr: *mut *const bindings::ib_send_wr,
-    ) -> c_int {
-        if !bad_wr.is_null() {
-            // SAFETY: the core passes a valid out-pointer when non-NULL.
-            unsafe { bad_wr.write(wr) };
-        }
-        EINVAL.to_errno()
-    }
-
-    pub(super) unsafe extern "C" fn post_recv(
-        _qp: *mut bindings::ib_qp,
-        wr: *const bindings::ib_recv_wr,
-        bad_wr: *mut *const bindings::ib_recv_wr,
-    ) -> c_int {
-        if !bad_wr.is_null() {
-            // SAFETY: the core passes a valid out-pointer when non-NULL.
-            unsafe { bad_wr.write(wr) };
-        }
-        EINVAL.to_errno()
-    }
-
-    pub(super) unsafe extern "C" fn create_cq(
-        _cq: *mut bindings::ib_cq,
-        _attr: *const bindings::ib_cq_init_attr,
-        _attrs: *mut bindings::uverbs_attr_bundle,
-    ) -> c_int {
-        crate::kapi::not_supported().to_errno()
-    }
-
-    pub(super) unsafe extern "C" fn destroy_cq(
-        _cq: *mut bindings::ib_cq,
-        _udata: *mut bindings::ib_udata,
-    ) -> c_int {
-        EINVAL.to_errno()
-    }
-
-    pub(super) unsafe extern "C" fn poll_cq(
-        _cq: *mut bindings::ib_cq,
-        _num: c_int,
-        _wc: *mut bindings::ib_wc,
-    ) -> c_int {
-        EINVAL.to_errno()
-    }
-
-    pub(super) unsafe extern "C" fn req_notify_cq(
-        _cq: *mut bindings::ib_cq,
-        _flags: bindings::ib_cq_notify_flags,
-    ) -> c_int {
-        EINVAL.to_errno()
-    }
-
-    pub(super) unsafe extern "C" fn get_dma_mr(
-        _pd: *mut bindings::ib_pd,
-        _access: c_int,
-    ) -> *mut bindings::ib_mr {
-        err_ptr(crate::kapi::not_supported())
-    }
-
-    pub(super) unsafe extern "C" fn reg_user_mr(
-        _pd: *mut bindings::ib_pd,
-        _start: u64,
-        _length: u64,
-        _virt: u64,
-        _access: c_int,
-        _udata: *mut bindings::ib_udata,
-    ) -> *mut bindings::ib_mr {
-        err_ptr(crate::kapi::not_supported())
-    }
-
-    pub(super) unsafe extern "C" fn dereg_mr(
-        _mr: *mut bindings::ib_mr,
-        _udata: *mut bindings::ib_udata,
-    ) -> c_int {
-        EINVAL.to_errno()
     }
 }

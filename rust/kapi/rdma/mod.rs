@@ -6,10 +6,23 @@
 mod attr;
 mod device;
 mod link;
+mod objects;
+mod ops;
+pub mod queue;
+pub mod table;
+mod udata;
+mod umem;
+pub mod verbs;
+pub mod wqe;
 
 pub use attr::{
     DeviceAttributes, LinkLayer, PhysState, PortAttributes, PortEvent, PortState,
-    DEVICE_PORT_ACTIVE_EVENT, DEVICE_SYS_IMAGE_GUID, PORT_CM_SUP,
+    DEVICE_MEM_MGT_EXTENSIONS, DEVICE_MEM_WINDOW, DEVICE_MEM_WINDOW_TYPE_2B,
+    DEVICE_PORT_ACTIVE_EVENT, DEVICE_RC_RNR_NAK_GEN, DEVICE_SRQ_RESIZE, DEVICE_SYS_IMAGE_GUID,
+    PORT_CM_SUP,
 };
 pub use device::{name_in_use, Device, DeviceConfig, DeviceRef, Driver};
 pub use link::{LinkRegistration, LinkType};
+pub use objects::{Ah, Cq, Mr, MrKind, Mw, MwType, Qp, QpEvent, Srq};
+pub use udata::UserData;
+pub use umem::UserMemory;

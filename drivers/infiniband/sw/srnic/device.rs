@@ -2,12 +2,25 @@
 
 //! An srnic device: one RoCEv2 port on one Ethernet netdev.
 
+use crate::cq::SrnicCq;
 use crate::kapi::netdev::NetDevice;
-use crate::kapi::rdma::{
-    Device, DeviceAttributes, Driver, LinkLayer, PhysState, PortAttributes, PortEvent, PortState,
-    DEVICE_PORT_ACTIVE_EVENT, DEVICE_SYS_IMAGE_GUID, PORT_CM_SUP,
+use crate::kapi::rdma::table::ObjectTable;
+use crate::kapi::rdma::verbs::{
+    AddressVector, CqArm, PollOutput, QpCaps, QpInit, QpModify, QpQuery, SrqAttributes, SrqModify,
 };
+use crate::kapi::rdma::wqe::{RecvChain, SendChain};
+use crate::kapi::rdma::{
+    Ah, Cq, Device, DeviceAttributes, Driver, LinkLayer, Mr, MrKind, Mw, MwType, PhysState,
+    PortAttributes, PortEvent, PortState, Qp, Srq, UserData, UserMemory, DEVICE_MEM_MGT_EXTENSIONS,
+    DEVICE_MEM_WINDOW, DEVICE_MEM_WINDOW_TYPE_2B, DEVICE_PORT_ACTIVE_EVENT, DEVICE_RC_RNR_NAK_GEN,
+    DEVICE_SRQ_RESIZE, DEVICE_SYS_IMAGE_GUID, PORT_CM_SUP,
+};
+use crate::memory::{SrnicAh, SrnicMr, SrnicMw};
 use crate::pure::mtu::{active_mtu_for_netdev, IbMtu};
+use crate::pure::wr::QpType;
+use crate::qp::SrnicQp;
+use crate::srq::SrnicSrq;
+use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::prelude::*;
 
@@ -18,11 +31,85 @@ const PORT: u32 = 1;
 /// its VLAN and macvlan uppers, each as a RoCEv2 GID.
 const GID_TABLE_LEN: u32 = 128;
 
-/// Protection domains per device.
-const MAX_PD: u32 = 1 << 16;
+/// The device's limits, as `ibv_devinfo -v` shows them and the verbs
+/// enforce them.
+pub(crate) mod limits {
+    /// Protection domains.
+    pub(crate) const MAX_PD: u32 = 1 << 16;
+    /// Queue pairs.
+    pub(crate) const MAX_QP: u32 = 1 << 16;
+    /// Work requests per send or receive queue.
+    pub(crate) const MAX_QP_WR: u32 = 1 << 14;
+    /// Scatter/gather entries per work request.
+    pub(crate) const MAX_SGE: u32 = crate::kapi::rdma::wqe::MAX_SGE_CHECK as u32;
+    /// Inline bytes per send work request.
+    pub(crate) const MAX_INLINE: u32 = 512;
+    /// Completion queues.
+    pub(crate) const MAX_CQ: u32 = 1 << 14;
+    /// Entries per completion queue.
+    pub(crate) const MAX_CQE: u32 = (1 << 15) - 1;
+    /// Memory regions.
+    pub(crate) const MAX_MR: u32 = 1 << 16;
+    /// Memory windows.
+    pub(crate) const MAX_MW: u32 = 1 << 16;
+    /// Address handles.
+    pub(crate) const MAX_AH: u32 = 1 << 16;
+    /// Shared receive queues.
+    pub(crate) const MAX_SRQ: u32 = 1 << 14;
+    /// Work requests per shared receive queue.
+    pub(crate) const MAX_SRQ_WR: u32 = 1 << 14;
+    /// Outstanding RDMA READ and atomics per QP, each direction.
+    pub(crate) const MAX_RD_ATOMIC: u32 = 128;
+    /// Pages in a fast-registration page list.
+    pub(crate) const MAX_FAST_REG_PAGES: u32 = 512;
+    /// The IB largest message size (2 GiB).
+    pub(crate) const MAX_MSG_SIZE: u32 = 1 << 31;
+}
 
-/// The IB largest message size (2 GiB).
-const MAX_MSG_SIZE: u32 = 1 << 31;
+use limits::{MAX_MSG_SIZE, MAX_PD};
+
+/// First QP number handed out: QP0 and QP1 are special, and low numbers
+/// stay clear of them for easy reading of traces.
+const FIRST_QPN: u32 = 16;
+/// QP numbers are 24 bits.
+const LAST_QPN: u32 = (1 << 24) - 1;
+/// The GSI QP's number.
+const GSI_QPN: u32 = 1;
+/// MR and MW tables share the key space; MWs index above MRs.
+const FIRST_MW_INDEX: u32 = limits::MAX_MR + 1;
+
+/// A count of objects of one kind against its limit.
+#[derive(Default)]
+pub(crate) struct Quota(AtomicU32);
+
+impl Quota {
+    /// Takes one; `ENOMEM` at the limit.
+    pub(crate) fn acquire(&self, max: u32) -> Result {
+        self.0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .map(|_| ())
+            .map_err(|_| ENOMEM)
+    }
+
+    /// Gives one back.
+    pub(crate) fn release(&self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Objects in use per kind.
+#[derive(Default)]
+pub(crate) struct Counts {
+    pub(crate) pd: Quota,
+    pub(crate) cq: Quota,
+    pub(crate) qp: Quota,
+    pub(crate) srq: Quota,
+    pub(crate) mr: Quota,
+    pub(crate) mw: Quota,
+    pub(crate) ah: Quota,
+}
 
 /// No IEEE OUI is registered for srnic; like other soft devices it reports
 /// the all-ones vendor ID.
@@ -36,15 +123,30 @@ pub(crate) struct SrnicDevice {
     /// Whether the port was last reported active, so each transition
     /// raises exactly one event.
     port_active: AtomicBool,
-    pd_count: AtomicU32,
+    pub(crate) counts: Counts,
+    /// QPs by number: where incoming packets find their QP.
+    pub(crate) qps: ObjectTable<Qp<SrnicDevice>>,
+    /// MRs by key index.
+    pub(crate) mrs: ObjectTable<Mr<SrnicDevice>>,
+    /// MWs by key index.
+    pub(crate) mws: ObjectTable<Mw<SrnicDevice>>,
+    /// AHs by the number user WQEs carry.
+    pub(crate) ahs: ObjectTable<Ah<SrnicDevice>>,
+    /// Rotates the low byte of memory keys.
+    pub(crate) key_byte: AtomicU32,
 }
 
 impl SrnicDevice {
-    pub(crate) fn new(netdev: &NetDevice) -> Self {
-        SrnicDevice {
+    pub(crate) fn new(netdev: &NetDevice) -> Result<Self> {
+        Ok(SrnicDevice {
             port_active: AtomicBool::new(Self::port_is_usable(netdev)),
-            pd_count: AtomicU32::new(0),
-        }
+            counts: Counts::default(),
+            qps: ObjectTable::new(FIRST_QPN, LAST_QPN)?,
+            mrs: ObjectTable::new(1, limits::MAX_MR)?,
+            mws: ObjectTable::new(FIRST_MW_INDEX, FIRST_MW_INDEX + limits::MAX_MW - 1)?,
+            ahs: ObjectTable::new(1, limits::MAX_AH)?,
+            key_byte: AtomicU32::new(0),
+        })
     }
 
     /// The port is active while the netdev is up, has carrier and has room
@@ -107,8 +209,29 @@ impl Driver for SrnicDevice {
             page_size_cap: !0xfff,
             vendor_id: VENDOR_ID,
             max_pd: MAX_PD,
+            max_qp: limits::MAX_QP,
+            max_qp_wr: limits::MAX_QP_WR,
+            max_cq: limits::MAX_CQ,
+            max_cqe: limits::MAX_CQE,
+            max_mr: limits::MAX_MR,
+            max_ah: limits::MAX_AH,
+            max_sge: limits::MAX_SGE,
+            max_srq: limits::MAX_SRQ,
+            max_srq_wr: limits::MAX_SRQ_WR,
+            max_mw: limits::MAX_MW,
+            max_qp_rd_atom: limits::MAX_RD_ATOMIC,
+            max_qp_init_rd_atom: limits::MAX_RD_ATOMIC,
+            max_fast_reg_page_list_len: limits::MAX_FAST_REG_PAGES,
+            atomic_hca: true,
             max_pkeys: 1,
-            device_cap_flags: DEVICE_PORT_ACTIVE_EVENT | DEVICE_SYS_IMAGE_GUID,
+            device_cap_flags: DEVICE_PORT_ACTIVE_EVENT
+                | DEVICE_SYS_IMAGE_GUID
+                | DEVICE_RC_RNR_NAK_GEN
+                | DEVICE_SRQ_RESIZE
+                | DEVICE_MEM_WINDOW
+                | DEVICE_MEM_WINDOW_TYPE_2B
+                | DEVICE_MEM_MGT_EXTENSIONS,
+            local_dma_lkey: true,
             ..Default::default()
         })
     }
@@ -159,15 +282,178 @@ impl Driver for SrnicDevice {
     }
 
     fn alloc_pd(dev: &Device<Self>) -> Result {
-        dev.pd_count
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < MAX_PD).then_some(n + 1)
-            })
-            .map(|_| ())
-            .map_err(|_| ENOMEM)
+        dev.counts.pd.acquire(MAX_PD)
     }
 
     fn dealloc_pd(dev: &Device<Self>) {
-        dev.pd_count.fetch_sub(1, Ordering::AcqRel);
+        dev.counts.pd.release();
+    }
+
+    type Cq = SrnicCq;
+    type Qp = SrnicQp;
+    type Srq = SrnicSrq;
+    type Ah = SrnicAh;
+    type Mr = SrnicMr;
+    type Mw = SrnicMw;
+
+    fn create_cq(
+        dev: &Device<Self>,
+        cqe: u32,
+        _comp_vector: u32,
+        user: Option<&UserData>,
+    ) -> Result<(u32, impl PinInit<SrnicCq, Error>)> {
+        SrnicCq::create(dev, cqe, user)
+    }
+
+    fn destroy_cq(cq: &Cq<Self>) {
+        cq.device().counts.cq.release();
+    }
+
+    fn resize_cq(cq: &Cq<Self>, cqe: u32, user: Option<&UserData>) -> Result<u32> {
+        cq.resize(cqe, user)
+    }
+
+    fn poll_cq(cq: &Cq<Self>, out: &mut PollOutput) {
+        cq.poll(out)
+    }
+
+    fn req_notify_cq(cq: &Cq<Self>, arm: CqArm) -> bool {
+        cq.arm(arm)
+    }
+
+    fn create_qp(
+        dev: &Device<Self>,
+        init: &QpInit,
+        user: Option<&UserData>,
+    ) -> Result<(QpCaps, impl PinInit<SrnicQp, Error>)> {
+        SrnicQp::create(dev, init, user)
+    }
+
+    fn publish_qp(qp: &Qp<Self>) -> Result<u32> {
+        let dev = qp.device();
+        let this = NonNull::from(qp);
+        // SAFETY: `destroy_qp` removes the QP, waiting for lookups to end,
+        // before its data drops and the core frees it.
+        unsafe {
+            if qp.qp_type() == QpType::Gsi {
+                dev.qps.insert_at(GSI_QPN, this).map(|()| GSI_QPN)
+            } else {
+                dev.qps.insert(this)
+            }
+        }
+    }
+
+    fn destroy_qp(qp: &Qp<Self>) {
+        SrnicQp::destroy(qp)
+    }
+
+    fn modify_qp(qp: &Qp<Self>, modify: &QpModify) -> Result {
+        SrnicQp::modify(qp, modify)
+    }
+
+    fn query_qp(qp: &Qp<Self>) -> QpQuery {
+        qp.query()
+    }
+
+    fn post_send(qp: &Qp<Self>, wrs: &mut SendChain<'_>) -> Result {
+        SrnicQp::post_send(qp, wrs)
+    }
+
+    fn doorbell(qp: &Qp<Self>) -> Result {
+        SrnicQp::doorbell(qp)
+    }
+
+    fn post_recv(qp: &Qp<Self>, wrs: &mut RecvChain<'_>) -> Result {
+        SrnicQp::post_recv(qp, wrs)
+    }
+
+    fn create_srq(
+        dev: &Device<Self>,
+        attrs: &SrqAttributes,
+        user: Option<&UserData>,
+    ) -> Result<(SrqAttributes, impl PinInit<SrnicSrq, Error>)> {
+        SrnicSrq::create(dev, attrs, user)
+    }
+
+    fn destroy_srq(srq: &Srq<Self>) {
+        SrnicSrq::destroy(srq)
+    }
+
+    fn modify_srq(srq: &Srq<Self>, modify: &SrqModify, user: Option<&UserData>) -> Result {
+        srq.modify(modify, user)
+    }
+
+    fn query_srq(srq: &Srq<Self>) -> SrqAttributes {
+        srq.query()
+    }
+
+    fn post_srq_recv(srq: &Srq<Self>, wrs: &mut RecvChain<'_>) -> Result {
+        srq.post(wrs)
+    }
+
+    fn create_ah(dev: &Device<Self>, av: &AddressVector) -> Result<impl PinInit<SrnicAh, Error>> {
+        SrnicAh::create(dev, av)
+    }
+
+    fn publish_ah(ah: &Ah<Self>) -> Result<u32> {
+        SrnicAh::publish(ah)
+    }
+
+    fn destroy_ah(ah: &Ah<Self>) {
+        SrnicAh::destroy(ah)
+    }
+
+    fn query_ah(ah: &Ah<Self>) -> AddressVector {
+        ah.av()
+    }
+
+    fn ah_number(ah: &Ah<Self>) -> u32 {
+        ah.number()
+    }
+
+    fn create_mr(
+        dev: &Device<Self>,
+        kind: MrKind,
+        access: u32,
+    ) -> Result<impl PinInit<SrnicMr, Error>> {
+        SrnicMr::create(dev, kind, access)
+    }
+
+    fn publish_mr(mr: &Mr<Self>) -> Result<u32> {
+        SrnicMr::publish(mr)
+    }
+
+    fn rereg_mr(mr: &Mr<Self>, memory: Option<(UserMemory, u64)>, access: Option<u32>) -> Result {
+        mr.rereg(memory, access)
+    }
+
+    fn mr_access(mr: &Mr<Self>) -> u32 {
+        mr.access()
+    }
+
+    fn destroy_mr(mr: &Mr<Self>) {
+        SrnicMr::destroy(mr)
+    }
+
+    fn map_mr_pages(
+        mr: &Mr<Self>,
+        pages: &[u64],
+        page_size: u32,
+        iova: u64,
+        length: u64,
+    ) -> Result {
+        mr.map_pages(pages, page_size, iova, length)
+    }
+
+    fn create_mw(dev: &Device<Self>, mw_type: MwType) -> Result<impl PinInit<SrnicMw, Error>> {
+        SrnicMw::create(dev, mw_type)
+    }
+
+    fn publish_mw(mw: &Mw<Self>) -> Result<u32> {
+        SrnicMw::publish(mw)
+    }
+
+    fn destroy_mw(mw: &Mw<Self>) {
+        SrnicMw::destroy(mw)
     }
 }

@@ -125,7 +125,7 @@ impl LinkType for SrnicLink {
             num_comp_vectors: 1,
             module: registry.module,
         };
-        let device = Device::register(SrnicDevice::new(netdev), &config)?;
+        let device = Device::register(SrnicDevice::new(netdev)?, &config)?;
 
         // The netdev may have started unregistering, or moved to another
         // namespace, while the device was being registered, in which case

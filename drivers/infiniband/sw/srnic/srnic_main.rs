@@ -14,8 +14,12 @@ mod kapi;
 #[path = "../../../../rust/pure/mod.rs"]
 mod pure;
 
+mod cq;
 mod device;
+mod memory;
+mod qp;
 mod registry;
+mod srq;
 
 use kapi::netdev::NetdevNotifier;
 use kapi::rdma::LinkRegistration;

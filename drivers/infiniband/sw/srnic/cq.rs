@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues: a ring of CQEs the transport produces into and the
+//! consumer (a kernel ULP through `poll_cq`, or a process through its
+//! mapping) consumes from.
+
+use crate::device::{limits, SrnicDevice};
+use crate::kapi::rdma::queue::{response, Queue};
+use crate::kapi::rdma::verbs::{CqArm, PollOutput, WcStatus, WorkCompletion, CQE_SIZE};
+use crate::kapi::rdma::{Cq, Device, UserData};
+use crate::kapi::sync::SpinLockIrq;
+use crate::pure::ring::RingGeometry;
+use kernel::prelude::*;
+
+/// Driver data of a CQ.
+#[pin_data]
+pub(crate) struct SrnicCq {
+    #[pin]
+    state: SpinLockIrq<CqState>,
+    /// CQEs go to user space in its encoding.
+    user: bool,
+}
+
+struct CqState {
+    queue: Queue,
+    /// The kernel's producer index; the copy in the ring is for readers.
+    producer: u32,
+    /// The consumer index of a kernel CQ (a user CQ's is in the ring).
+    consumer: u32,
+    arm: Option<CqArm>,
+}
+
+/// What pushing a completion asks of the caller once its locks are
+/// released: the upcalls must not run under them.
+#[derive(Clone, Copy, Default)]
+#[must_use]
+pub(crate) struct CqUpcalls {
+    pub(crate) completion: bool,
+    pub(crate) overrun: bool,
+}
+
+impl CqUpcalls {
+    pub(crate) fn merge(&mut self, other: CqUpcalls) {
+        self.completion |= other.completion;
+        self.overrun |= other.overrun;
+    }
+
+    /// Runs the upcalls on `cq`; call with no driver lock held.
+    pub(crate) fn run(self, cq: &Cq<SrnicDevice>) {
+        if self.overrun {
+            cq.error_event();
+        }
+        if self.completion {
+            cq.completion_event();
+        }
+    }
+}
+
+fn geometry(cqe: u32) -> Result<RingGeometry> {
+    RingGeometry::new(cqe, CQE_SIZE, limits::MAX_CQE).map_err(|_| EINVAL)
+}
+
+impl CqState {
+    /// The consumer index, from the ring if user space consumes.
+    fn consumer(&self, user: bool) -> Option<u32> {
+        if user {
+            // A hostile index reads as "full": completions are dropped and
+            // the consumer hears of the overrun, nothing worse.
+            self.queue.geometry().check_index(self.queue.consumer())
+        } else {
+            Some(self.consumer)
+        }
+    }
+}
+
+impl SrnicCq {
+    pub(crate) fn create(
+        dev: &Device<SrnicDevice>,
+        cqe: u32,
+        user: Option<&UserData>,
+    ) -> Result<(u32, impl PinInit<Self, Error>)> {
+        if cqe == 0 || cqe > limits::MAX_CQE {
+            return Err(EINVAL);
+        }
+        dev.counts.cq.acquire(limits::MAX_CQ)?;
+        let made: Result<Queue> = (|| {
+            let mut queue = Queue::new(geometry(cqe)?)?;
+            if let Some(user) = user {
+                let mi = queue.share(user)?;
+                response::cq(user, mi)?;
+            }
+            Ok(queue)
+        })();
+        let queue = made.inspect_err(|_| dev.counts.cq.release())?;
+        let capacity = queue.geometry().capacity();
+        let is_user = user.is_some();
+        Ok((
+            capacity,
+            try_pin_init!(Self {
+                state <- new_spinlock_irq!(CqState {
+                    queue,
+                    producer: 0,
+                    consumer: 0,
+                    arm: None,
+                }),
+                user: is_user,
+            }? Error),
+        ))
+    }
+
+    /// Appends a completion. A full CQ drops it and reports the overrun
+    /// (`IB_EVENT_CQ_ERR`): never overwrite what the consumer has not read.
+    pub(crate) fn push(&self, wc: &WorkCompletion, solicited: bool) -> CqUpcalls {
+        let mut state = self.state.lock();
+        let mut upcalls = CqUpcalls::default();
+        let geometry = *state.queue.geometry();
+        let full = match state.consumer(self.user) {
+            Some(consumer) => geometry.is_full(state.producer, consumer),
+            None => true,
+        };
+        if full {
+            upcalls.overrun = true;
+            return upcalls;
+        }
+        let index = state.producer;
+        if wc.write(&state.queue, index, self.user).is_err() {
+            upcalls.overrun = true;
+            return upcalls;
+        }
+        state.producer = geometry.next(index);
+        let producer = state.producer;
+        state.queue.set_producer(producer);
+        let notify = match state.arm {
+            Some(CqArm::NextCompletion) => true,
+            Some(CqArm::Solicited) => solicited || wc.status != WcStatus::Success,
+            None => false,
+        };
+        if notify {
+            state.arm = None;
+            upcalls.completion = true;
+        }
+        upcalls
+    }
+
+    pub(crate) fn poll(&self, out: &mut PollOutput) {
+        let mut state = self.state.lock();
+        let geometry = *state.queue.geometry();
+        while out.has_room() && state.consumer != state.producer {
+            let index = state.consumer;
+            if out.take_from(&state.queue, index).is_err() {
+                break;
+            }
+            state.consumer = geometry.next(index);
+        }
+        let consumer = state.consumer;
+        state.queue.set_consumer(consumer);
+    }
+
+    pub(crate) fn arm(&self, arm: CqArm) -> bool {
+        let mut state = self.state.lock();
+        // A request for any completion overrides one for solicited ones.
+        if state.arm != Some(CqArm::NextCompletion) {
+            state.arm = Some(arm);
+        }
+        state.consumer(self.user) != Some(state.producer)
+    }
+
+    /// Moves the unpolled completions to a ring of `cqe` entries.
+    pub(crate) fn resize(&self, cqe: u32, user: Option<&UserData>) -> Result<u32> {
+        if cqe == 0 || cqe > limits::MAX_CQE {
+            return Err(EINVAL);
+        }
+        let geometry = geometry(cqe)?;
+        // The new ring is prepared (and shared) outside the lock, which
+        // may not be held across allocation that sleeps.
+        let mut queue = Queue::new(geometry)?;
+        if let Some(user) = user {
+            // Answered before the switch, outside the lock (the copy may
+            // fault); user space ignores the answer if the verb fails.
+            let mi = queue.share(user)?;
+            response::cq(user, mi)?;
+        }
+        let mut state = self.state.lock();
+        let old = *state.queue.geometry();
+        let consumer = state.consumer(self.user).ok_or(EINVAL)?;
+        let pending = old.used(state.producer, consumer);
+        if !geometry.fits(pending) {
+            return Err(EINVAL);
+        }
+        let mut from = consumer;
+        for index in 0..pending {
+            queue.copy_slot(index, &state.queue, from)?;
+            from = old.next(from);
+        }
+        queue.set_producer(pending);
+        queue.set_consumer(0);
+        let old_queue = core::mem::replace(&mut state.queue, queue);
+        state.producer = pending;
+        state.consumer = 0;
+        drop(state);
+        drop(old_queue);
+        Ok(geometry.capacity())
+    }
+}

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions, memory windows and address handles: the objects the
+//! transport finds by key or number on every packet.
+//!
+//! A key is `index << 8 | key byte`: the index finds the object in the
+//! device's table in constant time, and the key byte, which changes with
+//! every registration, makes a stale key miss.
+
+use crate::device::{limits, SrnicDevice};
+use crate::kapi::rcu::RcuReadGuard;
+use crate::kapi::rdma::verbs::AddressVector;
+use crate::kapi::rdma::{Ah, Device, Mr, MrKind, Mw, MwType, UserMemory};
+use crate::kapi::sync::SpinLockIrq;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::alloc::{flags::GFP_KERNEL, KVec};
+use kernel::prelude::*;
+
+/// What an MR maps.
+enum MrMapping {
+    /// Kernel virtual addresses, as they are.
+    Dma,
+    /// Pinned user pages from `iova`.
+    User { memory: UserMemory, iova: u64 },
+    /// Pages set by fast registration.
+    FastReg {
+        max_pages: u32,
+        pages: KVec<u64>,
+        page_size: u32,
+        iova: u64,
+        length: u64,
+    },
+}
+
+/// Driver data of an MR.
+#[pin_data]
+pub(crate) struct SrnicMr {
+    key: AtomicU32,
+    access: AtomicU32,
+    #[pin]
+    mapping: SpinLockIrq<MrMapping>,
+}
+
+fn key_of(index: u32, dev: &Device<SrnicDevice>) -> u32 {
+    (index << 8) | (dev.key_byte.fetch_add(1, Ordering::Relaxed) & 0xff)
+}
+
+impl SrnicMr {
+    pub(crate) fn create(
+        _dev: &Device<SrnicDevice>,
+        kind: MrKind,
+        access: u32,
+    ) -> Result<impl PinInit<Self, Error>> {
+        let mapping = match kind {
+            MrKind::Dma => MrMapping::Dma,
+            MrKind::User { memory, iova } => MrMapping::User { memory, iova },
+            MrKind::FastReg { max_pages } => {
+                if max_pages == 0 || max_pages > limits::MAX_FAST_REG_PAGES {
+                    return Err(EINVAL);
+                }
+                let mut pages = KVec::new();
+                pages.reserve(max_pages as usize, GFP_KERNEL)?;
+                MrMapping::FastReg {
+                    max_pages,
+                    pages,
+                    page_size: 0,
+                    iova: 0,
+                    length: 0,
+                }
+            }
+        };
+        Ok(try_pin_init!(Self {
+            key: AtomicU32::new(0),
+            access: AtomicU32::new(access),
+            mapping <- new_spinlock_irq!(mapping),
+        }? Error))
+    }
+
+    pub(crate) fn publish(mr: &Mr<SrnicDevice>) -> Result<u32> {
+        let dev = mr.device();
+        dev.counts.mr.acquire(limits::MAX_MR)?;
+        // SAFETY: the MR stays in the table until `destroy` removes it,
+        // which waits for lookups to end before the MR is freed.
+        let index = unsafe { dev.mrs.insert(NonNull::from(mr)) }
+            .inspect_err(|_| dev.counts.mr.release())?;
+        let key = key_of(index, dev);
+        mr.key.store(key, Ordering::Release);
+        Ok(key)
+    }
+
+    pub(crate) fn access(&self) -> u32 {
+        self.access.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn rereg(&self, memory: Option<(UserMemory, u64)>, access: Option<u32>) -> Result {
+        let old = if let Some((memory, iova)) = memory {
+            let mut mapping = self.mapping.lock();
+            if !matches!(*mapping, MrMapping::User { .. }) {
+                return Err(EINVAL);
+            }
+            Some(core::mem::replace(
+                &mut *mapping,
+                MrMapping::User { memory, iova },
+            ))
+        } else {
+            None
+        };
+        // The old pages are unpinned outside the lock (it may sleep).
+        drop(old);
+        if let Some(access) = access {
+            self.access.store(access, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn map_pages(&self, new: &[u64], size: u32, start: u64, len: u64) -> Result {
+        let mut mapping = self.mapping.lock();
+        let MrMapping::FastReg {
+            max_pages,
+            pages,
+            page_size,
+            iova,
+            length,
+        } = &mut *mapping
+        else {
+            return Err(EINVAL);
+        };
+        if new.len() > *max_pages as usize {
+            return Err(EINVAL);
+        }
+        // SAFETY: page addresses are plain integers with nothing to drop.
+        unsafe { pages.set_len(0) };
+        // Capacity for `max_pages` was reserved at allocation.
+        pages.extend_from_slice(new, kernel::alloc::flags::GFP_ATOMIC)?;
+        *page_size = size;
+        *iova = start;
+        *length = len;
+        Ok(())
+    }
+
+    pub(crate) fn destroy(mr: &Mr<SrnicDevice>) {
+        let dev = mr.device();
+        dev.mrs.remove(mr.key.load(Ordering::Acquire) >> 8);
+        dev.counts.mr.release();
+    }
+}
+
+/// The MR `key` names, valid while `guard` lives: constant time (one
+/// table load) and safe against a concurrent deregistration, which removes
+/// the MR and waits for every read-side section before freeing it.
+// The requester and responder of the RC transport are its callers.
+#[allow(dead_code)]
+pub(crate) fn lookup_mr<'g>(
+    dev: &Device<SrnicDevice>,
+    guard: &'g RcuReadGuard,
+    key: u32,
+) -> Option<&'g Mr<SrnicDevice>> {
+    let mr = dev.mrs.get(guard, key >> 8)?;
+    // A stale key (an older registration under this index) misses.
+    (mr.key.load(Ordering::Acquire) == key).then_some(mr)
+}
+
+#[allow(dead_code)]
+impl SrnicMr {
+    /// Whether `[iova, iova + len)` lies in the region and the region
+    /// grants `access`; the offset of `iova` in it if so.
+    pub(crate) fn check_range(&self, iova: u64, len: u32, access: u32) -> Option<u64> {
+        if self.access() & access != access {
+            return None;
+        }
+        let mapping = self.mapping.lock();
+        let (start, length) = match &*mapping {
+            MrMapping::Dma => return Some(iova),
+            MrMapping::User { memory, iova } => (*iova, memory.length()),
+            MrMapping::FastReg { iova, length, .. } => (*iova, *length),
+        };
+        let offset = iova.checked_sub(start)?;
+        let end = offset.checked_add(u64::from(len))?;
+        (end <= length).then_some(offset)
+    }
+}
+
+/// Driver data of an MW.
+pub(crate) struct SrnicMw {
+    key: AtomicU32,
+}
+
+impl SrnicMw {
+    pub(crate) fn create(_dev: &Device<SrnicDevice>, _mw_type: MwType) -> Result<Self> {
+        Ok(Self {
+            key: AtomicU32::new(0),
+        })
+    }
+
+    pub(crate) fn publish(mw: &Mw<SrnicDevice>) -> Result<u32> {
+        let dev = mw.device();
+        dev.counts.mw.acquire(limits::MAX_MW)?;
+        // SAFETY: removed in `destroy`, which waits for lookups to end.
+        let index = unsafe { dev.mws.insert(NonNull::from(mw)) }
+            .inspect_err(|_| dev.counts.mw.release())?;
+        let key = key_of(index, dev);
+        mw.key.store(key, Ordering::Release);
+        Ok(key)
+    }
+
+    pub(crate) fn destroy(mw: &Mw<SrnicDevice>) {
+        let dev = mw.device();
+        dev.mws.remove(mw.key.load(Ordering::Acquire) >> 8);
+        dev.counts.mw.release();
+    }
+}
+
+/// Driver data of an AH.
+pub(crate) struct SrnicAh {
+    av: AddressVector,
+    number: AtomicU32,
+}
+
+impl SrnicAh {
+    pub(crate) fn create(_dev: &Device<SrnicDevice>, av: &AddressVector) -> Result<Self> {
+        Ok(Self {
+            av: *av,
+            number: AtomicU32::new(0),
+        })
+    }
+
+    pub(crate) fn publish(ah: &Ah<SrnicDevice>) -> Result<u32> {
+        let dev = ah.device();
+        dev.counts.ah.acquire(limits::MAX_AH)?;
+        // SAFETY: removed in `destroy`, which waits for lookups to end.
+        let number = unsafe { dev.ahs.insert(NonNull::from(ah)) }
+            .inspect_err(|_| dev.counts.ah.release())?;
+        ah.number.store(number, Ordering::Release);
+        Ok(number)
+    }
+
+    pub(crate) fn number(&self) -> u32 {
+        self.number.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn av(&self) -> AddressVector {
+        self.av
+    }
+
+    pub(crate) fn destroy(ah: &Ah<SrnicDevice>) {
+        let dev = ah.device();
+        // Kernel AHs may be destroyed where sleeping is not allowed: no
+        // grace period is waited for here; the transport resolves AH
+        // numbers only for user WQEs, whose AHs are destroyed sleepably.
+        dev.ahs.remove_deferred(ah.number());
+        dev.counts.ah.release();
+    }
+}

@@ -1,0 +1,579 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs: the send queue the requester consumes, the receive queue
+//! (or an SRQ) the responder consumes, the IBTA state machine and the flush
+//! of outstanding work when a QP fails or closes (seed 004).
+
+use crate::cq::CqUpcalls;
+use crate::device::{limits, SrnicDevice};
+use crate::kapi::rdma::queue::{response, Queue};
+use crate::kapi::rdma::verbs::{
+    transition_allowed, QpAttrMask, QpAttributes, QpCaps, QpInit, QpModify, QpQuery, QpState,
+    WcOpcode, WcStatus,
+};
+use crate::kapi::rdma::wqe::{self, RecvChain, SendChain};
+use crate::kapi::rdma::{Device, Qp, QpEvent, UserData};
+use crate::kapi::sync::SpinLockIrq;
+use crate::pure::ring::RingGeometry;
+use crate::pure::wr::{QpType, SendLimits};
+use kernel::prelude::*;
+
+/// Driver data of a QP.
+#[pin_data]
+pub(crate) struct SrnicQp {
+    #[pin]
+    state: SpinLockIrq<QpInner>,
+    caps: QpCaps,
+    sq_sig_all: bool,
+    user: bool,
+}
+
+struct SendQueue {
+    /// What the requester reads: kernel WQEs, or validated copies of user
+    /// WQEs.
+    work: Queue,
+    /// The ring a user process writes, same geometry.
+    user: Option<Queue>,
+    /// WQEs posted (kernel) or fetched from the user ring.
+    producer: u32,
+    /// The oldest WQE not yet completed.
+    consumer: u32,
+}
+
+struct RecvQueue {
+    queue: Queue,
+    /// WQEs posted by a kernel consumer (user space keeps its own in the
+    /// ring).
+    producer: u32,
+    consumer: u32,
+}
+
+struct QpInner {
+    attrs: QpAttributes,
+    sq: SendQueue,
+    rq: Option<RecvQueue>,
+}
+
+/// Upcalls collected under the QP lock, run after it is released.
+#[derive(Default)]
+#[must_use]
+struct Upcalls {
+    send: CqUpcalls,
+    recv: CqUpcalls,
+    events: [Option<QpEvent>; 2],
+}
+
+impl Upcalls {
+    fn event(&mut self, event: QpEvent) {
+        if let Some(slot) = self.events.iter_mut().find(|e| e.is_none()) {
+            *slot = Some(event);
+        }
+    }
+
+    fn run(self, qp: &Qp<SrnicDevice>) {
+        self.send.run(qp.send_cq());
+        self.recv.run(qp.recv_cq());
+        for event in self.events.into_iter().flatten() {
+            qp.event(event);
+        }
+    }
+}
+
+fn ring(capacity: u32, slot: u32) -> Result<RingGeometry> {
+    // A QP without receives still has a one-slot ring: librxe maps it.
+    RingGeometry::new(capacity.max(1), slot, limits::MAX_QP_WR).map_err(|_| EINVAL)
+}
+
+impl SrnicQp {
+    pub(crate) fn create(
+        dev: &Device<SrnicDevice>,
+        init: &QpInit,
+        user: Option<&UserData>,
+    ) -> Result<(QpCaps, impl PinInit<Self, Error>)> {
+        let caps = init.caps;
+        if init.create_flags != 0 {
+            return Err(EINVAL);
+        }
+        if caps.max_send_wr > limits::MAX_QP_WR
+            || caps.max_recv_wr > limits::MAX_QP_WR
+            || caps.max_send_sge > limits::MAX_SGE
+            || caps.max_recv_sge > limits::MAX_SGE
+            || caps.max_inline_data > limits::MAX_INLINE
+        {
+            return Err(EINVAL);
+        }
+        if init.qp_type == QpType::Gsi && user.is_some() {
+            return Err(EINVAL);
+        }
+        dev.counts.qp.acquire(limits::MAX_QP)?;
+        let made = Self::make_queues(init, user);
+        let (sq, rq, actual) = made.inspect_err(|_| dev.counts.qp.release())?;
+        let is_user = user.is_some();
+        let sq_sig_all = init.sq_sig_all;
+        Ok((
+            actual,
+            try_pin_init!(Self {
+                state <- new_spinlock_irq!(QpInner {
+                    attrs: QpAttributes::default(),
+                    sq,
+                    rq,
+                }),
+                caps: actual,
+                sq_sig_all,
+                user: is_user,
+            }? Error),
+        ))
+    }
+
+    fn make_queues(
+        init: &QpInit,
+        user: Option<&UserData>,
+    ) -> Result<(SendQueue, Option<RecvQueue>, QpCaps)> {
+        let caps = init.caps;
+        let send_slot = wqe::send_slot_size(caps.max_send_sge, caps.max_inline_data);
+        let send = ring(caps.max_send_wr, send_slot)?;
+        let room = wqe::send_slot_room(send.elem_size());
+        let mut actual = QpCaps {
+            max_send_wr: send.capacity(),
+            // Report what the slot really holds: librxe bounds its writes
+            // by these.
+            max_send_sge: (room / 16).min(limits::MAX_SGE),
+            max_inline_data: room.min(limits::MAX_INLINE),
+            ..Default::default()
+        };
+        let work = Queue::new(send)?;
+        let mut user_sq = None;
+        let mut sq_mi = Default::default();
+        if let Some(user) = user {
+            let mut queue = Queue::new(send)?;
+            sq_mi = queue.share(user)?;
+            user_sq = Some(queue);
+        }
+        let mut rq = None;
+        let mut rq_mi = None;
+        if !init.has_srq {
+            let recv = ring(caps.max_recv_wr, wqe::recv_slot_size(caps.max_recv_sge))?;
+            actual.max_recv_wr = recv.capacity();
+            actual.max_recv_sge = wqe::recv_slot_sges(recv.elem_size()).min(limits::MAX_SGE);
+            let mut queue = Queue::new(recv)?;
+            if let Some(user) = user {
+                rq_mi = Some(queue.share(user)?);
+            }
+            rq = Some(RecvQueue {
+                queue,
+                producer: 0,
+                consumer: 0,
+            });
+        }
+        if let Some(user) = user {
+            response::qp(user, rq_mi, sq_mi)?;
+        }
+        Ok((
+            SendQueue {
+                work,
+                user: user_sq,
+                producer: 0,
+                consumer: 0,
+            },
+            rq,
+            actual,
+        ))
+    }
+
+    fn limits(&self) -> SendLimits {
+        SendLimits {
+            max_sge: self.caps.max_send_sge,
+            max_inline: self.caps.max_inline_data,
+            max_message: limits::MAX_MSG_SIZE,
+        }
+    }
+
+    pub(crate) fn query(&self) -> QpQuery {
+        let state = self.state.lock();
+        QpQuery {
+            attrs: state.attrs,
+            caps: self.caps,
+            sq_sig_all: self.sq_sig_all,
+        }
+    }
+
+    pub(crate) fn modify(qp: &Qp<SrnicDevice>, modify: &QpModify) -> Result {
+        let this: &SrnicQp = qp;
+        let mask = modify.mask;
+        validate(qp, modify)?;
+        let mut upcalls = Upcalls::default();
+        {
+            let mut state = this.state.lock();
+            let current = state.attrs.state;
+            let next = if mask.has(QpAttrMask::STATE) {
+                modify.attrs.state
+            } else {
+                current
+            };
+            if let Some(claimed) = modify.cur_state {
+                if claimed != current && current != QpState::Error {
+                    return Err(EINVAL);
+                }
+            }
+            if !transition_allowed(current, next, qp.qp_type(), mask) {
+                return Err(EINVAL);
+            }
+            apply(&mut state.attrs, modify);
+            state.attrs.state = next;
+            match next {
+                QpState::Reset if current != QpState::Reset => this.reset(&mut state),
+                QpState::Error if current != QpState::Error => {
+                    this.flush(qp, &mut state, &mut upcalls);
+                    if qp.srq().is_some() {
+                        upcalls.event(QpEvent::LastWqeReached);
+                    }
+                }
+                QpState::Sqd if current != QpState::Sqd => {
+                    // Nothing is in flight before the transport runs; the
+                    // queue is drained as soon as it is asked to be.
+                    state.attrs.sq_draining = false;
+                    if state.attrs.en_sqd_async_notify {
+                        upcalls.event(QpEvent::SqDrained);
+                    }
+                }
+                _ => {}
+            }
+        }
+        upcalls.run(qp);
+        Ok(())
+    }
+
+    /// RESET discards all work without completions.
+    fn reset(&self, state: &mut QpInner) {
+        let sq = &mut state.sq;
+        let start = match &sq.user {
+            Some(user) => user.geometry().check_index(user.producer()).unwrap_or(0),
+            None => 0,
+        };
+        sq.producer = start;
+        sq.consumer = start;
+        if let Some(user) = &sq.user {
+            user.set_consumer(start);
+        }
+        if let Some(rq) = &mut state.rq {
+            let start = if self.user {
+                rq.queue
+                    .geometry()
+                    .check_index(rq.queue.producer())
+                    .unwrap_or(0)
+            } else {
+                0
+            };
+            rq.producer = start;
+            rq.consumer = start;
+            rq.queue.set_producer(start);
+            rq.queue.set_consumer(start);
+        }
+        let attrs = &mut state.attrs;
+        *attrs = QpAttributes::default();
+    }
+
+    /// Completes every outstanding WQE with `IB_WC_WR_FLUSH_ERR`, SQ and RQ
+    /// each in posting order, each exactly once (the consumer index moves
+    /// past each as it completes).
+    fn flush(&self, qp: &Qp<SrnicDevice>, state: &mut QpInner, upcalls: &mut Upcalls) {
+        let send_cq = qp.send_cq();
+        let recv_cq = qp.recv_cq();
+        let sq = &mut state.sq;
+        // User WQEs not yet fetched are flushed too, their IDs read once;
+        // a hostile producer index flushes what was fetched.
+        let end = match &sq.user {
+            Some(user) => user
+                .geometry()
+                .check_index(user.producer())
+                .unwrap_or(sq.producer),
+            None => sq.producer,
+        };
+        let geometry = *sq.work.geometry();
+        while sq.consumer != end {
+            let index = sq.consumer;
+            let fetched = geometry.used(sq.producer, index) != 0;
+            let wr_id = match (&sq.user, fetched) {
+                (Some(user), false) => wqe::user_send_wr_id(user, index).unwrap_or(0),
+                _ => wqe::send_summary(&sq.work, index)
+                    .map(|s| s.wr_id)
+                    .unwrap_or(0),
+            };
+            let opcode = wqe::send_summary(&sq.work, index)
+                .map(|s| WcOpcode::of_send(s.opcode))
+                .unwrap_or(WcOpcode::Send);
+            let wc = qp.completion(wr_id, WcStatus::WrFlushError, opcode);
+            upcalls.send.merge(send_cq.push(&wc, false));
+            sq.consumer = geometry.next(index);
+        }
+        sq.producer = sq.consumer;
+        if let Some(user) = &sq.user {
+            user.set_consumer(sq.consumer);
+        }
+        if let Some(rq) = &mut state.rq {
+            let geometry = *rq.queue.geometry();
+            let end = if self.user {
+                geometry
+                    .check_index(rq.queue.producer())
+                    .unwrap_or(rq.consumer)
+            } else {
+                rq.producer
+            };
+            while rq.consumer != end {
+                let index = rq.consumer;
+                let wr_id = wqe::recv_wr_id(&rq.queue, index).unwrap_or(0);
+                let wc = qp.completion(wr_id, WcStatus::WrFlushError, WcOpcode::Recv);
+                upcalls.recv.merge(recv_cq.push(&wc, false));
+                rq.consumer = geometry.next(index);
+            }
+            rq.queue.set_consumer(rq.consumer);
+        }
+    }
+
+    /// Moves the QP to ERR on its own (a bad WQE or ring index).
+    fn fail(&self, qp: &Qp<SrnicDevice>, state: &mut QpInner, upcalls: &mut Upcalls) {
+        if state.attrs.state == QpState::Error {
+            return;
+        }
+        state.attrs.state = QpState::Error;
+        upcalls.event(QpEvent::Fatal);
+        self.flush(qp, state, upcalls);
+    }
+
+    pub(crate) fn post_send(qp: &Qp<SrnicDevice>, wrs: &mut SendChain<'_>) -> Result {
+        let this: &SrnicQp = qp;
+        let limits = this.limits();
+        let mut upcalls = Upcalls::default();
+        let result = (|| {
+            let mut state = this.state.lock();
+            let qp_state = state.attrs.state;
+            if matches!(qp_state, QpState::Reset | QpState::Init | QpState::Rtr) {
+                return Err(EINVAL);
+            }
+            let in_error = qp_state == QpState::Error;
+            for wr in wrs.by_ref() {
+                let sq = &mut state.sq;
+                let geometry = *sq.work.geometry();
+                if geometry.is_full(sq.producer, sq.consumer) {
+                    return Err(ENOMEM);
+                }
+                let ah_num = ud_ah_number(qp, &wr);
+                if in_error {
+                    // Flushed below whatever it asks for (`ib_drain_qp`
+                    // posts an RDMA WRITE even on UD QPs).
+                    wqe::write_flush_marker(&sq.work, sq.producer, &wr)?;
+                } else {
+                    wqe::write_kernel_send(
+                        &sq.work,
+                        sq.producer,
+                        &wr,
+                        qp.qp_type(),
+                        &limits,
+                        ah_num,
+                    )?;
+                }
+                sq.producer = geometry.next(sq.producer);
+            }
+            if in_error {
+                this.flush(qp, &mut state, &mut upcalls);
+            }
+            Ok(())
+        })();
+        upcalls.run(qp);
+        result
+    }
+
+    /// librxe rang the doorbell: fetch and validate new user WQEs.
+    pub(crate) fn doorbell(qp: &Qp<SrnicDevice>) -> Result {
+        let this: &SrnicQp = qp;
+        let limits = this.limits();
+        let mut upcalls = Upcalls::default();
+        let result = (|| {
+            let mut state = this.state.lock();
+            let qp_state = state.attrs.state;
+            if matches!(qp_state, QpState::Reset | QpState::Init | QpState::Rtr) {
+                return Err(EINVAL);
+            }
+            if qp_state == QpState::Error {
+                this.flush(qp, &mut state, &mut upcalls);
+                return Ok(());
+            }
+            let Some(user) = &state.sq.user else {
+                return Err(EINVAL);
+            };
+            let Some(end) = user.geometry().check_index(user.producer()) else {
+                pr_warn_ratelimited!(
+                    "srnic: QP {}: send queue producer index out of range\n",
+                    qp.qp_num()
+                );
+                this.fail(qp, &mut state, &mut upcalls);
+                return Ok(());
+            };
+            let geometry = *state.sq.work.geometry();
+            while state.sq.producer != end {
+                let sq = &mut state.sq;
+                let index = sq.producer;
+                let Some(user) = &sq.user else { break };
+                if let Err(err) = wqe::fetch_user_send(&sq.work, user, index, qp.qp_type(), &limits)
+                {
+                    pr_warn_ratelimited!(
+                        "srnic: QP {}: invalid send WQE ({:?})\n",
+                        qp.qp_num(),
+                        err
+                    );
+                    // The bad WQE completes in error, the rest flush.
+                    let wr_id = wqe::send_summary(&sq.work, index)
+                        .map(|s| s.wr_id)
+                        .unwrap_or(0);
+                    if index == sq.consumer {
+                        let wc =
+                            qp.completion(wr_id, WcStatus::LocalQpOperationError, WcOpcode::Send);
+                        upcalls.send.merge(qp.send_cq().push(&wc, false));
+                        sq.consumer = geometry.next(index);
+                        sq.producer = sq.consumer;
+                        user.set_consumer(sq.consumer);
+                    }
+                    this.fail(qp, &mut state, &mut upcalls);
+                    return Ok(());
+                }
+                sq.producer = geometry.next(index);
+            }
+            Ok(())
+        })();
+        upcalls.run(qp);
+        result
+    }
+
+    pub(crate) fn post_recv(qp: &Qp<SrnicDevice>, wrs: &mut RecvChain<'_>) -> Result {
+        let this: &SrnicQp = qp;
+        let max_sge = this.caps.max_recv_sge;
+        let mut upcalls = Upcalls::default();
+        let result = (|| {
+            let mut state = this.state.lock();
+            if state.attrs.state == QpState::Reset {
+                return Err(EINVAL);
+            }
+            let in_error = state.attrs.state == QpState::Error;
+            let Some(rq) = &mut state.rq else {
+                // Receives of this QP come from its SRQ.
+                return Err(EINVAL);
+            };
+            let geometry = *rq.queue.geometry();
+            for wr in wrs.by_ref() {
+                if geometry.is_full(rq.producer, rq.consumer) {
+                    return Err(ENOMEM);
+                }
+                wqe::write_kernel_recv(&rq.queue, rq.producer, &wr, max_sge)?;
+                rq.producer = geometry.next(rq.producer);
+                rq.queue.set_producer(rq.producer);
+            }
+            if in_error {
+                this.flush(qp, &mut state, &mut upcalls);
+            }
+            Ok(())
+        })();
+        upcalls.run(qp);
+        result
+    }
+
+    /// Destruction: flushed completions are not required, but the queues
+    /// are left consistent for anyone still mapping them.
+    pub(crate) fn destroy(qp: &Qp<SrnicDevice>) {
+        let dev = qp.device();
+        dev.qps.remove(qp.qp_num());
+        dev.counts.qp.release();
+    }
+}
+
+fn validate(qp: &Qp<SrnicDevice>, modify: &QpModify) -> Result {
+    let mask = modify.mask;
+    let a = &modify.attrs;
+    if mask.has(QpAttrMask::PORT) && modify.port != 1 {
+        return Err(EINVAL);
+    }
+    if mask.has(QpAttrMask::PKEY_INDEX) && a.pkey_index != 0 {
+        return Err(EINVAL);
+    }
+    if mask.has(QpAttrMask::PATH_MTU) && !(1..=5).contains(&a.path_mtu) {
+        return Err(EINVAL);
+    }
+    if mask.has(QpAttrMask::TIMEOUT) && a.timeout > 31 {
+        return Err(EINVAL);
+    }
+    if mask.has(QpAttrMask::RETRY_CNT) && a.retry_cnt > 7 {
+        return Err(EINVAL);
+    }
+    if mask.has(QpAttrMask::RNR_RETRY) && a.rnr_retry > 7 {
+        return Err(EINVAL);
+    }
+    if mask.has(QpAttrMask::MIN_RNR_TIMER) && a.min_rnr_timer > 31 {
+        return Err(EINVAL);
+    }
+    if mask.has(QpAttrMask::MAX_QP_RD_ATOMIC) && u32::from(a.max_rd_atomic) > limits::MAX_RD_ATOMIC
+    {
+        return Err(EINVAL);
+    }
+    if mask.has(QpAttrMask::MAX_DEST_RD_ATOMIC)
+        && u32::from(a.max_dest_rd_atomic) > limits::MAX_RD_ATOMIC
+    {
+        return Err(EINVAL);
+    }
+    if mask.has(QpAttrMask::DEST_QPN | QpAttrMask::RQ_PSN | QpAttrMask::SQ_PSN) {
+        let too_big = |v: u32| v > 0x00ff_ffff;
+        if (mask.has(QpAttrMask::DEST_QPN) && too_big(a.dest_qp_num))
+            || (mask.has(QpAttrMask::RQ_PSN) && too_big(a.rq_psn))
+            || (mask.has(QpAttrMask::SQ_PSN) && too_big(a.sq_psn))
+        {
+            return Err(EINVAL);
+        }
+    }
+    if mask.has(QpAttrMask::CAP) {
+        // Queues are not resized after creation.
+        let caps = &modify.caps;
+        let have = qp.caps;
+        if caps.max_send_wr > have.max_send_wr || caps.max_recv_wr > have.max_recv_wr {
+            return Err(EINVAL);
+        }
+    }
+    if mask.has(QpAttrMask::ALT_PATH | QpAttrMask::PATH_MIG_STATE | QpAttrMask::RATE_LIMIT) {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+fn apply(attrs: &mut QpAttributes, modify: &QpModify) {
+    let mask = modify.mask;
+    let new = &modify.attrs;
+    macro_rules! take {
+        ($($bit:ident => $field:ident),* $(,)?) => {
+            $(if mask.has(QpAttrMask::$bit) {
+                attrs.$field = new.$field;
+            })*
+        };
+    }
+    take!(
+        EN_SQD_ASYNC_NOTIFY => en_sqd_async_notify,
+        ACCESS_FLAGS => qp_access_flags,
+        PKEY_INDEX => pkey_index,
+        QKEY => qkey,
+        AV => av,
+        PATH_MTU => path_mtu,
+        TIMEOUT => timeout,
+        RETRY_CNT => retry_cnt,
+        RNR_RETRY => rnr_retry,
+        RQ_PSN => rq_psn,
+        MAX_QP_RD_ATOMIC => max_rd_atomic,
+        MIN_RNR_TIMER => min_rnr_timer,
+        SQ_PSN => sq_psn,
+        MAX_DEST_RD_ATOMIC => max_dest_rd_atomic,
+        DEST_QPN => dest_qp_num,
+    );
+}
+
+/// The number of a kernel UD WR's address handle (0 for other types).
+fn ud_ah_number(qp: &Qp<SrnicDevice>, wr: &wqe::SendWr<'_>) -> u32 {
+    match qp.qp_type() {
+        QpType::Ud | QpType::Gsi => wr.ud_ah::<SrnicDevice>().map(|ah| ah.number()).unwrap_or(0),
+        _ => 0,
+    }
+}

@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Verbs objects: the core's `ib_cq`, `ib_qp`, `ib_srq`, `ib_ah` and
+//! `ib_mw` (allocated by the core at the size the driver declares), and
+//! `ib_mr` (allocated by the driver), each followed by the driver's data.
+//!
+//! The driver's data is initialised in place when the object is created
+//! and dropped when it is destroyed; the core frees the memory afterwards.
+
+use super::device::{Device, Driver};
+use super::verbs::{WcOpcode, WcStatus, WorkCompletion};
+use crate::bindings;
+use crate::pure::wr::QpType;
+use core::ops::Deref;
+use kernel::alloc::KVec;
+use kernel::init::PinInit;
+use kernel::prelude::*;
+use kernel::types::Opaque;
+
+macro_rules! core_object {
+    ($(#[$doc:meta])* $name:ident, $raw:ident, $data:ident) => {
+        $(#[$doc])*
+        #[repr(C)]
+        pub struct $name<T: Driver> {
+            ib: Opaque<bindings::$raw>,
+            data: T::$data,
+        }
+
+        // SAFETY: the core object's fields are written by the core before
+        // creation and by the driver only inside verbs the core serialises;
+        // the driver data is `Send + Sync`.
+        unsafe impl<T: Driver> Sync for $name<T> {}
+        // SAFETY: as above.
+        unsafe impl<T: Driver> Send for $name<T> {}
+
+        impl<T: Driver> Deref for $name<T> {
+            type Target = T::$data;
+
+            fn deref(&self) -> &T::$data {
+                &self.data
+            }
+        }
+
+        impl<T: Driver> $name<T> {
+            /// # Safety
+            ///
+            /// `raw` must be the core object of a live `Self` (data
+            /// initialised and not dropped) for `'a`.
+            pub(crate) unsafe fn from_raw<'a>(raw: *mut bindings::$raw) -> &'a Self {
+                // SAFETY: the core object is the first field of `repr(C)`
+                // `Self`, and the caller guarantees the data is live.
+                unsafe { &*raw.cast::<Self>() }
+            }
+
+            pub(crate) fn as_raw(&self) -> *mut bindings::$raw {
+                self.ib.get()
+            }
+
+            /// Initialises the driver data of the core object `raw`.
+            ///
+            /// # Safety
+            ///
+            /// `raw` must be a core object of this type's size whose data
+            /// is not initialised.
+            pub(crate) unsafe fn init_data(
+                raw: *mut bindings::$raw,
+                init: impl PinInit<T::$data, Error>,
+            ) -> Result {
+                // SAFETY: the data slot lies in the core's allocation, which
+                // never moves; on error the initialiser leaves it
+                // uninitialised.
+                unsafe { init.__pinned_init(core::ptr::addr_of_mut!((*raw.cast::<Self>()).data)) }
+            }
+
+            /// Drops the driver data of the core object `raw`.
+            ///
+            /// # Safety
+            ///
+            /// The data must be initialised; it is dropped exactly once and
+            /// not used afterwards.
+            pub(crate) unsafe fn drop_data(raw: *mut bindings::$raw) {
+                // SAFETY: see above.
+                unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*raw.cast::<Self>()).data)) }
+            }
+
+            /// The device the object belongs to.
+            pub fn device(&self) -> &Device<T> {
+                // SAFETY: objects exist only while their device's verbs run.
+                unsafe { Device::from_ib((*self.as_raw()).device) }
+            }
+        }
+    };
+}
+
+core_object!(
+    /// A completion queue.
+    Cq, ib_cq, Cq
+);
+core_object!(
+    /// A queue pair.
+    Qp, ib_qp, Qp
+);
+core_object!(
+    /// A shared receive queue.
+    Srq, ib_srq, Srq
+);
+core_object!(
+    /// An address handle.
+    Ah, ib_ah, Ah
+);
+core_object!(
+    /// A memory window.
+    Mw, ib_mw, Mw
+);
+
+impl<T: Driver> Cq<T> {
+    /// Calls the consumer's completion handler. Must not be called with
+    /// locks held that the handler's verbs take (it may poll and post).
+    pub fn completion_event(&self) {
+        // SAFETY: the CQ is live; the handler is the consumer's.
+        unsafe { bindings::srnic_cq_comp_handler(self.as_raw()) }
+    }
+
+    /// Reports a CQ overrun to the consumer (`IB_EVENT_CQ_ERR`).
+    pub fn error_event(&self) {
+        // SAFETY: the CQ is live.
+        unsafe { bindings::srnic_cq_event(self.as_raw(), bindings::ib_event_type_IB_EVENT_CQ_ERR) }
+    }
+
+    /// Whether a user process owns the CQ.
+    pub fn is_user(&self) -> bool {
+        // SAFETY: set by the core before create and never changed.
+        unsafe { !(*self.as_raw()).uobject.is_null() }
+    }
+}
+
+/// Asynchronous QP events the driver raises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QpEvent {
+    /// The QP failed (a bad WQE or ring index): `IB_EVENT_QP_FATAL`.
+    Fatal,
+    /// The SQ drained in SQD: `IB_EVENT_SQ_DRAINED`.
+    SqDrained,
+    /// The last WQE of an SRQ-attached QP in ERR: `IB_EVENT_QP_LAST_WQE_REACHED`.
+    LastWqeReached,
+}
+
+impl<T: Driver> Qp<T> {
+    fn raw(&self) -> &bindings::ib_qp {
+        // SAFETY: the QP is live; the fields read are set by the core
+        // before create and not changed after.
+        unsafe { &*self.as_raw() }
+    }
+
+    /// The QP's transport type.
+    pub fn qp_type(&self) -> QpType {
+        // Creation refused every other type.
+        super::verbs::qp_type_from_raw(self.raw().qp_type).unwrap_or(QpType::Rc)
+    }
+
+    /// The QP number.
+    pub fn qp_num(&self) -> u32 {
+        self.raw().qp_num
+    }
+
+    /// Whether a user process owns the QP.
+    pub fn is_user(&self) -> bool {
+        !self.raw().uobject.is_null()
+    }
+
+    /// The CQ of send completions.
+    pub fn send_cq(&self) -> &Cq<T> {
+        // SAFETY: the core holds a use count on the QP's CQs while the QP
+        // lives, and all CQs of this device are `Cq<T>`.
+        unsafe { Cq::from_raw(self.raw().send_cq) }
+    }
+
+    /// The CQ of receive completions.
+    pub fn recv_cq(&self) -> &Cq<T> {
+        // SAFETY: as for `send_cq`.
+        unsafe { Cq::from_raw(self.raw().recv_cq) }
+    }
+
+    /// The SRQ receives come from, if any.
+    pub fn srq(&self) -> Option<&Srq<T>> {
+        let srq = self.raw().srq;
+        if srq.is_null() {
+            return None;
+        }
+        // SAFETY: the core holds a use count on the SRQ while the QP lives.
+        Some(unsafe { Srq::from_raw(srq) })
+    }
+
+    /// Raises an asynchronous event on the QP.
+    pub fn event(&self, event: QpEvent) {
+        let raw = match event {
+            QpEvent::Fatal => bindings::ib_event_type_IB_EVENT_QP_FATAL,
+            QpEvent::SqDrained => bindings::ib_event_type_IB_EVENT_SQ_DRAINED,
+            QpEvent::LastWqeReached => bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+        };
+        // SAFETY: the QP is live.
+        unsafe { bindings::srnic_qp_event(self.as_raw(), raw) }
+    }
+
+    /// A completion of this QP for `wr_id`.
+    pub fn completion(&self, wr_id: u64, status: WcStatus, opcode: WcOpcode) -> WorkCompletion {
+        WorkCompletion {
+            wr_id,
+            status,
+            opcode,
+            byte_len: 0,
+            qp_num: self.qp_num(),
+            src_qp: 0,
+            ex: 0,
+            with_imm: false,
+            with_invalidate: false,
+            with_grh: false,
+            smac: None,
+            network_hdr_type: 0,
+            qp: self.as_raw() as usize,
+        }
+    }
+}
+
+impl<T: Driver> Srq<T> {
+    /// Raises `IB_EVENT_SRQ_LIMIT_REACHED`.
+    pub fn limit_event(&self) {
+        // SAFETY: the SRQ is live.
+        unsafe {
+            bindings::srnic_srq_event(
+                self.as_raw(),
+                bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
+            )
+        }
+    }
+
+    /// Whether a user process owns the SRQ.
+    pub fn is_user(&self) -> bool {
+        // SAFETY: set by the core before create and never changed.
+        unsafe { !(*self.as_raw()).uobject.is_null() }
+    }
+}
+
+/// Memory window types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MwType {
+    /// Bound with the bind verb, PD-wide.
+    Type1,
+    /// Bound with a bind WR, to one QP.
+    Type2,
+}
+
+impl<T: Driver> Mw<T> {
+    /// The window's type.
+    pub fn mw_type(&self) -> MwType {
+        // SAFETY: set by the core before alloc and never changed.
+        if unsafe { (*self.as_raw()).type_ } == bindings::ib_mw_type_IB_MW_TYPE_2 {
+            MwType::Type2
+        } else {
+            MwType::Type1
+        }
+    }
+}
+
+/// A memory region, allocated by the driver.
+#[repr(C)]
+#[pin_data]
+pub struct Mr<T: Driver> {
+    head: MrHead,
+    #[pin]
+    data: T::Mr,
+}
+
+/// The part of an [`Mr`] that does not depend on the driver, so that the
+/// C page callback, which cannot be generic, can reach it.
+#[repr(C)]
+struct MrHead {
+    ib: Opaque<bindings::ib_mr>,
+    /// Where `ib_sg_to_pages`' per-page callback puts pages, during
+    /// `map_mr_sg` only.
+    collector: core::cell::Cell<*mut KVec<u64>>,
+}
+
+unsafe extern "C" fn collect_page(mr: *mut bindings::ib_mr, addr: u64) -> core::ffi::c_int {
+    // SAFETY: only called by `ib_sg_to_pages` from `Mr::collect_pages`, on
+    // an MR (whose head comes first) with the collector pointing at that
+    // caller's live vector.
+    let pages = unsafe { &mut *(*mr.cast::<MrHead>()).collector.get() };
+    // The walk runs in the caller's context, which may not sleep.
+    match pages.push(addr, kernel::alloc::flags::GFP_ATOMIC) {
+        Ok(()) => 0,
+        Err(_) => ENOMEM.to_errno(),
+    }
+}
+
+// SAFETY: as for the core objects; `collector` is used only inside
+// `map_mr_sg`, which the core never runs concurrently on one MR.
+unsafe impl<T: Driver> Sync for Mr<T> {}
+// SAFETY: as above.
+unsafe impl<T: Driver> Send for Mr<T> {}
+
+impl<T: Driver> Deref for Mr<T> {
+    type Target = T::Mr;
+
+    fn deref(&self) -> &T::Mr {
+        &self.data
+    }
+}
+
+impl<T: Driver> Mr<T> {
+    pub(crate) fn new(data: impl PinInit<T::Mr, Error>) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            head: MrHead {
+                ib: Opaque::new(bindings::ib_mr::default()),
+                collector: core::cell::Cell::new(core::ptr::null_mut()),
+            },
+            data <- data,
+        }? Error)
+    }
+
+    /// # Safety
+    ///
+    /// `raw` must be the `ib_mr` of a live `Mr<T>` for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(raw: *mut bindings::ib_mr) -> &'a Self {
+        // SAFETY: first field of the `repr(C)` struct; live per the caller.
+        unsafe { &*raw.cast::<Self>() }
+    }
+
+    pub(crate) fn as_raw(&self) -> *mut bindings::ib_mr {
+        self.head.ib.get()
+    }
+
+    /// Walks `sg` into pages of the MR's page size (`ib_sg_to_pages`),
+    /// collecting their addresses in `pages`; returns the entries mapped.
+    ///
+    /// # Safety
+    ///
+    /// `sg` must be a list of `nents` entries; no other `map_mr_sg` on this
+    /// MR may run concurrently.
+    pub(crate) unsafe fn collect_pages(
+        &self,
+        sg: *mut bindings::scatterlist,
+        nents: core::ffi::c_int,
+        offset: *mut core::ffi::c_uint,
+        pages: &mut KVec<u64>,
+    ) -> Result<core::ffi::c_int> {
+        self.head.collector.set(pages);
+        // SAFETY: forwarded from the caller; the callback finds the vector
+        // through `collector`, reset before return.
+        let mapped = unsafe {
+            bindings::ib_sg_to_pages(self.as_raw(), sg, nents, offset, Some(collect_page))
+        };
+        self.head.collector.set(core::ptr::null_mut());
+        if mapped < 0 {
+            return Err(Error::from_errno(mapped));
+        }
+        Ok(mapped)
+    }
+
+    /// The device the region belongs to.
+    pub fn device(&self) -> &Device<T> {
+        // SAFETY: the core sets `device` before the MR is used and MRs
+        // exist only while their device's verbs run.
+        unsafe { Device::from_ib((*self.as_raw()).device) }
+    }
+
+    /// Records the device and PD before the MR is published (the core
+    /// sets the same only after the verb returns).
+    pub(crate) fn set_owner(&self, pd: *mut bindings::ib_pd) {
+        // SAFETY: the MR is not yet visible to anyone; `pd` is live.
+        unsafe {
+            (*self.as_raw()).device = (*pd).device;
+            (*self.as_raw()).pd = pd;
+        }
+    }
+
+    /// Sets the keys the core reports for the region.
+    pub(crate) fn set_keys(&self, lkey: u32, rkey: u32) {
+        // SAFETY: the driver owns the MR's key fields; the core reads them
+        // only after the verb that set them returns.
+        unsafe {
+            (*self.as_raw()).lkey = lkey;
+            (*self.as_raw()).rkey = rkey;
+        }
+    }
+
+    /// Sets the address and length the core reports for the region.
+    pub(crate) fn set_range(&self, iova: u64, length: u64) {
+        // SAFETY: as for `set_keys`.
+        unsafe {
+            (*self.as_raw()).iova = iova;
+            (*self.as_raw()).length = length;
+        }
+    }
+}
+
+/// What a new memory region covers.
+pub enum MrKind {
+    /// All of kernel memory, addressed by kernel virtual (DMA) address.
+    Dma,
+    /// Pinned user memory, addressed from `iova`.
+    User {
+        /// The pinned pages.
+        memory: super::umem::UserMemory,
+        /// The address the region's first byte has on the wire.
+        iova: u64,
+    },
+    /// Pages given later by fast registration, at most `max_pages`.
+    FastReg {
+        /// Capacity of the page list.
+        max_pages: u32,
+    },
+}

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! User memory pinned for a memory region (`struct ib_umem`), with its
+//! pages in an array so that translating an address is one division.
+
+use crate::bindings;
+use core::ptr::NonNull;
+use kernel::alloc::{flags::GFP_KERNEL, KVec};
+use kernel::error::from_err_ptr;
+use kernel::prelude::*;
+
+const PAGE_SHIFT: u32 = bindings::SRNIC_PAGE_SHIFT;
+const PAGE_SIZE: u64 = bindings::SRNIC_PAGE_SIZE as u64;
+
+/// Pinned user pages backing `[start, start + length)` of a process.
+pub struct UserMemory {
+    umem: NonNull<bindings::ib_umem>,
+    pages: KVec<NonNull<bindings::page>>,
+    /// Offset of `start` in the first page.
+    first_offset: u64,
+    length: u64,
+}
+
+// SAFETY: the umem and the page array are owned; pages are only handed out
+// as addresses, and `ib_umem_release` may run on any CPU.
+unsafe impl Send for UserMemory {}
+// SAFETY: shared access only reads the array.
+unsafe impl Sync for UserMemory {}
+
+impl UserMemory {
+    /// Pins `length` bytes at user address `start` of the calling process
+    /// for `device`, with `access` (`IB_ACCESS_*`, which decides whether
+    /// the pages must be writable).
+    pub(crate) fn pin(
+        device: *mut bindings::ib_device,
+        start: u64,
+        length: u64,
+        access: u32,
+    ) -> Result<Self> {
+        if length == 0 {
+            return Err(EINVAL);
+        }
+        start.checked_add(length).ok_or(EINVAL)?;
+        // SAFETY: the device is live for the verb; the core checks the range
+        // against the process's address space and its pinning limit.
+        let umem = from_err_ptr(unsafe {
+            bindings::ib_umem_get(device, start as _, length as usize, access as i32)
+        })?;
+        let umem = NonNull::new(umem).ok_or(ENOMEM)?;
+        let mut memory = Self {
+            umem,
+            pages: KVec::new(),
+            first_offset: start % PAGE_SIZE,
+            length,
+        };
+        memory.collect_pages()?;
+        Ok(memory)
+    }
+
+    fn collect_pages(&mut self) -> Result {
+        let needed = (self.first_offset + self.length).div_ceil(PAGE_SIZE) as usize;
+        self.pages.reserve(needed, GFP_KERNEL)?;
+        let mut nents = 0u32;
+        // SAFETY: the umem is pinned and owned; its table is valid while it
+        // is.
+        let mut sg = unsafe { bindings::srnic_umem_sgl(self.umem.as_ptr(), &mut nents) };
+        for _ in 0..nents {
+            if sg.is_null() || self.pages.len() >= needed {
+                break;
+            }
+            // SAFETY: `sg` is an entry of the umem's table.
+            let (first, length) = unsafe { (bindings::srnic_sg_page(sg), (*sg).length) };
+            let count = (u64::from(length)).div_ceil(PAGE_SIZE);
+            for n in 0..count {
+                if self.pages.len() >= needed {
+                    break;
+                }
+                // SAFETY: the entry covers `count` contiguous pages.
+                let page = unsafe { bindings::srnic_nth_page(first, n as _) };
+                let page = NonNull::new(page).ok_or(EFAULT)?;
+                self.pages.push(page, GFP_KERNEL)?;
+            }
+            // SAFETY: walks the same table.
+            sg = unsafe { bindings::srnic_sg_next(sg) };
+        }
+        if self.pages.len() != needed {
+            return Err(EFAULT);
+        }
+        Ok(())
+    }
+
+    /// Pages pinned.
+    pub fn page_count(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Bytes covered.
+    pub fn length(&self) -> u64 {
+        self.length
+    }
+
+    /// The page holding byte `offset` of the region, and the offset in it.
+    pub fn locate(&self, offset: u64) -> Option<(NonNull<bindings::page>, usize)> {
+        if offset >= self.length {
+            return None;
+        }
+        let absolute = offset + self.first_offset;
+        let page = *self.pages.get((absolute >> PAGE_SHIFT) as usize)?;
+        Some((page, (absolute % PAGE_SIZE) as usize))
+    }
+}
+
+impl Drop for UserMemory {
+    fn drop(&mut self) {
+        // SAFETY: pinned by `pin`, released once; verbs that drop an MR run
+        // in process context.
+        unsafe { bindings::ib_umem_release(self.umem.as_ptr()) };
+    }
+}

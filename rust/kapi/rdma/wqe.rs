@@ -1,0 +1,481 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Work queue entries in the rxe layout (`struct rxe_send_wqe`,
+//! `struct rxe_recv_wqe`, each followed by its scatter/gather list or inline
+//! data), written from kernel work requests or copied out of user rings and
+//! validated there.
+//!
+//! A send queue of a user QP has two rings of equal geometry: the one user
+//! space writes, and a kernel copy that WQEs are moved into (once, then
+//! validated) when the doorbell rings. Everything after the doorbell reads
+//! only the copy.
+
+use super::device::Driver;
+use super::objects::Ah;
+use super::queue::Queue;
+use super::udata::Pod;
+use crate::bindings;
+use crate::pure::wr::{self, opcode, QpType, SendLimits, WqeError};
+use core::mem::{offset_of, size_of};
+use kernel::prelude::*;
+
+// SAFETY: `repr(C)` integers, arrays and unions of them, padded by hand in
+// the uapi header. The kernel-only `reg.mr` view is a pointer, which any
+// bit pattern may fill; it is never read from a user WQE (REG_MR is refused
+// there).
+unsafe impl Pod for bindings::rxe_send_wqe {}
+// SAFETY: as above, integers only.
+unsafe impl Pod for bindings::rxe_recv_wqe {}
+
+const SEND_HEADER: usize = size_of::<bindings::rxe_send_wqe>();
+const RECV_HEADER: usize = size_of::<bindings::rxe_recv_wqe>();
+const SGE_SIZE: usize = size_of::<bindings::rxe_sge>();
+const IB_SEND_INLINE: u32 = bindings::ib_send_flags_IB_SEND_INLINE as u32;
+const IB_SEND_SIGNALED: u32 = bindings::ib_send_flags_IB_SEND_SIGNALED as u32;
+
+/// Bytes a send slot needs for `max_sge` SGEs or `max_inline` inline bytes.
+pub fn send_slot_size(max_sge: u32, max_inline: u32) -> u32 {
+    let payload = (max_sge as usize * SGE_SIZE).max(max_inline as usize);
+    (SEND_HEADER + payload) as u32
+}
+
+/// Most SGEs and inline bytes a send slot of `slot_size` holds.
+pub fn send_slot_room(slot_size: u32) -> u32 {
+    (slot_size as usize).saturating_sub(SEND_HEADER) as u32
+}
+
+/// Bytes a receive slot needs for `max_sge` SGEs.
+pub fn recv_slot_size(max_sge: u32) -> u32 {
+    (RECV_HEADER + max_sge as usize * SGE_SIZE) as u32
+}
+
+/// SGEs a receive slot of `slot_size` holds.
+pub fn recv_slot_sges(slot_size: u32) -> u32 {
+    ((slot_size as usize).saturating_sub(RECV_HEADER) / SGE_SIZE) as u32
+}
+
+/// One kernel send WR of a chain.
+pub struct SendWr<'a> {
+    raw: &'a bindings::ib_send_wr,
+}
+
+impl<'a> SendWr<'a> {
+    /// The WR's `IB_WR_*` opcode.
+    pub fn opcode(&self) -> u32 {
+        self.raw.opcode
+    }
+
+    /// The WR's ID.
+    pub fn wr_id(&self) -> u64 {
+        // SAFETY: both views of the union are 64 bits; the ID is opaque.
+        unsafe { self.raw.__bindgen_anon_1.wr_id }
+    }
+
+    fn sges(&self) -> Result<&'a [bindings::ib_sge]> {
+        let count = usize::try_from(self.raw.num_sge).map_err(|_| EINVAL)?;
+        if count == 0 {
+            return Ok(&[]);
+        }
+        if self.raw.sg_list.is_null() {
+            return Err(EINVAL);
+        }
+        // SAFETY: a kernel caller's WR points to `num_sge` SGEs valid for
+        // the call.
+        Ok(unsafe { core::slice::from_raw_parts(self.raw.sg_list, count) })
+    }
+
+    /// The address handle of a WR posted to a UD or GSI QP of a device of
+    /// driver `T`.
+    pub fn ud_ah<T: Driver>(&self) -> Option<&'a Ah<T>> {
+        // SAFETY: WRs posted to UD QPs are embedded in an `ib_ud_wr`, first
+        // field; the caller only asks for those. The AH belongs to the
+        // QP's device, so it is an `Ah<T>`, and the poster keeps it alive
+        // for the call.
+        unsafe {
+            let ah = (*(self.raw as *const bindings::ib_send_wr).cast::<bindings::ib_ud_wr>()).ah;
+            if ah.is_null() {
+                None
+            } else {
+                Some(Ah::from_raw(ah))
+            }
+        }
+    }
+}
+
+/// A kernel caller's chain of send WRs; remembers the last one handed out,
+/// which is the one that failed if the driver stops with an error.
+pub struct SendChain<'a> {
+    next: *const bindings::ib_send_wr,
+    last: *const bindings::ib_send_wr,
+    _wrs: core::marker::PhantomData<&'a bindings::ib_send_wr>,
+}
+
+impl SendChain<'_> {
+    /// # Safety
+    ///
+    /// `first` must be NULL or a valid chain for the lifetime.
+    pub(crate) unsafe fn new(first: *const bindings::ib_send_wr) -> Self {
+        Self {
+            next: first,
+            last: first,
+            _wrs: core::marker::PhantomData,
+        }
+    }
+
+    pub(crate) fn failed_wr(&self) -> *const bindings::ib_send_wr {
+        self.last
+    }
+}
+
+impl<'a> Iterator for SendChain<'a> {
+    type Item = SendWr<'a>;
+
+    fn next(&mut self) -> Option<SendWr<'a>> {
+        // SAFETY: the chain is valid (see `new`).
+        let raw = unsafe { self.next.as_ref() }?;
+        self.last = self.next;
+        self.next = raw.next;
+        Some(SendWr { raw })
+    }
+}
+
+/// One kernel receive WR of a chain.
+pub struct RecvWr<'a> {
+    raw: &'a bindings::ib_recv_wr,
+}
+
+impl RecvWr<'_> {
+    /// The WR's ID.
+    pub fn wr_id(&self) -> u64 {
+        // SAFETY: both views of the union are 64 bits; the ID is opaque.
+        unsafe { self.raw.__bindgen_anon_1.wr_id }
+    }
+}
+
+/// A kernel caller's chain of receive WRs (see [`SendChain`]).
+pub struct RecvChain<'a> {
+    next: *const bindings::ib_recv_wr,
+    last: *const bindings::ib_recv_wr,
+    _wrs: core::marker::PhantomData<&'a bindings::ib_recv_wr>,
+}
+
+impl RecvChain<'_> {
+    /// # Safety
+    ///
+    /// `first` must be NULL or a valid chain for the lifetime.
+    pub(crate) unsafe fn new(first: *const bindings::ib_recv_wr) -> Self {
+        Self {
+            next: first,
+            last: first,
+            _wrs: core::marker::PhantomData,
+        }
+    }
+
+    pub(crate) fn failed_wr(&self) -> *const bindings::ib_recv_wr {
+        self.last
+    }
+}
+
+impl<'a> Iterator for RecvChain<'a> {
+    type Item = RecvWr<'a>;
+
+    fn next(&mut self) -> Option<RecvWr<'a>> {
+        // SAFETY: the chain is valid (see `new`).
+        let raw = unsafe { self.next.as_ref() }?;
+        self.last = self.next;
+        self.next = raw.next;
+        Some(RecvWr { raw })
+    }
+}
+
+fn wqe_error(_: WqeError) -> Error {
+    EINVAL
+}
+
+/// Writes kernel send WR `wr` into slot `index` of `queue`, after checking
+/// it against the QP's type and limits. `ah_num` names the address handle
+/// of a UD WR.
+pub fn write_kernel_send(
+    queue: &Queue,
+    index: u32,
+    wr: &SendWr<'_>,
+    qp_type: QpType,
+    limits: &SendLimits,
+    ah_num: u32,
+) -> Result {
+    let raw = wr.raw;
+    let sges = wr.sges()?;
+    let flags = raw.send_flags as u32;
+    let inline = flags & IB_SEND_INLINE != 0;
+    let total = sges
+        .iter()
+        .try_fold(0u32, |sum, sge| sum.checked_add(sge.length))
+        .ok_or(EINVAL)?;
+    wr::validate_send(
+        qp_type,
+        limits,
+        raw.opcode,
+        inline,
+        sges.len() as u32,
+        total,
+        sges.iter().map(|sge| sge.length),
+    )
+    .map_err(wqe_error)?;
+
+    let mut wqe = bindings::rxe_send_wqe::default();
+    wqe.wr.wr_id = wr.wr_id();
+    wqe.wr.opcode = raw.opcode;
+    wqe.wr.send_flags = flags;
+    // SAFETY: both views of the union are 32 bits.
+    wqe.wr.ex.invalidate_rkey = unsafe { raw.ex.invalidate_rkey };
+    let this = raw as *const bindings::ib_send_wr;
+    // SAFETY: for each opcode family the core's callers embed the WR in the
+    // matching container, with the WR as its first field.
+    unsafe {
+        match (qp_type, raw.opcode) {
+            (QpType::Ud | QpType::Gsi, _) => {
+                let ud = &*this.cast::<bindings::ib_ud_wr>();
+                wqe.wr.wr.ud.remote_qpn = ud.remote_qpn;
+                wqe.wr.wr.ud.remote_qkey = ud.remote_qkey;
+                wqe.wr.wr.ud.pkey_index = ud.pkey_index;
+                wqe.wr.wr.ud.ah_num = ah_num;
+            }
+            (_, opcode::RDMA_WRITE | opcode::RDMA_WRITE_WITH_IMM | opcode::RDMA_READ) => {
+                let rdma = &*this.cast::<bindings::ib_rdma_wr>();
+                wqe.wr.wr.rdma.remote_addr = rdma.remote_addr;
+                wqe.wr.wr.rdma.rkey = rdma.rkey;
+                wqe.iova = rdma.remote_addr;
+            }
+            (_, opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD) => {
+                let atomic = &*this.cast::<bindings::ib_atomic_wr>();
+                wqe.wr.wr.atomic.remote_addr = atomic.remote_addr;
+                wqe.wr.wr.atomic.compare_add = atomic.compare_add;
+                wqe.wr.wr.atomic.swap = atomic.swap;
+                wqe.wr.wr.atomic.rkey = atomic.rkey;
+                wqe.iova = atomic.remote_addr;
+            }
+            (_, opcode::REG_MR) => {
+                let reg = &*this.cast::<bindings::ib_reg_wr>();
+                wqe.wr.wr.reg.__bindgen_anon_1.mr = reg.mr;
+                wqe.wr.wr.reg.key = reg.key;
+                wqe.wr.wr.reg.access = reg.access as u32;
+            }
+            _ => {}
+        }
+    }
+    wqe.dma.length = total;
+    wqe.dma.resid = total;
+    let payload = SEND_HEADER;
+    if inline {
+        // Inline data is copied now, so the caller's buffers are free as
+        // soon as the post returns.
+        wqe.dma.num_sge = 0;
+        let mut at = payload;
+        for sge in sges {
+            let len = sge.length as usize;
+            if len == 0 {
+                continue;
+            }
+            // SAFETY: a kernel caller's inline SGE addresses kernel memory
+            // of `length` bytes (virtual DMA: the address is the pointer).
+            let src = unsafe { core::slice::from_raw_parts(sge.addr as usize as *const u8, len) };
+            queue.write_bytes(index, at, src)?;
+            at += len;
+        }
+    } else {
+        wqe.dma.num_sge = sges.len() as u32;
+        for (i, sge) in sges.iter().enumerate() {
+            let out = bindings::rxe_sge {
+                addr: sge.addr,
+                length: sge.length,
+                lkey: sge.lkey,
+            };
+            queue.write(index, payload + i * SGE_SIZE, &out)?;
+        }
+    }
+    queue.write(index, 0, &wqe)
+}
+
+/// Writes just the ID and opcode of a kernel send WR posted to a QP in
+/// ERR, which is flushed without looking at the rest.
+pub fn write_flush_marker(queue: &Queue, index: u32, wr: &SendWr<'_>) -> Result {
+    let mut wqe = bindings::rxe_send_wqe::default();
+    wqe.wr.wr_id = wr.wr_id();
+    wqe.wr.opcode = wr.opcode();
+    queue.write(index, 0, &wqe)
+}
+
+/// Moves the user's send WQE in slot `index` of `user` into the same slot
+/// of `work` and validates the copy; the copy is then normalised (lengths
+/// recomputed, transport state cleared) for the requester.
+pub fn fetch_user_send(
+    work: &Queue,
+    user: &Queue,
+    index: u32,
+    qp_type: QpType,
+    limits: &SendLimits,
+) -> core::result::Result<(), WqeError> {
+    work.copy_slot(index, user, index)
+        .map_err(|_| WqeError::TooManySges)?;
+    let mut wqe: bindings::rxe_send_wqe = work.read(index, 0).map_err(|_| WqeError::TooManySges)?;
+    let op = wqe.wr.opcode;
+    // REG_MR carries a kernel pointer: never from user space.
+    if op == opcode::REG_MR {
+        return Err(WqeError::BadOpcode);
+    }
+    let data_op = matches!(
+        op,
+        opcode::SEND | opcode::SEND_WITH_IMM | opcode::SEND_WITH_INV
+    ) || matches!(op, opcode::RDMA_WRITE | opcode::RDMA_WRITE_WITH_IMM);
+    // librxe's `ibv_wr_set_inline_data*` fill inline data without setting
+    // the flag: an SGE-less WQE with a length is inline too.
+    let inline = wqe.wr.send_flags & IB_SEND_INLINE != 0
+        || (data_op && wqe.dma.num_sge == 0 && wqe.dma.length > 0);
+    let total = if inline {
+        wr::validate_send(
+            qp_type,
+            limits,
+            op,
+            true,
+            0,
+            wqe.dma.length,
+            core::iter::empty(),
+        )?
+    } else {
+        let num_sge = wqe.dma.num_sge;
+        if num_sge > limits.max_sge {
+            return Err(WqeError::TooManySges);
+        }
+        let mut lengths = [0u32; MAX_SGE_CHECK];
+        let mut total = 0u32;
+        for i in 0..num_sge as usize {
+            let sge: bindings::rxe_sge = work
+                .read(index, SEND_HEADER + i * SGE_SIZE)
+                .map_err(|_| WqeError::TooManySges)?;
+            total = total
+                .checked_add(sge.length)
+                .ok_or(WqeError::LengthOverflow)?;
+            if let Some(slot) = lengths.get_mut(i) {
+                *slot = sge.length;
+            }
+        }
+        // The declared length is not trusted (librxe's `ibv_wr_set_sge_list`
+        // gets it wrong): the SGEs define it.
+        wr::validate_send(
+            qp_type,
+            limits,
+            op,
+            false,
+            num_sge,
+            total,
+            lengths.iter().copied().take(num_sge as usize),
+        )?
+    };
+    wqe.status = 0;
+    wqe.state = 0;
+    wqe.mask = 0;
+    wqe.first_psn = 0;
+    wqe.last_psn = 0;
+    wqe.ack_length = 0;
+    wqe.ssn = 0;
+    wqe.has_rd_atomic = 0;
+    wqe.dma.length = total;
+    wqe.dma.resid = total;
+    wqe.dma.cur_sge = 0;
+    wqe.dma.sge_offset = 0;
+    if inline {
+        wqe.dma.num_sge = 0;
+        wqe.wr.send_flags |= IB_SEND_INLINE;
+    }
+    match op {
+        opcode::RDMA_WRITE | opcode::RDMA_WRITE_WITH_IMM | opcode::RDMA_READ => {
+            // SAFETY: plain integers in every view.
+            wqe.iova = unsafe { wqe.wr.wr.rdma.remote_addr };
+        }
+        opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD => {
+            // SAFETY: plain integers in every view.
+            wqe.iova = unsafe { wqe.wr.wr.atomic.remote_addr };
+        }
+        _ => wqe.iova = 0,
+    }
+    work.write(index, 0, &wqe)
+        .map_err(|_| WqeError::TooManySges)
+}
+
+/// The most SGEs a WQE may have (the device's `max_sge`).
+pub const MAX_SGE_CHECK: usize = 32;
+
+/// What flushing or completing a send WQE needs of it.
+#[derive(Clone, Copy, Debug)]
+pub struct SendSummary {
+    /// The WR's ID.
+    pub wr_id: u64,
+    /// `IB_WR_*` opcode.
+    pub opcode: u32,
+    /// Whether the WR asked for a completion.
+    pub signaled: bool,
+    /// The AH number of a UD WQE.
+    pub ah_num: u32,
+}
+
+/// Reads what completing the send WQE in slot `index` needs.
+pub fn send_summary(queue: &Queue, index: u32) -> Result<SendSummary> {
+    let wqe: bindings::rxe_send_wqe = queue.read(index, 0)?;
+    Ok(SendSummary {
+        wr_id: wqe.wr.wr_id,
+        opcode: wqe.wr.opcode,
+        signaled: wqe.wr.send_flags & IB_SEND_SIGNALED != 0,
+        // SAFETY: plain integers in every view.
+        ah_num: unsafe { wqe.wr.wr.ud.ah_num },
+    })
+}
+
+/// Reads the WR ID of a user send WQE that was never fetched (to flush
+/// it), once.
+pub fn user_send_wr_id(user: &Queue, index: u32) -> Result<u64> {
+    user.read::<u64>(index, offset_of!(bindings::rxe_send_wqe, wr))
+}
+
+/// Writes kernel receive WR `wr` into slot `index` of `queue`.
+pub fn write_kernel_recv(queue: &Queue, index: u32, wr: &RecvWr<'_>, max_sge: u32) -> Result {
+    let raw = wr.raw;
+    let count = usize::try_from(raw.num_sge).map_err(|_| EINVAL)?;
+    if count > max_sge as usize {
+        return Err(EINVAL);
+    }
+    let sges: &[bindings::ib_sge] = if count == 0 {
+        &[]
+    } else if raw.sg_list.is_null() {
+        return Err(EINVAL);
+    } else {
+        // SAFETY: a kernel caller's WR points to `num_sge` SGEs.
+        unsafe { core::slice::from_raw_parts(raw.sg_list, count) }
+    };
+    let total = sges
+        .iter()
+        .try_fold(0u32, |sum, sge| sum.checked_add(sge.length))
+        .ok_or(EINVAL)?;
+    wr::validate_recv(max_sge, count as u32, total, sges.iter().map(|s| s.length))
+        .map_err(wqe_error)?;
+    for (i, sge) in sges.iter().enumerate() {
+        let out = bindings::rxe_sge {
+            addr: sge.addr,
+            length: sge.length,
+            lkey: sge.lkey,
+        };
+        queue.write(index, RECV_HEADER + i * SGE_SIZE, &out)?;
+    }
+    let mut wqe = bindings::rxe_recv_wqe {
+        wr_id: wr.wr_id(),
+        ..Default::default()
+    };
+    wqe.dma.length = total;
+    wqe.dma.resid = total;
+    wqe.dma.num_sge = count as u32;
+    queue.write(index, 0, &wqe)
+}
+
+/// Reads the WR ID of the receive WQE in slot `index`, once.
+pub fn recv_wr_id(queue: &Queue, index: u32) -> Result<u64> {
+    queue.read::<u64>(index, offset_of!(bindings::rxe_recv_wqe, wr_id))
+}

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A spinlock that disables interrupts while held.
+//!
+//! Verbs may be called from any context: kernel ULPs post work and poll
+//! completion queues from hard-IRQ handlers, and the transport completes work
+//! from softirq. Every lock those paths share is therefore taken with
+//! interrupts disabled, which the `kernel` crate of 6.12 does not offer.
+
+use kernel::sync::lock::{Backend, Lock};
+
+/// A spinlock taken with `spin_lock_irqsave`.
+pub type SpinLockIrq<T> = Lock<T, IrqSpinLockBackend>;
+
+/// Creates a [`SpinLockIrq`] initialiser with a lock class of its own.
+macro_rules! new_spinlock_irq {
+    ($inner:expr $(, $name:literal)? $(,)?) => {
+        kernel::sync::lock::Lock::<_, $crate::kapi::sync::IrqSpinLockBackend>::new(
+            $inner,
+            kernel::optional_name!($($name)?),
+            kernel::static_lock_class!(),
+        )
+    };
+}
+
+/// The backend of [`SpinLockIrq`].
+pub struct IrqSpinLockBackend;
+
+// SAFETY: `spin_lock_irqsave` gives one CPU exclusive ownership until the
+// matching `spin_unlock_irqrestore`; `relock` uses the same method (the
+// trait's default calls `lock`).
+unsafe impl Backend for IrqSpinLockBackend {
+    type State = kernel::bindings::spinlock_t;
+    type GuardState = kernel::ffi::c_ulong;
+
+    unsafe fn init(
+        ptr: *mut Self::State,
+        name: *const kernel::ffi::c_char,
+        key: *mut kernel::bindings::lock_class_key,
+    ) {
+        // SAFETY: the caller passes a writable lock and a name and key that
+        // live forever.
+        unsafe { kernel::bindings::__spin_lock_init(ptr, name, key) }
+    }
+
+    unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
+        // SAFETY: the caller guarantees `init` ran; our bindings declare the
+        // same `spinlock_t` as an opaque type.
+        unsafe { crate::bindings::srnic_spin_lock_irqsave(ptr.cast()) }
+    }
+
+    unsafe fn unlock(ptr: *mut Self::State, flags: &Self::GuardState) {
+        // SAFETY: the caller owns the lock, taken by `lock` with `flags`.
+        unsafe { crate::bindings::srnic_spin_unlock_irqrestore(ptr.cast(), *flags) }
+    }
+}

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Checks on a work request before the transport uses it: the opcode is
+//! one the QP type allows, the scatter/gather list fits, lengths add up
+//! without overflow. Applied to kernel WRs and to copies of user WQEs.
+
+/// `enum ib_wr_opcode` (the kernel's and the uverbs ABI's numbers).
+pub mod opcode {
+    #![allow(missing_docs)]
+    pub const RDMA_WRITE: u32 = 0;
+    pub const RDMA_WRITE_WITH_IMM: u32 = 1;
+    pub const SEND: u32 = 2;
+    pub const SEND_WITH_IMM: u32 = 3;
+    pub const RDMA_READ: u32 = 4;
+    pub const ATOMIC_CMP_AND_SWP: u32 = 5;
+    pub const ATOMIC_FETCH_AND_ADD: u32 = 6;
+    pub const LOCAL_INV: u32 = 7;
+    pub const BIND_MW: u32 = 8;
+    pub const SEND_WITH_INV: u32 = 9;
+    pub const TSO: u32 = 10;
+    pub const RDMA_READ_WITH_INV: u32 = 11;
+    pub const MASKED_ATOMIC_CMP_AND_SWP: u32 = 12;
+    pub const MASKED_ATOMIC_FETCH_AND_ADD: u32 = 13;
+    pub const FLUSH: u32 = 14;
+    pub const ATOMIC_WRITE: u32 = 15;
+    /// Kernel-only fast registration.
+    pub const REG_MR: u32 = 0x20;
+}
+
+/// Transport types of a QP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QpType {
+    /// Reliable connection.
+    Rc,
+    /// Unreliable connection.
+    Uc,
+    /// Unreliable datagram.
+    Ud,
+    /// QP1, the general services (MAD) QP: UD.
+    Gsi,
+}
+
+/// Why a WR is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WqeError {
+    /// Unknown opcode, or not allowed on this QP type.
+    BadOpcode,
+    /// More SGEs than the QP has.
+    TooManySges,
+    /// More inline data than the QP has room for.
+    InlineTooLong,
+    /// Inline data with an operation that carries none.
+    InlineNotAllowed,
+    /// The declared length is not the sum of the SGEs.
+    LengthMismatch,
+    /// The SGE lengths overflow 32 bits.
+    LengthOverflow,
+    /// An atomic whose local buffer is not 8 bytes.
+    BadAtomicLength,
+    /// Longer than the largest message.
+    MessageTooLong,
+}
+
+/// The send limits of a QP.
+#[derive(Debug, Clone, Copy)]
+pub struct SendLimits {
+    /// SGEs per WR.
+    pub max_sge: u32,
+    /// Inline bytes per WR.
+    pub max_inline: u32,
+    /// Largest message.
+    pub max_message: u32,
+}
+
+/// Whether a QP of `qp` type may post `op`.
+pub fn opcode_allowed(qp: QpType, op: u32) -> bool {
+    use opcode::*;
+    match qp {
+        QpType::Rc => matches!(
+            op,
+            RDMA_WRITE
+                | RDMA_WRITE_WITH_IMM
+                | SEND
+                | SEND_WITH_IMM
+                | RDMA_READ
+                | ATOMIC_CMP_AND_SWP
+                | ATOMIC_FETCH_AND_ADD
+                | LOCAL_INV
+                | BIND_MW
+                | SEND_WITH_INV
+                | REG_MR
+        ),
+        QpType::Uc => matches!(
+            op,
+            RDMA_WRITE | RDMA_WRITE_WITH_IMM | SEND | SEND_WITH_IMM | LOCAL_INV | BIND_MW | REG_MR
+        ),
+        QpType::Ud | QpType::Gsi => matches!(op, SEND | SEND_WITH_IMM),
+    }
+}
+
+fn carries_data(op: u32) -> bool {
+    use opcode::*;
+    matches!(
+        op,
+        RDMA_WRITE | RDMA_WRITE_WITH_IMM | SEND | SEND_WITH_IMM | SEND_WITH_INV
+    )
+}
+
+fn is_atomic(op: u32) -> bool {
+    matches!(
+        op,
+        opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD
+    )
+}
+
+fn is_local(op: u32) -> bool {
+    matches!(op, opcode::LOCAL_INV | opcode::BIND_MW | opcode::REG_MR)
+}
+
+/// Validates a send WR; returns its message length.
+pub fn validate_send(
+    qp: QpType,
+    limits: &SendLimits,
+    op: u32,
+    inline: bool,
+    num_sge: u32,
+    declared_length: u32,
+    sge_lengths: impl Iterator<Item = u32>,
+) -> Result<u32, WqeError> {
+    if !opcode_allowed(qp, op) {
+        return Err(WqeError::BadOpcode);
+    }
+    if is_local(op) {
+        // Local operations move no data; whatever SGEs they name are
+        // ignored, so they are refused rather than silently dropped.
+        if num_sge != 0 || inline {
+            return Err(WqeError::TooManySges);
+        }
+        return Ok(0);
+    }
+    let total = if inline {
+        if !carries_data(op) {
+            return Err(WqeError::InlineNotAllowed);
+        }
+        if declared_length > limits.max_inline {
+            return Err(WqeError::InlineTooLong);
+        }
+        declared_length
+    } else {
+        if num_sge > limits.max_sge {
+            return Err(WqeError::TooManySges);
+        }
+        let mut total = 0u32;
+        for length in sge_lengths.take(num_sge as usize) {
+            total = total.checked_add(length).ok_or(WqeError::LengthOverflow)?;
+        }
+        if total != declared_length {
+            return Err(WqeError::LengthMismatch);
+        }
+        total
+    };
+    if is_atomic(op) && total != 8 {
+        return Err(WqeError::BadAtomicLength);
+    }
+    if total > limits.max_message {
+        return Err(WqeError::MessageTooLong);
+    }
+    Ok(total)
+}
+
+/// Validates a receive WR; returns the room it offers.
+pub fn validate_recv(
+    max_sge: u32,
+    num_sge: u32,
+    declared_length: u32,
+    sge_lengths: impl Iterator<Item = u32>,
+) -> Result<u32, WqeError> {
+    if num_sge > max_sge {
+        return Err(WqeError::TooManySges);
+    }
+    let mut total = 0u32;
+    for length in sge_lengths.take(num_sge as usize) {
+        total = total.checked_add(length).ok_or(WqeError::LengthOverflow)?;
+    }
+    if total != declared_length {
+        return Err(WqeError::LengthMismatch);
+    }
+    Ok(total)
+}
