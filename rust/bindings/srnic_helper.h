@@ -92,6 +92,12 @@ void srnic_cq_event(struct ib_cq *cq, enum ib_event_type type);
 void srnic_qp_event(struct ib_qp *qp, enum ib_event_type type);
 void srnic_srq_event(struct ib_srq *srq, enum ib_event_type type);
 
+/* Consumer verbs, for the in-kernel verbs test (tests/kernel/shims.c). */
+int srnic_test_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
+			 const struct ib_send_wr **bad_wr);
+int srnic_test_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
+			 const struct ib_recv_wr **bad_wr);
+
 /* Mapping offset of an mmap entry. */
 u64 srnic_mmap_offset(struct rdma_user_mmap_entry *entry);
 

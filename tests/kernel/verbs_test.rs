@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! In-kernel verbs test: a kernel consumer of srnic0 checks what user space
+//! cannot reach: `ib_post_send`/`ib_post_recv` argument checks with
+//! `bad_wr`, the flush of outstanding work when a kernel QP moves to ERR
+//! (seed 004: every WR exactly once, in order), WRs posted in ERR, and
+//! `ib_drain_qp`.
+//!
+//! Loading the module runs the test; it loads only if every check passed,
+//! and says what failed otherwise. The verbs are the core's consumer API,
+//! called directly: this is a test, not a driver.
+
+#[path = "../../rust/bindings/mod.rs"]
+mod bindings;
+
+use core::ptr::null_mut;
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use kernel::c_str;
+use kernel::ffi::{c_char, c_int};
+use kernel::prelude::*;
+
+module! {
+    type: VerbsTest,
+    name: "srnic_verbs_test",
+    author: "The srnic developers",
+    description: "In-kernel verbs test for srnic: post checks, flush, drain",
+    license: "GPL",
+}
+
+const DEVICE: &CStr = c_str!("srnic0");
+const CALLER: &CStr = c_str!("srnic_verbs_test");
+const SENDS: u32 = 8;
+const RECVS: u32 = 12;
+const RECV_BASE: u32 = 100;
+const LATE_SEND_BASE: u32 = 200;
+const LATE_RECV_BASE: u32 = 300;
+
+/// Completions in the order the CQ delivered them: (WR tag, status).
+static LOG: [AtomicU32; 64] = [const { AtomicU32::new(0) }; 64];
+static LOG_STATUS: [AtomicU32; 64] = [const { AtomicU32::new(0) }; 64];
+static LOG_LEN: AtomicUsize = AtomicUsize::new(0);
+
+/// A WR's completion entry: the core calls `done` with the `ib_cqe`,
+/// which is the first field, so the tag can be found from it.
+#[repr(C)]
+struct Tagged {
+    cqe: bindings::ib_cqe,
+    tag: u32,
+}
+
+unsafe extern "C" fn done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+    // SAFETY: the core passes the completion of one of our WRs, whose
+    // `wr_cqe` points at the `cqe` field of a live `Tagged`.
+    let (tag, status) = unsafe {
+        let tagged = (*wc).__bindgen_anon_1.wr_cqe.cast::<Tagged>();
+        ((*tagged).tag, (*wc).status)
+    };
+    let at = LOG_LEN.fetch_add(1, Ordering::AcqRel);
+    if let (Some(slot), Some(st)) = (LOG.get(at), LOG_STATUS.get(at)) {
+        slot.store(tag, Ordering::Release);
+        st.store(status, Ordering::Release);
+    }
+}
+
+fn is_err<T>(ptr: *mut T) -> bool {
+    (ptr as isize) < 0 && (ptr as isize) >= -4095
+}
+
+/// What the test holds, released in reverse order whatever happened.
+struct Resources {
+    dev: *mut bindings::ib_device,
+    pd: *mut bindings::ib_pd,
+    cq: *mut bindings::ib_cq,
+    qps: [*mut bindings::ib_qp; 2],
+}
+
+impl Drop for Resources {
+    fn drop(&mut self) {
+        // SAFETY: each pointer is NULL or an object this test created and
+        // still owns; objects go before what they use.
+        unsafe {
+            for qp in self.qps {
+                if !qp.is_null() {
+                    bindings::ib_destroy_qp_user(qp, null_mut());
+                }
+            }
+            if !self.cq.is_null() {
+                bindings::ib_free_cq(self.cq);
+            }
+            if !self.pd.is_null() {
+                bindings::ib_dealloc_pd_user(self.pd, null_mut());
+            }
+            if !self.dev.is_null() {
+                bindings::ib_device_put(self.dev);
+            }
+        }
+    }
+}
+
+fn check(ok: bool, what: &'static str) -> Result<(), &'static str> {
+    if ok {
+        pr_info!("ok: {}\n", what);
+        Ok(())
+    } else {
+        Err(what)
+    }
+}
+
+fn create_qp(r: &Resources, qp_type: bindings::ib_qp_type, depth: u32) -> *mut bindings::ib_qp {
+    let mut init = bindings::ib_qp_init_attr {
+        send_cq: r.cq,
+        recv_cq: r.cq,
+        sq_sig_type: bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
+        qp_type,
+        port_num: 1,
+        ..Default::default()
+    };
+    init.cap.max_send_wr = depth;
+    init.cap.max_recv_wr = depth;
+    init.cap.max_send_sge = 1;
+    init.cap.max_recv_sge = 1;
+    // SAFETY: a valid PD and attributes; the result is checked.
+    let qp = unsafe { bindings::ib_create_qp_kernel(r.pd, &mut init, CALLER.as_char_ptr()) };
+    if is_err(qp) {
+        null_mut()
+    } else {
+        qp
+    }
+}
+
+fn modify(qp: *mut bindings::ib_qp, attr: &mut bindings::ib_qp_attr, mask: u32) -> c_int {
+    // SAFETY: a live QP of ours and a filled attribute.
+    unsafe { bindings::ib_modify_qp(qp, attr, mask as c_int) }
+}
+
+fn send_wr(
+    tagged: &mut Tagged,
+    sge: &mut bindings::ib_sge,
+    num_sge: c_int,
+) -> bindings::ib_send_wr {
+    let mut wr = bindings::ib_send_wr {
+        sg_list: sge,
+        num_sge,
+        opcode: bindings::ib_wr_opcode_IB_WR_SEND,
+        send_flags: bindings::ib_send_flags_IB_SEND_SIGNALED as c_int,
+        ..Default::default()
+    };
+    wr.__bindgen_anon_1.wr_cqe = &mut tagged.cqe;
+    wr
+}
+
+fn recv_wr(tagged: &mut Tagged, sge: &mut bindings::ib_sge) -> bindings::ib_recv_wr {
+    let mut wr = bindings::ib_recv_wr {
+        sg_list: sge,
+        num_sge: 1,
+        ..Default::default()
+    };
+    wr.__bindgen_anon_1.wr_cqe = &mut tagged.cqe;
+    wr
+}
+
+fn post_send(
+    qp: *mut bindings::ib_qp,
+    wr: &bindings::ib_send_wr,
+) -> (c_int, *const bindings::ib_send_wr) {
+    let mut bad: *const bindings::ib_send_wr = null_mut();
+    // SAFETY: a live QP and a valid chain.
+    let ret = unsafe { bindings::srnic_test_post_send(qp, wr, &mut bad) };
+    (ret, bad)
+}
+
+fn post_recv(
+    qp: *mut bindings::ib_qp,
+    wr: &bindings::ib_recv_wr,
+) -> (c_int, *const bindings::ib_recv_wr) {
+    let mut bad: *const bindings::ib_recv_wr = null_mut();
+    // SAFETY: a live QP and a valid chain.
+    let ret = unsafe { bindings::srnic_test_post_recv(qp, wr, &mut bad) };
+    (ret, bad)
+}
+
+fn process(cq: *mut bindings::ib_cq) {
+    // SAFETY: a live CQ of ours polled directly, in this thread.
+    unsafe { bindings::ib_process_cq_direct(cq, -1) };
+}
+
+/// The tags logged in `range` of the log.
+fn logged(from: usize, to: usize) -> impl Iterator<Item = (u32, u32)> {
+    (from..to).filter_map(|i| {
+        Some((
+            LOG.get(i)?.load(Ordering::Acquire),
+            LOG_STATUS.get(i)?.load(Ordering::Acquire),
+        ))
+    })
+}
+
+fn run() -> Result<(), &'static str> {
+    let mut r = Resources {
+        dev: null_mut(),
+        pd: null_mut(),
+        cq: null_mut(),
+        qps: [null_mut(); 2],
+    };
+    // SAFETY: a NUL-terminated name; the reference is dropped in `Resources`.
+    r.dev = unsafe {
+        bindings::ib_device_get_by_name(
+            DEVICE.as_char_ptr(),
+            bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN,
+        )
+    };
+    check(!r.dev.is_null(), "srnic0 exists")?;
+    // SAFETY: a registered device.
+    let pd = unsafe { bindings::__ib_alloc_pd(r.dev, 0, CALLER.as_char_ptr()) };
+    check(!is_err(pd), "ib_alloc_pd")?;
+    r.pd = pd;
+    // SAFETY: as above.
+    let cq = unsafe {
+        bindings::__ib_alloc_cq(
+            r.dev,
+            null_mut(),
+            128,
+            0,
+            bindings::ib_poll_context_IB_POLL_DIRECT,
+            CALLER.as_char_ptr(),
+        )
+    };
+    check(!is_err(cq), "ib_alloc_cq")?;
+    r.cq = cq;
+    let qp = create_qp(&r, bindings::ib_qp_type_IB_QPT_RC, 16);
+    check(!qp.is_null(), "ib_create_qp RC")?;
+    r.qps[0] = qp;
+
+    // RESET -> INIT -> RTR -> RTS, towards itself over the port's RoCEv2
+    // link-local GID, whose MAC the core derives without ARP.
+    let mut attr = bindings::ib_qp_attr {
+        qp_state: bindings::ib_qp_state_IB_QPS_INIT,
+        port_num: 1,
+        ..Default::default()
+    };
+    let m = bindings::ib_qp_attr_mask_IB_QP_STATE
+        | bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX
+        | bindings::ib_qp_attr_mask_IB_QP_PORT
+        | bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
+    check(modify(qp, &mut attr, m) == 0, "modify RC to INIT")?;
+    let mut gid = bindings::ib_gid::default();
+    // SAFETY: a registered device; the GID is written to our local.
+    let ret = unsafe { bindings::rdma_query_gid(r.dev, 1, 1, &mut gid) };
+    check(ret == 0, "query GID 1")?;
+    let mut attr = bindings::ib_qp_attr {
+        qp_state: bindings::ib_qp_state_IB_QPS_RTR,
+        path_mtu: bindings::ib_mtu_IB_MTU_1024,
+        // SAFETY: the QP is live.
+        dest_qp_num: unsafe { (*qp).qp_num },
+        max_dest_rd_atomic: 1,
+        min_rnr_timer: 12,
+        ..Default::default()
+    };
+    attr.ah_attr.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+    attr.ah_attr.ah_flags = bindings::ib_ah_flags_IB_AH_GRH as u8;
+    attr.ah_attr.port_num = 1;
+    attr.ah_attr.grh.dgid = gid;
+    attr.ah_attr.grh.sgid_index = 1;
+    attr.ah_attr.grh.hop_limit = 1;
+    let m = bindings::ib_qp_attr_mask_IB_QP_STATE
+        | bindings::ib_qp_attr_mask_IB_QP_AV
+        | bindings::ib_qp_attr_mask_IB_QP_PATH_MTU
+        | bindings::ib_qp_attr_mask_IB_QP_DEST_QPN
+        | bindings::ib_qp_attr_mask_IB_QP_RQ_PSN
+        | bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC
+        | bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
+    check(modify(qp, &mut attr, m) == 0, "modify RC to RTR")?;
+    let mut attr = bindings::ib_qp_attr {
+        qp_state: bindings::ib_qp_state_IB_QPS_RTS,
+        // The longest timeout: sends stay outstanding until the flush.
+        timeout: 31,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        max_rd_atomic: 1,
+        ..Default::default()
+    };
+    let m = bindings::ib_qp_attr_mask_IB_QP_STATE
+        | bindings::ib_qp_attr_mask_IB_QP_TIMEOUT
+        | bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT
+        | bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY
+        | bindings::ib_qp_attr_mask_IB_QP_SQ_PSN
+        | bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
+    check(modify(qp, &mut attr, m) == 0, "modify RC to RTS")?;
+
+    let buffer = KBox::new([0u8; 64], GFP_KERNEL).map_err(|_| "allocate buffer")?;
+    // SAFETY: the PD is live; its local DMA lkey covers kernel memory.
+    let lkey = unsafe { (*r.pd).local_dma_lkey };
+    let mut sge = bindings::ib_sge {
+        addr: buffer.as_ptr() as u64,
+        length: 64,
+        lkey,
+    };
+    let mut tags = KVec::new();
+    let all = Iterator::chain(0..SENDS, RECV_BASE..RECV_BASE + RECVS);
+    let all = Iterator::chain(all, LATE_SEND_BASE..LATE_SEND_BASE + 2);
+    let all = Iterator::chain(all, LATE_RECV_BASE..LATE_RECV_BASE + 2);
+    for tag in Iterator::chain(all, 900..902) {
+        let mut cqe = bindings::ib_cqe::default();
+        cqe.done = Some(done);
+        tags.push(Tagged { cqe, tag }, GFP_KERNEL)
+            .map_err(|_| "allocate tags")?;
+    }
+    let (sends, rest) = tags.split_at_mut(SENDS as usize);
+    let (recvs, rest) = rest.split_at_mut(RECVS as usize);
+    let (late_sends, rest) = rest.split_at_mut(2);
+    let (late_recvs, bad) = rest.split_at_mut(2);
+
+    // A chain whose second WR has more SGEs than the device allows fails
+    // there: the first is posted, `bad_wr` names the second.
+    let mut too_many = send_wr(&mut bad[0], &mut sge, 33);
+    let mut first = send_wr(&mut sends[0], &mut sge, 1);
+    first.next = &mut too_many;
+    let (ret, bad_wr) = post_send(qp, &first);
+    check(
+        ret == -(bindings::EINVAL as c_int) && core::ptr::eq(bad_wr, &too_many),
+        "post_send: too many SGEs fails with EINVAL, bad_wr at the bad WR",
+    )?;
+    for tagged in sends.iter_mut().skip(1) {
+        let wr = send_wr(tagged, &mut sge, 1);
+        check(post_send(qp, &wr).0 == 0, "post_send")?;
+    }
+    for tagged in recvs.iter_mut() {
+        let wr = recv_wr(tagged, &mut sge);
+        check(post_recv(qp, &wr).0 == 0, "post_recv")?;
+    }
+    process(r.cq);
+    check(
+        LOG_LEN.load(Ordering::Acquire) == 0,
+        "nothing completes before the flush",
+    )?;
+
+    let mut attr = bindings::ib_qp_attr {
+        qp_state: bindings::ib_qp_state_IB_QPS_ERR,
+        ..Default::default()
+    };
+    check(
+        modify(qp, &mut attr, bindings::ib_qp_attr_mask_IB_QP_STATE) == 0,
+        "modify RC to ERR",
+    )?;
+    process(r.cq);
+    let flushed = LOG_LEN.load(Ordering::Acquire);
+    check(flushed == (SENDS + RECVS) as usize, "ERR flushes N + M WRs")?;
+    let flush = bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR;
+    let expected = Iterator::chain(0..SENDS, RECV_BASE..RECV_BASE + RECVS);
+    check(
+        logged(0, flushed).map(|(t, _)| t).eq(expected),
+        "flushed in posting order, sends then receives",
+    )?;
+    check(
+        logged(0, flushed).all(|(_, s)| s == flush),
+        "every flushed WR completes with IB_WC_WR_FLUSH_ERR",
+    )?;
+
+    for tagged in late_sends.iter_mut() {
+        let wr = send_wr(tagged, &mut sge, 1);
+        check(post_send(qp, &wr).0 == 0, "post_send in ERR")?;
+    }
+    for tagged in late_recvs.iter_mut() {
+        let wr = recv_wr(tagged, &mut sge);
+        check(post_recv(qp, &wr).0 == 0, "post_recv in ERR")?;
+    }
+    process(r.cq);
+    let total = LOG_LEN.load(Ordering::Acquire);
+    let expected = Iterator::chain(
+        LATE_SEND_BASE..LATE_SEND_BASE + 2,
+        LATE_RECV_BASE..LATE_RECV_BASE + 2,
+    );
+    check(
+        total == flushed + 4 && logged(flushed, total).map(|(t, _)| t).eq(expected),
+        "WRs posted in ERR are flushed, in order",
+    )?;
+
+    // SAFETY: a live kernel QP whose CQ is polled directly; the drain WRs
+    // complete through the core's own cqes.
+    unsafe { bindings::ib_drain_qp(qp) };
+    process(r.cq);
+    check(
+        LOG_LEN.load(Ordering::Acquire) == total,
+        "ib_drain_qp returns, nothing duplicated",
+    )?;
+
+    // A full queue refuses more with ENOMEM, naming the WR that did not fit.
+    let small = create_qp(&r, bindings::ib_qp_type_IB_QPT_UD, 1);
+    check(!small.is_null(), "ib_create_qp UD")?;
+    r.qps[1] = small;
+    let mut attr = bindings::ib_qp_attr {
+        qp_state: bindings::ib_qp_state_IB_QPS_INIT,
+        port_num: 1,
+        qkey: 0x1111_1111,
+        ..Default::default()
+    };
+    let m = bindings::ib_qp_attr_mask_IB_QP_STATE
+        | bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX
+        | bindings::ib_qp_attr_mask_IB_QP_PORT
+        | bindings::ib_qp_attr_mask_IB_QP_QKEY;
+    check(modify(small, &mut attr, m) == 0, "modify UD to INIT")?;
+    let (a, b) = bad.split_at_mut(1);
+    let mut second = recv_wr(&mut b[0], &mut sge);
+    let mut first = recv_wr(&mut a[0], &mut sge);
+    first.next = &mut second;
+    let (ret, bad_wr) = post_recv(small, &first);
+    check(
+        ret == -(bindings::ENOMEM as c_int) && core::ptr::eq(bad_wr, &second),
+        "post_recv past capacity fails with ENOMEM at the WR that did not fit",
+    )?;
+    drop(r);
+    Ok(())
+}
+
+struct VerbsTest;
+
+impl kernel::Module for VerbsTest {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        match run() {
+            Ok(()) => {
+                pr_info!("srnic_verbs_test: all checks passed\n");
+                Ok(VerbsTest)
+            }
+            Err(what) => {
+                pr_err!("srnic_verbs_test: FAILED: {}\n", what);
+                Err(EIO)
+            }
+        }
+    }
+}
+
+// Keep `c_char` in use for the FFI names above on every configuration.
+const _: Option<c_char> = None;
