@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Ring index arithmetic against a model, and hostile indices.
+
+use srnic_pure::ring::{RingError, RingGeometry};
+use std::collections::VecDeque;
+
+/// A small deterministic generator: the tests need variety, not quality.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u32 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) as u32
+    }
+}
+
+#[test]
+fn construction() {
+    assert_eq!(RingGeometry::new(0, 64, 100), Err(RingError::ZeroCapacity));
+    assert_eq!(RingGeometry::new(101, 64, 100), Err(RingError::TooLarge));
+    assert_eq!(RingGeometry::new(1, 0, 100), Err(RingError::BadElementSize));
+    assert_eq!(
+        RingGeometry::new(1, (1 << 20) + 1, 100),
+        Err(RingError::BadElementSize)
+    );
+    assert_eq!(
+        RingGeometry::new(u32::MAX, 64, u32::MAX),
+        Err(RingError::TooLarge)
+    );
+    // 2^20 slots of 2^12 bytes would need 2^32 bytes of data.
+    assert_eq!(
+        RingGeometry::new(1 << 20, 4096, u32::MAX),
+        Err(RingError::TooLarge)
+    );
+    for (capacity, slots) in [
+        (1, 2),
+        (2, 4),
+        (3, 4),
+        (4, 8),
+        (7, 8),
+        (8, 16),
+        (16383, 16384),
+    ] {
+        let ring = RingGeometry::new(capacity, 64, 1 << 20).unwrap();
+        assert_eq!(ring.slots(), slots, "capacity {capacity}");
+        assert_eq!(ring.capacity(), slots - 1);
+        assert_eq!(ring.index_mask(), slots - 1);
+        assert!(ring.capacity() >= capacity);
+    }
+    for (elem, rounded, log2) in [
+        (1, 1, 0),
+        (3, 4, 2),
+        (48, 64, 6),
+        (64, 64, 6),
+        (224, 256, 8),
+    ] {
+        let ring = RingGeometry::new(4, elem, 16).unwrap();
+        assert_eq!(ring.elem_size(), rounded);
+        assert_eq!(ring.log2_elem_size(), log2);
+        assert_eq!(ring.data_bytes(), 8 * rounded as usize);
+    }
+}
+
+#[test]
+fn slot_offsets_stay_inside_for_any_index() {
+    let ring = RingGeometry::new(100, 48, 1000).unwrap();
+    let mut rng = Lcg(7);
+    for raw in [0, 1, 127, 128, 129, u32::MAX, u32::MAX - 1]
+        .into_iter()
+        .chain((0..10000).map(|_| rng.next()))
+    {
+        let offset = ring.slot_offset(raw);
+        assert!(offset + ring.elem_size() as usize <= ring.data_bytes());
+        assert_eq!(offset % ring.elem_size() as usize, 0);
+    }
+}
+
+#[test]
+fn hostile_indices_are_refused() {
+    let ring = RingGeometry::new(15, 64, 100).unwrap();
+    for raw in 0..=15 {
+        assert_eq!(ring.check_index(raw), Some(raw));
+    }
+    for raw in [16, 17, 255, 1 << 31, u32::MAX] {
+        assert_eq!(ring.check_index(raw), None);
+    }
+}
+
+/// Produce and consume at random, comparing every answer with a queue.
+#[test]
+fn matches_a_queue_model() {
+    let mut rng = Lcg(42);
+    for capacity in [1, 2, 3, 5, 8, 31, 100] {
+        let ring = RingGeometry::new(capacity, 16, 1000).unwrap();
+        let mut model = VecDeque::new();
+        let (mut producer, mut consumer) = (0u32, 0u32);
+        let mut next_value = 0u32;
+        let mut slots = vec![0u32; ring.slots() as usize];
+        for _ in 0..20000 {
+            assert_eq!(ring.used(producer, consumer) as usize, model.len());
+            assert_eq!(ring.is_empty(producer, consumer), model.is_empty());
+            assert_eq!(
+                ring.is_full(producer, consumer),
+                model.len() == ring.capacity() as usize
+            );
+            assert_eq!(
+                ring.free(producer, consumer) as usize,
+                ring.capacity() as usize - model.len()
+            );
+            if rng.next().is_multiple_of(2) {
+                if !ring.is_full(producer, consumer) {
+                    slots[ring.slot_offset(producer) / 16] = next_value;
+                    model.push_back(next_value);
+                    next_value += 1;
+                    producer = ring.next(producer);
+                }
+            } else if !ring.is_empty(producer, consumer) {
+                assert_eq!(
+                    Some(slots[ring.slot_offset(consumer) / 16]),
+                    model.pop_front()
+                );
+                consumer = ring.next(consumer);
+            }
+            assert!(producer <= ring.index_mask() && consumer <= ring.index_mask());
+        }
+    }
+}
+
+#[test]
+fn resize_fits() {
+    let ring = RingGeometry::new(7, 64, 100).unwrap();
+    assert!(ring.fits(7));
+    assert!(!ring.fits(8));
+}
