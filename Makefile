@@ -21,7 +21,7 @@ endif
 
 KBUILD_ARGS := LLVM=1 RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc BINDGEN=bindgen
 
-.PHONY: all setup kernel modules host-test lint vm-test check demo clean
+.PHONY: all setup kernel modules test-progs host-test lint vm-test check demo clean
 
 all: modules
 
@@ -40,6 +40,11 @@ kernel: setup
 modules: $(MODULES_NEED)
 	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_ARGS) modules
 
+# User-space programs the VM tests run (built on the host, whose userland
+# the guests share).
+test-progs: setup
+	$(MAKE) -C tests/progs OUT=$(CURDIR)/out/progs
+
 host-test:
 	cd rust/pure && cargo test --quiet
 
@@ -50,10 +55,10 @@ lint:
 	rustfmt --edition 2021 --check $$(git ls-files '*.rs')
 	cd rust/pure && cargo clippy --quiet --all-targets -- -D warnings
 
-vm-test: modules
+vm-test: modules test-progs
 	tests/run
 
-check: setup lint host-test modules
+check: setup lint host-test modules test-progs
 	tests/run
 
 demo: modules

@@ -1,0 +1,15 @@
+# A process writes garbage into its mapped rings (SQ producer out of range,
+# garbage send WQEs, RQ producer out of range, CQ consumer out of range) and
+# rings the doorbell: the QP errors out with IBV_EVENT_QP_FATAL (a CQ
+# overrun with IBV_EVENT_CQ_ERR), another QP of the process goes on, and
+# the kernel stays clean (the runner checks the console).
+# timeout: 300
+prog=$SRNIC_TOP/out/progs/verbs_user
+[ -x "$prog" ] || fail "$prog is not built (make test-progs)"
+load_srnic
+must rdma link add srnic0 type srnic netdev eth0
+wait_until 30 test -e /sys/class/infiniband/srnic0/ports/1/gids/1 || fail "no GID 1 on srnic0"
+must timeout 120 "$prog" srnic0 hostile
+dmesg | grep srnic | tail -5
+must rdma link delete srnic0
+unload_srnic

@@ -1,0 +1,682 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * User-space checks of srnic's verbs objects through the stock librxe:
+ *
+ *   verbs_user DEV limits    device limits are enforced with the right errno
+ *   verbs_user DEV flush     ERR flushes N sends and M receives in order, once
+ *   verbs_user DEV race      posts, polls and the move to ERR on two CPUs
+ *   verbs_user DEV hostile   garbage in the mapped rings errors the QP only
+ *   verbs_user DEV hold      open every object type, print "ready", wait
+ *   verbs_user DEV watch     as hold, then report async events until the
+ *                            device is gone (IBV_EVENT_DEVICE_FATAL)
+ *
+ * Each check prints "ok: ..." or exits 1 after "FAIL: ...".
+ */
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <rdma/ib_user_verbs.h>
+#include <rdma/rdma_user_rxe.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FAIL(...) do { printf("FAIL: " __VA_ARGS__); printf("\n"); exit(1); } while (0)
+#define CHECK(cond, ...) do { if (!(cond)) FAIL(__VA_ARGS__); printf("ok: " __VA_ARGS__); printf("\n"); } while (0)
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static union ibv_gid gid;
+static const int gid_index = 1;
+
+static void open_device(const char *name)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+
+	for (int i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			ctx = ibv_open_device(list[i]);
+	if (!ctx)
+		FAIL("cannot open %s", name);
+	pd = ibv_alloc_pd(ctx);
+	if (!pd)
+		FAIL("ibv_alloc_pd: %s", strerror(errno));
+	if (ibv_query_gid(ctx, 1, gid_index, &gid))
+		FAIL("ibv_query_gid %d", gid_index);
+}
+
+static struct ibv_cq *make_cq(int cqe)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, cqe, NULL, NULL, 0);
+
+	if (!cq)
+		FAIL("ibv_create_cq(%d): %s", cqe, strerror(errno));
+	return cq;
+}
+
+static struct ibv_qp *make_qp(enum ibv_qp_type type, struct ibv_cq *scq, struct ibv_cq *rcq,
+			      struct ibv_srq *srq, int sq, int rq)
+{
+	struct ibv_qp_init_attr attr = {
+		.send_cq = scq, .recv_cq = rcq, .srq = srq, .qp_type = type,
+		.cap = { .max_send_wr = sq, .max_recv_wr = rq, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &attr);
+
+	if (!qp)
+		FAIL("ibv_create_qp: %s", strerror(errno));
+	return qp;
+}
+
+static int to_state(struct ibv_qp *qp, enum ibv_qp_state state)
+{
+	struct ibv_qp_attr a = { .qp_state = state };
+
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE);
+}
+
+/* RESET -> RTS; an RC QP connects to itself, with the longest timeout so
+ * that what it sends stays outstanding. */
+static void connect_qp(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+
+	mask |= qp->qp_type == IBV_QPT_UD ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS;
+	if (ibv_modify_qp(qp, &a, mask))
+		FAIL("modify to INIT: %s", strerror(errno));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	mask = IBV_QP_STATE;
+	if (qp->qp_type == IBV_QPT_RC) {
+		a.path_mtu = IBV_MTU_1024;
+		a.dest_qp_num = qp->qp_num;
+		a.max_dest_rd_atomic = 1;
+		a.min_rnr_timer = 12;
+		a.ah_attr.is_global = 1;
+		a.ah_attr.grh.dgid = gid;
+		a.ah_attr.grh.sgid_index = gid_index;
+		a.ah_attr.grh.hop_limit = 1;
+		a.ah_attr.port_num = 1;
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	}
+	if (ibv_modify_qp(qp, &a, mask))
+		FAIL("modify to RTR: %s", strerror(errno));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (qp->qp_type == IBV_QPT_RC) {
+		a.timeout = 31;
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		a.max_rd_atomic = 1;
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+	}
+	if (ibv_modify_qp(qp, &a, mask))
+		FAIL("modify to RTS: %s", strerror(errno));
+}
+
+static char buffer[4096];
+static struct ibv_mr *mr;
+static struct ibv_ah *ah;
+
+static int post_send(struct ibv_qp *qp, uint64_t wr_id)
+{
+	struct ibv_sge sge = { (uintptr_t)buffer, 16, mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+
+	if (qp->qp_type == IBV_QPT_UD) {
+		wr.wr.ud.ah = ah;
+		wr.wr.ud.remote_qpn = qp->qp_num;
+		wr.wr.ud.remote_qkey = 0x11111111;
+	}
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static int post_recv(struct ibv_qp *qp, struct ibv_srq *srq, uint64_t wr_id)
+{
+	struct ibv_sge sge = { (uintptr_t)buffer, sizeof(buffer), mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return srq ? ibv_post_srq_recv(srq, &wr, &bad) : ibv_post_recv(qp, &wr, &bad);
+}
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Polls until `want` completions arrived (or 5 s passed), then waits 0.5 s
+ * for any extra one; returns how many arrived, wr_ids and statuses in order. */
+static int drain(struct ibv_cq *cq, int want, uint64_t *ids, int *statuses, int room)
+{
+	int got = 0;
+	double deadline = now() + 5, quiet = 0;
+
+	while (now() < deadline) {
+		struct ibv_wc wc[16];
+		int n = ibv_poll_cq(cq, 16, wc);
+
+		if (n < 0)
+			FAIL("ibv_poll_cq: %d", n);
+		for (int i = 0; i < n; i++, got++)
+			if (got < room) {
+				ids[got] = wc[i].wr_id;
+				statuses[got] = wc[i].status;
+			}
+		if (got >= want && !quiet)
+			quiet = now() + 0.5;
+		if (quiet && now() > quiet)
+			break;
+		if (!n)
+			usleep(1000);
+	}
+	return got;
+}
+
+static void expect_flushed(struct ibv_cq *cq, uint64_t first, int count, const char *what)
+{
+	uint64_t ids[256];
+	int st[256];
+	int got = drain(cq, count, ids, st, 256);
+
+	if (got != count)
+		FAIL("%s: %d completions, expected %d", what, got, count);
+	for (int i = 0; i < count; i++)
+		if (ids[i] != first + i || st[i] != IBV_WC_WR_FLUSH_ERR)
+			FAIL("%s: completion %d is wr_id %llu status %s, expected %llu flushed", what, i,
+			     (unsigned long long)ids[i], ibv_wc_status_str(st[i]),
+			     (unsigned long long)(first + i));
+	printf("ok: %s: %d flush completions, in order, no more\n", what, count);
+}
+
+static void setup_memory(void)
+{
+	mr = ibv_reg_mr(pd, buffer, sizeof(buffer), IBV_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		FAIL("ibv_reg_mr: %s", strerror(errno));
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
+				  .grh = { .dgid = gid, .sgid_index = gid_index, .hop_limit = 1 } };
+	ah = ibv_create_ah(pd, &aa);
+	if (!ah)
+		FAIL("ibv_create_ah: %s", strerror(errno));
+}
+
+static void flush_test(void)
+{
+	const int n = 16, m = 24;
+
+	setup_memory();
+	for (int round = 0; round < 2; round++) {
+		enum ibv_qp_type type = round ? IBV_QPT_UD : IBV_QPT_RC;
+		const char *name = round ? "UD" : "RC";
+		struct ibv_cq *scq = make_cq(64), *rcq = make_cq(64);
+		struct ibv_qp *qp = make_qp(type, scq, rcq, NULL, 32, 32);
+		char what[64];
+
+		connect_qp(qp);
+		for (int i = 0; i < n; i++)
+			if (post_send(qp, 1000 + i))
+				FAIL("%s post_send %d", name, i);
+		for (int i = 0; i < m; i++)
+			if (post_recv(qp, NULL, 2000 + i))
+				FAIL("%s post_recv %d", name, i);
+		/* Nothing completes on its own: sends wait for the transport. */
+		CHECK(to_state(qp, IBV_QPS_ERR) == 0, "%s: modify to ERR", name);
+		snprintf(what, sizeof(what), "%s send queue", name);
+		expect_flushed(scq, 1000, n, what);
+		snprintf(what, sizeof(what), "%s receive queue", name);
+		expect_flushed(rcq, 2000, m, what);
+		/* Receives posted in ERR are flushed when the kernel next looks at
+		 * the QP; the send doorbell does. */
+		for (int i = 0; i < 3; i++)
+			CHECK(post_recv(qp, NULL, 3000 + i) == 0, "%s: post_recv in ERR", name);
+		for (int i = 0; i < 3; i++)
+			CHECK(post_send(qp, 4000 + i) == 0, "%s: post_send in ERR", name);
+		snprintf(what, sizeof(what), "%s sends posted in ERR", name);
+		expect_flushed(scq, 4000, 3, what);
+		snprintf(what, sizeof(what), "%s receives posted in ERR", name);
+		expect_flushed(rcq, 3000, 3, what);
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qi;
+		CHECK(ibv_query_qp(qp, &qa, IBV_QP_STATE, &qi) == 0 && qa.qp_state == IBV_QPS_ERR,
+		      "%s: query_qp says ERR", name);
+		/* Destroying a QP with work outstanding needs no completions. */
+		CHECK(to_state(qp, IBV_QPS_RESET) == 0, "%s: ERR -> RESET", name);
+		connect_qp(qp);
+		for (int i = 0; i < 4; i++)
+			post_send(qp, 5000 + i);
+		CHECK(ibv_destroy_qp(qp) == 0, "%s: destroy with sends outstanding", name);
+		ibv_destroy_cq(scq);
+		ibv_destroy_cq(rcq);
+	}
+
+	/* A QP on an SRQ: the SRQ's receives are not the QP's to flush, and the
+	 * QP reports its last WQE. */
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1 } };
+	struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+	struct ibv_cq *cq = make_cq(64);
+	struct ibv_qp *qp = make_qp(IBV_QPT_RC, cq, cq, srq, 8, 0);
+
+	if (!srq)
+		FAIL("ibv_create_srq: %s", strerror(errno));
+	connect_qp(qp);
+	for (int i = 0; i < 4; i++)
+		post_recv(qp, srq, 6000 + i);
+	for (int i = 0; i < 2; i++)
+		post_send(qp, 7000 + i);
+	CHECK(to_state(qp, IBV_QPS_ERR) == 0, "SRQ QP: modify to ERR");
+	expect_flushed(cq, 7000, 2, "SRQ QP sends (the SRQ's receives stay)");
+	struct ibv_async_event ev;
+	int found = 0;
+	for (int tries = 0; tries < 10 && !found; tries++) {
+		if (ibv_get_async_event(ctx, &ev))
+			break;
+		found = ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED && ev.element.qp == qp;
+		ibv_ack_async_event(&ev);
+	}
+	CHECK(found, "SRQ QP: IBV_EVENT_QP_LAST_WQE_REACHED");
+	ibv_destroy_qp(qp);
+	ibv_destroy_srq(srq);
+	ibv_destroy_cq(cq);
+}
+
+/* ---- posts, polls and the move to ERR racing on two CPUs ---- */
+
+#define RACE_MAX 100000
+static struct ibv_qp *race_qp;
+static struct ibv_cq *race_cq;
+static volatile int race_stop;
+static uint64_t race_posted;       /* wr_ids 0..race_posted-1 were accepted */
+static unsigned char race_seen[RACE_MAX];
+
+static void *race_poster(void *arg)
+{
+	(void)arg;
+	while (!race_stop && race_posted < RACE_MAX) {
+		if (post_send(race_qp, race_posted) == 0)
+			race_posted++;
+	}
+	return NULL;
+}
+
+static void *race_poller(void *arg)
+{
+	uint64_t *next = arg;
+
+	while (!race_stop || *next < race_posted) {
+		struct ibv_wc wc[32];
+		int n = ibv_poll_cq(race_cq, 32, wc);
+
+		for (int i = 0; i < n; i++) {
+			uint64_t id = wc[i].wr_id;
+			if (id >= RACE_MAX || race_seen[id]++)
+				FAIL("race: wr_id %llu completed twice or is unknown", (unsigned long long)id);
+			if (id != *next)
+				FAIL("race: wr_id %llu completed before %llu", (unsigned long long)id,
+				     (unsigned long long)*next);
+			(*next)++;
+		}
+		if (race_stop && !n) {
+			static double give_up;
+			if (!give_up)
+				give_up = now() + 5;
+			if (now() > give_up)
+				break;
+		}
+	}
+	return NULL;
+}
+
+static void race_test(void)
+{
+	pthread_t poster, poller;
+	uint64_t next = 0;
+
+	setup_memory();
+	race_cq = make_cq(4096);
+	race_qp = make_qp(IBV_QPT_RC, race_cq, race_cq, NULL, 64, 1);
+	connect_qp(race_qp);
+	pthread_create(&poster, NULL, race_poster, NULL);
+	pthread_create(&poller, NULL, race_poller, &next);
+	usleep(200000);
+	CHECK(to_state(race_qp, IBV_QPS_ERR) == 0, "race: modify to ERR while posting and polling");
+	usleep(500000);
+	race_stop = 1;
+	pthread_join(poster, NULL);
+	pthread_join(poller, NULL);
+	CHECK(next == race_posted && race_posted > 64,
+	      "race: all %llu accepted sends completed exactly once, in order",
+	      (unsigned long long)race_posted);
+}
+
+/* ---- hostile rings ---- */
+
+struct mapping { char *start; size_t len; };
+
+static int uverbs_mappings(struct mapping *out, int room)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	while (f && fgets(line, sizeof(line), f) && n < room) {
+		unsigned long a, b;
+		if (strstr(line, "/dev/infiniband/uverbs") && sscanf(line, "%lx-%lx", &a, &b) == 2) {
+			out[n].start = (char *)a;
+			out[n].len = b - a;
+			n++;
+		}
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* The ring of `qp` (or a CQ) whose header says `mask`, among the mappings
+ * that appeared since `before` was taken. */
+static struct rxe_queue_buf *find_ring(struct mapping *before, int nb, uint32_t mask)
+{
+	struct mapping now_m[256];
+	int n = uverbs_mappings(now_m, 256);
+
+	for (int i = 0; i < n; i++) {
+		int old = 0;
+		for (int j = 0; j < nb; j++)
+			old |= before[j].start == now_m[i].start;
+		struct rxe_queue_buf *q = (struct rxe_queue_buf *)now_m[i].start;
+		if (!old && q->index_mask == mask)
+			return q;
+	}
+	return NULL;
+}
+
+static void doorbell(struct ibv_qp *qp)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_post_send cmd;
+	} req;
+	struct ib_uverbs_post_send_resp resp;
+
+	memset(&req, 0, sizeof(req));
+	req.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(resp) / 4;
+	req.cmd.response = (uintptr_t)&resp;
+	req.cmd.qp_handle = qp->handle;
+	req.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
+	if (write(ctx->cmd_fd, &req, sizeof(req)) < 0)
+		printf("doorbell: %s\n", strerror(errno));
+}
+
+static enum ibv_qp_state qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr i;
+
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &i))
+		FAIL("ibv_query_qp: %s", strerror(errno));
+	return a.qp_state;
+}
+
+static void bystander_works(struct ibv_qp *qp, struct ibv_cq *cq, int round)
+{
+	uint64_t base = 10000 * (round + 1);
+
+	for (int i = 0; i < 3; i++)
+		if (post_send(qp, base + i))
+			FAIL("bystander post_send");
+	CHECK(to_state(qp, IBV_QPS_ERR) == 0, "bystander: modify to ERR");
+	expect_flushed(cq, base, 3, "bystander sends");
+	to_state(qp, IBV_QPS_RESET);
+	connect_qp(qp);
+}
+
+static void hostile_test(void)
+{
+	struct ibv_cq *bcq = make_cq(64);
+	struct ibv_qp *bystander;
+	unsigned int seed = 1;
+
+	setup_memory();
+	bystander = make_qp(IBV_QPT_RC, bcq, bcq, NULL, 8, 8);
+	connect_qp(bystander);
+	for (int round = 0; round < 4; round++) {
+		struct mapping before[256];
+		int nb = uverbs_mappings(before, 256);
+		/* Depths chosen so that the rings tell themselves apart: SQ mask
+		 * 15, RQ mask 7, CQ mask 63. */
+		struct ibv_cq *cq = make_cq(63);
+		struct ibv_qp *victim = make_qp(IBV_QPT_RC, cq, cq, NULL, 15, 7);
+		struct rxe_queue_buf *sq = find_ring(before, nb, 15);
+		struct rxe_queue_buf *rq = find_ring(before, nb, 7);
+		struct rxe_queue_buf *cqr = find_ring(before, nb, 63);
+
+		if (!sq || !rq || !cqr)
+			FAIL("cannot find the victim's rings in /proc/self/maps");
+		connect_qp(victim);
+		switch (round) {
+		case 0:
+			printf("--- SQ producer index out of range, doorbell\n");
+			sq->producer_index = 0xdeadbeef;
+			doorbell(victim);
+			break;
+		case 1: {
+			printf("--- garbage send WQEs, valid producer, doorbell\n");
+			size_t slot = 1u << sq->log2_elem_size;
+			for (size_t i = 0; i < 4 * slot; i++)
+				sq->data[i] = rand_r(&seed);
+			struct rxe_send_wqe *w = (struct rxe_send_wqe *)sq->data;
+			w->wr.opcode = IBV_WR_SEND;
+			w->dma.num_sge = 0x7fffffff;
+			w->wr.send_flags = 0;
+			__atomic_store_n(&sq->producer_index, 4, __ATOMIC_RELEASE);
+			doorbell(victim);
+			break;
+		}
+		case 2:
+			printf("--- RQ producer index out of range, then ERR\n");
+			post_recv(victim, NULL, 1);
+			rq->producer_index = 0xffffffff;
+			to_state(victim, IBV_QPS_ERR);
+			break;
+		case 3:
+			printf("--- CQ consumer index out of range, then completions\n");
+			post_send(victim, 1);
+			post_send(victim, 2);
+			cqr->consumer_index = 0x80000000;
+			to_state(victim, IBV_QPS_ERR);
+			break;
+		}
+		CHECK(qp_state(victim) == IBV_QPS_ERR, "round %d: the victim QP is in ERR", round);
+		if (round < 2) {
+			struct ibv_async_event ev;
+			int fatal = 0;
+			for (int tries = 0; tries < 10 && !fatal; tries++) {
+				if (ibv_get_async_event(ctx, &ev))
+					break;
+				fatal = ev.event_type == IBV_EVENT_QP_FATAL && ev.element.qp == victim;
+				ibv_ack_async_event(&ev);
+			}
+			CHECK(fatal, "round %d: IBV_EVENT_QP_FATAL on the victim", round);
+		}
+		if (round == 3) {
+			struct ibv_async_event ev;
+			int overrun = 0;
+			for (int tries = 0; tries < 10 && !overrun; tries++) {
+				if (ibv_get_async_event(ctx, &ev))
+					break;
+				overrun = ev.event_type == IBV_EVENT_CQ_ERR;
+				ibv_ack_async_event(&ev);
+			}
+			CHECK(overrun, "round 3: IBV_EVENT_CQ_ERR on the victim's CQ");
+		}
+		bystander_works(bystander, bcq, round);
+		CHECK(ibv_destroy_qp(victim) == 0, "round %d: victim destroyed", round);
+		/* A CQ whose ring was corrupted may hold garbage; it still goes. */
+		CHECK(ibv_destroy_cq(cq) == 0, "round %d: victim CQ destroyed", round);
+	}
+}
+
+/* ---- limits ---- */
+
+static void limits_test(void)
+{
+	struct ibv_device_attr d;
+
+	if (ibv_query_device(ctx, &d))
+		FAIL("ibv_query_device");
+	setup_memory();
+	struct ibv_cq *cq = ibv_create_cq(ctx, d.max_cqe, NULL, NULL, 0);
+	CHECK(cq && cq->cqe >= d.max_cqe, "CQ of max_cqe (%d) entries", d.max_cqe);
+	ibv_destroy_cq(cq);
+	errno = 0;
+	CHECK(!ibv_create_cq(ctx, d.max_cqe + 1, NULL, NULL, 0) && errno == EINVAL,
+	      "CQ of max_cqe + 1 entries fails with EINVAL");
+	CHECK(!ibv_create_cq(ctx, 4, NULL, NULL, ctx->num_comp_vectors) && errno == EINVAL,
+	      "CQ on comp_vector num_comp_vectors fails with EINVAL");
+	cq = make_cq(16);
+	CHECK(ibv_resize_cq(cq, 100) == 0 && cq->cqe >= 100, "resize CQ up (%d)", cq->cqe);
+	CHECK(ibv_resize_cq(cq, 4) == 0 && cq->cqe >= 4, "resize CQ down (%d)", cq->cqe);
+
+	struct ibv_qp_init_attr qa = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = d.max_qp_wr + 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 } };
+	CHECK(!ibv_create_qp(pd, &qa) && errno == EINVAL, "QP with max_send_wr > max_qp_wr fails with EINVAL");
+	qa.cap.max_send_wr = 1;
+	qa.cap.max_send_sge = d.max_sge + 1;
+	CHECK(!ibv_create_qp(pd, &qa) && errno == EINVAL, "QP with max_send_sge > max_sge fails with EINVAL");
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_inline_data = 513;
+	CHECK(!ibv_create_qp(pd, &qa) && errno == EINVAL, "QP with 513 bytes inline fails with EINVAL");
+	qa.cap.max_inline_data = 100;
+	qa.cap.max_send_wr = 10;
+	struct ibv_qp *qp = ibv_create_qp(pd, &qa);
+	CHECK(qp && qa.cap.max_send_wr >= 10 && qa.cap.max_inline_data >= 100,
+	      "QP caps reported as allocated (send_wr %u, inline %u, send_sge %u)",
+	      qa.cap.max_send_wr, qa.cap.max_inline_data, qa.cap.max_send_sge);
+	CHECK(to_state(qp, IBV_QPS_RTS) && errno == EINVAL, "RESET -> RTS fails with EINVAL");
+	ibv_destroy_qp(qp);
+
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = d.max_srq_wr + 1, .max_sge = 1 } };
+	CHECK(!ibv_create_srq(pd, &sa) && errno == EINVAL, "SRQ with max_wr > max_srq_wr fails with EINVAL");
+	sa.attr.max_wr = 8;
+	struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+	CHECK(srq != NULL, "SRQ created");
+	struct ibv_srq_attr s = { .max_wr = 64 };
+	CHECK(ibv_modify_srq(srq, &s, IBV_SRQ_MAX_WR) == 0, "SRQ resized to 64");
+	s.srq_limit = 4;
+	CHECK(ibv_modify_srq(srq, &s, IBV_SRQ_LIMIT) == 0, "SRQ limit armed");
+	CHECK(ibv_query_srq(srq, &s) == 0 && s.max_wr >= 64 && s.srq_limit == 4, "SRQ query (max_wr %u)", s.max_wr);
+	ibv_destroy_srq(srq);
+
+	CHECK(!ibv_reg_mr(pd, buffer, 64, IBV_ACCESS_REMOTE_WRITE) && errno == EINVAL,
+	      "MR with remote write but not local write fails with EINVAL");
+	struct ibv_mr *a = ibv_reg_mr(pd, buffer + 3, 1000, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	CHECK(a != NULL, "MR at an odd offset");
+	uint32_t key = a->lkey;
+	ibv_dereg_mr(a);
+	a = ibv_reg_mr(pd, buffer + 3, 1000, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(a && a->lkey != key, "a new registration gets a new key (%#x, was %#x)", a->lkey, key);
+	ibv_dereg_mr(a);
+	struct ibv_mw *mw1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1), *mw2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	CHECK(mw1 && mw2 && mw1->rkey != mw2->rkey, "memory windows of type 1 and 2");
+	ibv_dealloc_mw(mw1);
+	ibv_dealloc_mw(mw2);
+
+	/* Count limits: CQs until the device says no, which must be at max_cq. */
+	static struct ibv_cq *cqs[1 << 15];
+	int n = 0;
+	while (n < (int)(sizeof(cqs) / sizeof(cqs[0])) && (cqs[n] = ibv_create_cq(ctx, 1, NULL, NULL, 0)))
+		n++;
+	int err = errno;
+	/* Two CQs are already open here (this test's and ib_mad's). */
+	CHECK(n + 2 == d.max_cq && err == ENOMEM, "CQ number %d fails with ENOMEM (max_cq %d)", n + 3, d.max_cq);
+	while (n--)
+		ibv_destroy_cq(cqs[n]);
+	ibv_destroy_cq(cq);
+}
+
+/* ---- holding objects for teardown tests ---- */
+
+static void hold(int watch)
+{
+	setup_memory();
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, ch, 0);
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
+	struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+	struct ibv_qp *rc = make_qp(IBV_QPT_RC, cq, cq, NULL, 8, 8);
+	struct ibv_qp *ud = make_qp(IBV_QPT_UD, cq, cq, srq, 8, 0);
+	struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+
+	if (!ch || !cq || !srq || !mw)
+		FAIL("creating objects: %s", strerror(errno));
+	connect_qp(rc);
+	connect_qp(ud);
+	post_send(rc, 1);
+	post_recv(rc, NULL, 2);
+	post_recv(ud, srq, 3);
+	ibv_req_notify_cq(cq, 0);
+	printf("ready\n");
+	fflush(stdout);
+	if (!watch)
+		for (;;)
+			pause();
+	for (;;) {
+		struct ibv_async_event ev;
+		if (ibv_get_async_event(ctx, &ev))
+			FAIL("ibv_get_async_event: %s", strerror(errno));
+		printf("event: %s\n", ibv_event_type_str(ev.event_type));
+		fflush(stdout);
+		int fatal = ev.event_type == IBV_EVENT_DEVICE_FATAL;
+		ibv_ack_async_event(&ev);
+		if (fatal)
+			break;
+	}
+	ibv_destroy_qp(rc);
+	ibv_destroy_qp(ud);
+	ibv_destroy_srq(srq);
+	ibv_destroy_cq(cq);
+	ibv_destroy_comp_channel(ch);
+	ibv_dealloc_mw(mw);
+	ibv_dereg_mr(mr);
+	ibv_destroy_ah(ah);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	printf("ok: released everything after the device went away\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3)
+		FAIL("usage: %s DEVICE limits|flush|race|hostile|hold|watch", argv[0]);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	open_device(argv[1]);
+	if (!strcmp(argv[2], "limits"))
+		limits_test();
+	else if (!strcmp(argv[2], "flush"))
+		flush_test();
+	else if (!strcmp(argv[2], "race"))
+		race_test();
+	else if (!strcmp(argv[2], "hostile"))
+		hostile_test();
+	else if (!strcmp(argv[2], "hold"))
+		hold(0);
+	else if (!strcmp(argv[2], "watch"))
+		hold(1);
+	else
+		FAIL("unknown test %s", argv[2]);
+	return 0;
+}
