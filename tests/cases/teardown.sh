@@ -27,7 +27,7 @@ must timeout 60 rdma link delete srnic0
 wait_until 30 sh -c "! kill -0 $watcher 2>/dev/null" || fail "the process did not finish: $(cat /tmp/watch.out)"
 wait $watcher || fail "the process failed: $(cat /tmp/watch.out)"
 cat /tmp/watch.out
-expect_match "$(cat /tmp/watch.out)" 'event: device fatal error' "the process is told the device is gone"
+expect_match "$(cat /tmp/watch.out)" 'event: local catastrophic error' "the process is told the device is gone"
 
 step "netdev removal with objects open"
 veth_pair veth0 veth1
@@ -39,7 +39,7 @@ wait_until 60 grep -q ready /tmp/watch2.out || fail "watcher did not start: $(ca
 must timeout 60 ip link del veth0
 wait_until 30 device_absent srnic_v || fail "srnic_v still registered"
 wait $watcher || fail "the process failed: $(cat /tmp/watch2.out)"
-expect_match "$(cat /tmp/watch2.out)" 'event: device fatal error' "the process is told the device is gone"
+expect_match "$(cat /tmp/watch2.out)" 'event: local catastrophic error' "the process is told the device is gone"
 
 step "rmmod and kmemleak"
 unload_srnic

@@ -403,7 +403,8 @@ impl SrnicQp {
             };
             let Some(end) = user.geometry().check_index(user.producer()) else {
                 pr_warn_ratelimited!(
-                    "srnic: QP {}: send queue producer index out of range\n",
+                    "{}: QP {}: send queue producer index out of range\n",
+                    qp.device().name(),
                     qp.qp_num()
                 );
                 this.fail(qp, &mut state, &mut upcalls);
@@ -417,7 +418,8 @@ impl SrnicQp {
                 if let Err(err) = wqe::fetch_user_send(&sq.work, user, index, qp.qp_type(), &limits)
                 {
                     pr_warn_ratelimited!(
-                        "srnic: QP {}: invalid send WQE ({:?})\n",
+                        "{}: QP {}: invalid send WQE ({:?})\n",
+                        qp.device().name(),
                         qp.qp_num(),
                         err
                     );

@@ -1,0 +1,42 @@
+# rdma-core's own test suite (Debian's python3-pyverbs ships it), against
+# srnic0 in VM a and against the kernel's rxe0 in VM b, a fresh VM of the
+# same kernel. Both tallies are printed per test file; the verdict is that
+# every test of the object files (test_device, test_pd, test_cq, test_qp,
+# test_mr, test_addr) that passes on rxe also passes on srnic, except the
+# traffic tests listed in tests/lib/pyverbs_excluded.txt with their reason.
+# vms: 2
+# timeout: 1500
+suite=/usr/share/doc/rdma-core/tests
+[ -f "$suite/run_tests.py" ] || fail "rdma-core's test suite is not installed ($suite; package python3-pyverbs)"
+case $SRNIC_VM in
+a) dev=srnic0; load_srnic; must rdma link add srnic0 type srnic netdev eth0 ;;
+b) dev=rxe0; must modprobe rdma_rxe; must rdma link add rxe0 type rxe netdev eth0 ;;
+esac
+# GID 1 is the port's RoCEv2 link-local GID, present on both devices as
+# soon as the core has read the netdev's IPv6 link-local address.
+wait_until 60 sh -c "grep -q 'RoCE v2' /sys/class/infiniband/$dev/ports/1/gid_attrs/types/1" ||
+	fail "$dev has no RoCEv2 GID at index 1"
+rm -rf /tmp/rdma-tests && mkdir -p /tmp/rdma-tests && cp -r "$suite" /tmp/rdma-tests/ &&
+	gunzip -f /tmp/rdma-tests/tests/*.gz || fail "cannot unpack the suite"
+cd /tmp/rdma-tests || fail "no /tmp/rdma-tests"
+step "rdma-core tests on $dev"
+timeout 1200 python3 tests/run_tests.py --dev "$dev" --gid 1 -v > /tmp/suite.out 2>&1
+echo "suite exit status $? on $dev"
+tail -3 /tmp/suite.out
+python3 "$SRNIC_TOP/tests/lib/pyverbs_tally.py" parse /tmp/suite.out > "/mnt/shared/$dev.verdicts" ||
+	fail "cannot parse the suite's output"
+cp /tmp/suite.out "/mnt/shared/$dev.out"
+[ -s "/mnt/shared/$dev.verdicts" ] || fail "no test verdicts from $dev: $(tail -20 /tmp/suite.out)"
+# The two suites take different times: wait for the other VM's verdicts.
+touch "/mnt/shared/done.$SRNIC_VM"
+wait_until 1300 sh -c '[ "$(ls /mnt/shared | grep -c "^done\.")" -ge 2 ]' ||
+	fail "the other VM did not finish its suite"
+if [ "$SRNIC_VM" = a ]; then
+	python3 "$SRNIC_TOP/tests/lib/pyverbs_tally.py" compare /mnt/shared/srnic0.verdicts \
+		/mnt/shared/rxe0.verdicts "$SRNIC_TOP/tests/lib/pyverbs_excluded.txt" ||
+		fail "a counted test passes on rxe but not on srnic (see above)"
+fi
+case $SRNIC_VM in
+a) must rdma link delete srnic0; unload_srnic ;;
+b) must rdma link delete rxe0; must rmmod rdma_rxe ;;
+esac
