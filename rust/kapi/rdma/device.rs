@@ -132,8 +132,12 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// Posts a kernel caller's receive WRs to an SRQ.
     fn post_srq_recv(srq: &Srq<Self>, wrs: &mut RecvChain<'_>) -> Result;
 
-    /// Creates an address handle.
-    fn create_ah(dev: &Device<Self>, av: &AddressVector) -> Result<impl PinInit<Self::Ah, Error>>;
+    /// Creates an address handle, for a user process if `user`.
+    fn create_ah(
+        dev: &Device<Self>,
+        av: &AddressVector,
+        user: bool,
+    ) -> Result<impl PinInit<Self::Ah, Error>>;
     /// Makes an AH reachable by number; returns the (non-zero) number.
     fn publish_ah(ah: &Ah<Self>) -> Result<u32>;
     /// Takes an AH out of service before its data drops.

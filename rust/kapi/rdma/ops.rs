@@ -414,7 +414,7 @@ impl<T: Driver> Device<T> {
                     UserData::from_raw(udata),
                 )
             };
-            let data = T::create_ah(dev, &av)?;
+            let data = T::create_ah(dev, &av, user.is_some())?;
             // SAFETY: the data slot is uninitialised.
             unsafe { Ah::<T>::init_data(ah, data)? };
             // SAFETY: initialised just above.
@@ -443,8 +443,8 @@ impl<T: Driver> Device<T> {
 
     pub(super) unsafe extern "C" fn destroy_ah_cb(ah: *mut bindings::ib_ah, _flags: u32) -> c_int {
         // SAFETY: the AH is live until its data drops here. Destruction may
-        // not sleep (`RDMA_DESTROY_AH_SLEEPABLE` clear) only for kernel
-        // AHs, which the driver removes without waiting.
+        // not sleep (`RDMA_DESTROY_AH_SLEEPABLE` clear) only for kernel AHs;
+        // the driver must not wait for anything then.
         unsafe {
             T::destroy_ah(Ah::<T>::from_raw(ah));
             Ah::<T>::drop_data(ah);

@@ -391,8 +391,12 @@ impl Driver for SrnicDevice {
         srq.post(wrs)
     }
 
-    fn create_ah(dev: &Device<Self>, av: &AddressVector) -> Result<impl PinInit<SrnicAh, Error>> {
-        SrnicAh::create(dev, av)
+    fn create_ah(
+        dev: &Device<Self>,
+        av: &AddressVector,
+        user: bool,
+    ) -> Result<impl PinInit<SrnicAh, Error>> {
+        SrnicAh::create(dev, av, user)
     }
 
     fn publish_ah(ah: &Ah<Self>) -> Result<u32> {

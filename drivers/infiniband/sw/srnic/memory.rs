@@ -215,19 +215,31 @@ impl SrnicMw {
 pub(crate) struct SrnicAh {
     av: AddressVector,
     number: AtomicU32,
+    user: bool,
 }
 
 impl SrnicAh {
-    pub(crate) fn create(_dev: &Device<SrnicDevice>, av: &AddressVector) -> Result<Self> {
+    pub(crate) fn create(
+        _dev: &Device<SrnicDevice>,
+        av: &AddressVector,
+        user: bool,
+    ) -> Result<Self> {
         Ok(Self {
             av: *av,
             number: AtomicU32::new(0),
+            user,
         })
     }
 
+    /// User AHs get a number user WQEs name them by; kernel WRs carry the
+    /// AH itself, so kernel AHs stay out of the table (and their
+    /// destruction, which may not sleep, need not wait for lookups).
     pub(crate) fn publish(ah: &Ah<SrnicDevice>) -> Result<u32> {
         let dev = ah.device();
         dev.counts.ah.acquire(limits::MAX_AH)?;
+        if !ah.user {
+            return Ok(0);
+        }
         // SAFETY: removed in `destroy`, which waits for lookups to end.
         let number = unsafe { dev.ahs.insert(NonNull::from(ah)) }
             .inspect_err(|_| dev.counts.ah.release())?;
@@ -245,10 +257,11 @@ impl SrnicAh {
 
     pub(crate) fn destroy(ah: &Ah<SrnicDevice>) {
         let dev = ah.device();
-        // Kernel AHs may be destroyed where sleeping is not allowed: no
-        // grace period is waited for here; the transport resolves AH
-        // numbers only for user WQEs, whose AHs are destroyed sleepably.
-        dev.ahs.remove_deferred(ah.number());
+        // Only user AHs are in the table, and the core destroys those in
+        // process context.
+        if ah.user {
+            dev.ahs.remove(ah.number());
+        }
         dev.counts.ah.release();
     }
 }
