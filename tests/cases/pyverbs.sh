@@ -12,10 +12,8 @@ case $SRNIC_VM in
 a) dev=srnic0; load_srnic; must rdma link add srnic0 type srnic netdev eth0 ;;
 b) dev=rxe0; must modprobe rdma_rxe; must rdma link add rxe0 type rxe netdev eth0 ;;
 esac
-# GID 1 is the port's RoCEv2 link-local GID, present on both devices as
-# soon as the core has read the netdev's IPv6 link-local address.
-wait_until 60 sh -c "grep -q 'RoCE v2' /sys/class/infiniband/$dev/ports/1/gid_attrs/types/1" ||
-	fail "$dev has no RoCEv2 GID at index 1"
+# The suite runs over GID 1, the port's RoCEv2 link-local GID on both.
+wait_link_local_gid "$dev"
 rm -rf /tmp/rdma-tests && mkdir -p /tmp/rdma-tests && cp -r "$suite" /tmp/rdma-tests/ &&
 	gunzip -f /tmp/rdma-tests/tests/*.gz || fail "cannot unpack the suite"
 cd /tmp/rdma-tests || fail "no /tmp/rdma-tests"

@@ -31,7 +31,32 @@
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static union ibv_gid gid;
-static const int gid_index = 1;
+static int gid_index = -1;
+
+/* The port's RoCEv2 link-local GID: its MAC follows from the GID itself, so
+ * address handles and connections to it need no neighbour resolution. */
+static void find_gid(const char *name)
+{
+	for (int i = 0; i < 16 && gid_index < 0; i++) {
+		char path[256], type[32] = "";
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/gid_attrs/types/%d",
+			 name, i);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(type, sizeof(type), f))
+			type[0] = 0;
+		fclose(f);
+		if (strncmp(type, "RoCE v2", 7) || ibv_query_gid(ctx, 1, i, &gid))
+			continue;
+		if (gid.raw[0] == 0xfe && (gid.raw[1] & 0xc0) == 0x80)
+			gid_index = i;
+	}
+	if (gid_index < 0)
+		FAIL("%s has no RoCEv2 link-local GID", name);
+}
 
 static void open_device(const char *name)
 {
@@ -45,8 +70,7 @@ static void open_device(const char *name)
 	pd = ibv_alloc_pd(ctx);
 	if (!pd)
 		FAIL("ibv_alloc_pd: %s", strerror(errno));
-	if (ibv_query_gid(ctx, 1, gid_index, &gid))
-		FAIL("ibv_query_gid %d", gid_index);
+	find_gid(name);
 }
 
 static struct ibv_cq *make_cq(int cqe)
