@@ -147,17 +147,7 @@ pub fn validate_send(
         }
         declared_length
     } else {
-        if num_sge > limits.max_sge {
-            return Err(WqeError::TooManySges);
-        }
-        let mut total = 0u32;
-        for length in sge_lengths.take(num_sge as usize) {
-            total = total.checked_add(length).ok_or(WqeError::LengthOverflow)?;
-        }
-        if total != declared_length {
-            return Err(WqeError::LengthMismatch);
-        }
-        total
+        sge_total(limits.max_sge, num_sge, declared_length, sge_lengths)?
     };
     if is_atomic(op) && total != 8 {
         return Err(WqeError::BadAtomicLength);
@@ -170,6 +160,17 @@ pub fn validate_send(
 
 /// Validates a receive WR; returns the room it offers.
 pub fn validate_recv(
+    max_sge: u32,
+    num_sge: u32,
+    declared_length: u32,
+    sge_lengths: impl Iterator<Item = u32>,
+) -> Result<u32, WqeError> {
+    sge_total(max_sge, num_sge, declared_length, sge_lengths)
+}
+
+/// The sum of a scatter/gather list's lengths, which must be the declared
+/// length; the count is checked before any length is read.
+fn sge_total(
     max_sge: u32,
     num_sge: u32,
     declared_length: u32,

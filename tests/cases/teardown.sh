@@ -8,7 +8,7 @@ prog=$SRNIC_TOP/out/progs/verbs_user
 mountpoint -q /sys/kernel/debug || must mount -t debugfs none /sys/kernel/debug
 load_srnic
 must rdma link add srnic0 type srnic netdev eth0
-wait_link_local_gid srnic0
+wait_roce_gid srnic0 0
 
 step "process killed with objects open"
 "$prog" srnic0 hold > /tmp/hold.out 2>&1 &
@@ -32,7 +32,7 @@ expect_match "$(cat /tmp/watch.out)" 'event: local catastrophic error' "the proc
 step "netdev removal with objects open"
 veth_pair veth0 veth1
 must rdma link add srnic_v type srnic netdev veth0
-wait_link_local_gid srnic_v
+wait_roce_gid srnic_v 0
 "$prog" srnic_v watch > /tmp/watch2.out 2>&1 &
 watcher=$!
 wait_until 60 grep -q ready /tmp/watch2.out || fail "watcher did not start: $(cat /tmp/watch2.out)"

@@ -8,7 +8,7 @@ load_srnic
 must rdma link add srnic0 type srnic netdev eth0
 wait_until 30 sh -c "ibv_devinfo -d srnic0 | grep -q PORT_ACTIVE" || fail "srnic0 port not active"
 # The core adds the port's GIDs as the netdev's addresses appear.
-wait_link_local_gid srnic0
+wait_roce_gid srnic0 0
 expect_match "$(rdma res show qp)" 'srnic0/1 .*lqpn 1 .*type GSI' "ib_mad's QP1 exists on srnic0"
 if dmesg | grep -q "Couldn't create ib_mad"; then
 	fail "ib_mad could not set up srnic0: $(dmesg | grep ib_mad)"

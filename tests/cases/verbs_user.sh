@@ -8,7 +8,7 @@ prog=$SRNIC_TOP/out/progs/verbs_user
 [ -x "$prog" ] || fail "$prog is not built (make test-progs)"
 load_srnic
 must rdma link add srnic0 type srnic netdev eth0
-wait_link_local_gid srnic0
+wait_roce_gid srnic0 0
 step "limits"
 must timeout 300 "$prog" srnic0 limits
 step "flush"

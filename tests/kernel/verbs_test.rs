@@ -244,8 +244,8 @@ fn run() -> Result<(), &'static str> {
     check(modify(qp, &mut attr, m) == 0, "modify RC to INIT")?;
     let mut gid = bindings::ib_gid::default();
     // SAFETY: a registered device; the GID is written to our local.
-    let ret = unsafe { bindings::rdma_query_gid(r.dev, 1, 1, &mut gid) };
-    check(ret == 0, "query GID 1")?;
+    let ret = unsafe { bindings::rdma_query_gid(r.dev, 1, 0, &mut gid) };
+    check(ret == 0, "query GID 0")?;
     let mut attr = bindings::ib_qp_attr {
         qp_state: bindings::ib_qp_state_IB_QPS_RTR,
         path_mtu: bindings::ib_mtu_IB_MTU_1024,
@@ -259,7 +259,7 @@ fn run() -> Result<(), &'static str> {
     attr.ah_attr.ah_flags = bindings::ib_ah_flags_IB_AH_GRH as u8;
     attr.ah_attr.port_num = 1;
     attr.ah_attr.grh.dgid = gid;
-    attr.ah_attr.grh.sgid_index = 1;
+    attr.ah_attr.grh.sgid_index = 0;
     attr.ah_attr.grh.hop_limit = 1;
     let m = bindings::ib_qp_attr_mask_IB_QP_STATE
         | bindings::ib_qp_attr_mask_IB_QP_AV

@@ -106,11 +106,10 @@ veth_pair() {
 	must ip link set "$2" up
 }
 
-# wait_link_local_gid DEV: wait until GID 1 of DEV is its RoCEv2 link-local
-# GID (the core adds it first, from the netdev's IPv6 link-local address);
-# the verbs tests address their own port through it.
-wait_link_local_gid() {
-	wait_until 60 sh -c "grep -q 'RoCE v2' /sys/class/infiniband/$1/ports/1/gid_attrs/types/1 &&
-		grep -q '^fe80:' /sys/class/infiniband/$1/ports/1/gids/1" ||
-		fail "$1 has no RoCEv2 link-local GID at index 1"
+# wait_roce_gid DEV INDEX: wait until GID INDEX of DEV is a RoCEv2 GID. The
+# core fills the table from the netdev's addresses: on eth0, GID 0 is the
+# IPv6 link-local address and GID 1 the IPv4 address.
+wait_roce_gid() {
+	wait_until 60 grep -q 'RoCE v2' "/sys/class/infiniband/$1/ports/1/gid_attrs/types/$2" ||
+		fail "$1 has no RoCEv2 GID at index $2"
 }

@@ -34,6 +34,24 @@ fn check_access(access: u32) -> Result {
     Ok(())
 }
 
+/// The errno of a post verb; on failure `bad_wr` names the WR that failed.
+///
+/// # Safety
+///
+/// `bad_wr` must be NULL or the caller's valid out-pointer.
+unsafe fn post_result<W>(result: Result, bad_wr: *mut *const W, failed: *const W) -> c_int {
+    match result {
+        Ok(()) => 0,
+        Err(err) => {
+            if !bad_wr.is_null() {
+                // SAFETY: the caller's out-pointer (see above).
+                unsafe { bad_wr.write(failed) };
+            }
+            err.to_errno()
+        }
+    }
+}
+
 impl<T: Driver> Device<T> {
     pub(super) unsafe extern "C" fn mmap_cb(
         uctx: *mut bindings::ib_ucontext,
@@ -277,16 +295,9 @@ impl<T: Driver> Device<T> {
         }
         // SAFETY: a kernel caller's chain is valid for the call.
         let mut chain = unsafe { SendChain::new(wr) };
-        match T::post_send(qp, &mut chain) {
-            Ok(()) => 0,
-            Err(err) => {
-                if !bad_wr.is_null() {
-                    // SAFETY: the caller's out-pointer.
-                    unsafe { bad_wr.write(chain.failed_wr()) };
-                }
-                err.to_errno()
-            }
-        }
+        let result = T::post_send(qp, &mut chain);
+        // SAFETY: the caller's out-pointer.
+        unsafe { post_result(result, bad_wr, chain.failed_wr()) }
     }
 
     pub(super) unsafe extern "C" fn post_recv_cb(
@@ -296,16 +307,9 @@ impl<T: Driver> Device<T> {
     ) -> c_int {
         // SAFETY: the QP is live; a kernel caller's chain is valid.
         let (qp, mut chain) = unsafe { (Qp::<T>::from_raw(qp), RecvChain::new(wr)) };
-        match T::post_recv(qp, &mut chain) {
-            Ok(()) => 0,
-            Err(err) => {
-                if !bad_wr.is_null() {
-                    // SAFETY: the caller's out-pointer.
-                    unsafe { bad_wr.write(chain.failed_wr()) };
-                }
-                err.to_errno()
-            }
-        }
+        let result = T::post_recv(qp, &mut chain);
+        // SAFETY: the caller's out-pointer.
+        unsafe { post_result(result, bad_wr, chain.failed_wr()) }
     }
 
     // ---- SRQ ----
@@ -385,16 +389,9 @@ impl<T: Driver> Device<T> {
     ) -> c_int {
         // SAFETY: a live SRQ; a kernel caller's chain.
         let (srq, mut chain) = unsafe { (Srq::<T>::from_raw(srq), RecvChain::new(wr)) };
-        match T::post_srq_recv(srq, &mut chain) {
-            Ok(()) => 0,
-            Err(err) => {
-                if !bad_wr.is_null() {
-                    // SAFETY: the caller's out-pointer.
-                    unsafe { bad_wr.write(chain.failed_wr()) };
-                }
-                err.to_errno()
-            }
-        }
+        let result = T::post_srq_recv(srq, &mut chain);
+        // SAFETY: the caller's out-pointer.
+        unsafe { post_result(result, bad_wr, chain.failed_wr()) }
     }
 
     // ---- AH ----

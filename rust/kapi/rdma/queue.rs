@@ -183,6 +183,16 @@ impl Queue {
         self.index(PRODUCER).load(Ordering::Acquire)
     }
 
+    /// The producer index user space stored, if it is one the ABI allows.
+    pub fn checked_producer(&self) -> Option<u32> {
+        self.geometry.check_index(self.producer())
+    }
+
+    /// The consumer index user space stored, if it is one the ABI allows.
+    pub fn checked_consumer(&self) -> Option<u32> {
+        self.geometry.check_index(self.consumer())
+    }
+
     /// Publishes a new producer index, after the slots it covers.
     pub fn set_producer(&self, value: u32) {
         self.index(PRODUCER)

@@ -102,43 +102,6 @@ impl<'a> SendWr<'a> {
     }
 }
 
-/// A kernel caller's chain of send WRs; remembers the last one handed out,
-/// which is the one that failed if the driver stops with an error.
-pub struct SendChain<'a> {
-    next: *const bindings::ib_send_wr,
-    last: *const bindings::ib_send_wr,
-    _wrs: core::marker::PhantomData<&'a bindings::ib_send_wr>,
-}
-
-impl SendChain<'_> {
-    /// # Safety
-    ///
-    /// `first` must be NULL or a valid chain for the lifetime.
-    pub(crate) unsafe fn new(first: *const bindings::ib_send_wr) -> Self {
-        Self {
-            next: first,
-            last: first,
-            _wrs: core::marker::PhantomData,
-        }
-    }
-
-    pub(crate) fn failed_wr(&self) -> *const bindings::ib_send_wr {
-        self.last
-    }
-}
-
-impl<'a> Iterator for SendChain<'a> {
-    type Item = SendWr<'a>;
-
-    fn next(&mut self) -> Option<SendWr<'a>> {
-        // SAFETY: the chain is valid (see `new`).
-        let raw = unsafe { self.next.as_ref() }?;
-        self.last = self.next;
-        self.next = raw.next;
-        Some(SendWr { raw })
-    }
-}
-
 /// One kernel receive WR of a chain.
 pub struct RecvWr<'a> {
     raw: &'a bindings::ib_recv_wr,
@@ -152,18 +115,62 @@ impl RecvWr<'_> {
     }
 }
 
-/// A kernel caller's chain of receive WRs (see [`SendChain`]).
-pub struct RecvChain<'a> {
-    next: *const bindings::ib_recv_wr,
-    last: *const bindings::ib_recv_wr,
-    _wrs: core::marker::PhantomData<&'a bindings::ib_recv_wr>,
+/// A WR type of the core's singly linked chains.
+pub trait ChainedWr: Sized {
+    /// How the driver sees one WR.
+    type View<'a>
+    where
+        Self: 'a;
+
+    /// The next WR of the chain, or NULL.
+    fn next_wr(&self) -> *const Self;
+
+    /// The driver's view of this WR.
+    fn view(&self) -> Self::View<'_>;
 }
 
-impl RecvChain<'_> {
+impl ChainedWr for bindings::ib_send_wr {
+    type View<'a> = SendWr<'a>;
+
+    fn next_wr(&self) -> *const Self {
+        self.next
+    }
+
+    fn view(&self) -> SendWr<'_> {
+        SendWr { raw: self }
+    }
+}
+
+impl ChainedWr for bindings::ib_recv_wr {
+    type View<'a> = RecvWr<'a>;
+
+    fn next_wr(&self) -> *const Self {
+        self.next
+    }
+
+    fn view(&self) -> RecvWr<'_> {
+        RecvWr { raw: self }
+    }
+}
+
+/// A kernel caller's chain of WRs; remembers the last one handed out, which
+/// is the one that failed if the driver stops with an error.
+pub struct Chain<'a, W: ChainedWr> {
+    next: *const W,
+    last: *const W,
+    _wrs: core::marker::PhantomData<&'a W>,
+}
+
+/// A chain of send WRs.
+pub type SendChain<'a> = Chain<'a, bindings::ib_send_wr>;
+/// A chain of receive WRs.
+pub type RecvChain<'a> = Chain<'a, bindings::ib_recv_wr>;
+
+impl<W: ChainedWr> Chain<'_, W> {
     /// # Safety
     ///
     /// `first` must be NULL or a valid chain for the lifetime.
-    pub(crate) unsafe fn new(first: *const bindings::ib_recv_wr) -> Self {
+    pub(crate) unsafe fn new(first: *const W) -> Self {
         Self {
             next: first,
             last: first,
@@ -171,20 +178,20 @@ impl RecvChain<'_> {
         }
     }
 
-    pub(crate) fn failed_wr(&self) -> *const bindings::ib_recv_wr {
+    pub(crate) fn failed_wr(&self) -> *const W {
         self.last
     }
 }
 
-impl<'a> Iterator for RecvChain<'a> {
-    type Item = RecvWr<'a>;
+impl<'a, W: ChainedWr + 'a> Iterator for Chain<'a, W> {
+    type Item = W::View<'a>;
 
-    fn next(&mut self) -> Option<RecvWr<'a>> {
+    fn next(&mut self) -> Option<W::View<'a>> {
         // SAFETY: the chain is valid (see `new`).
-        let raw = unsafe { self.next.as_ref() }?;
+        let raw: &'a W = unsafe { self.next.as_ref() }?;
         self.last = self.next;
-        self.next = raw.next;
-        Some(RecvWr { raw })
+        self.next = raw.next_wr();
+        Some(raw.view())
     }
 }
 

@@ -61,15 +61,12 @@ fn geometry(cqe: u32) -> Result<RingGeometry> {
 }
 
 impl CqState {
-    /// The consumer index, from the ring if user space consumes.
+    /// The consumer index, from the ring if user space consumes. A hostile
+    /// index reads as "full": completions are dropped and the consumer
+    /// hears of the overrun, nothing worse.
     fn consumer(&self, user: bool) -> Option<u32> {
-        if user {
-            // A hostile index reads as "full": completions are dropped and
-            // the consumer hears of the overrun, nothing worse.
-            self.queue.geometry().check_index(self.queue.consumer())
-        } else {
-            Some(self.consumer)
-        }
+        user.then(|| self.queue.checked_consumer())
+            .unwrap_or(Some(self.consumer))
     }
 }
 

@@ -247,7 +247,7 @@ impl SrnicQp {
     fn reset(&self, state: &mut QpInner) {
         let sq = &mut state.sq;
         let start = match &sq.user {
-            Some(user) => user.geometry().check_index(user.producer()).unwrap_or(0),
+            Some(user) => user.checked_producer().unwrap_or(0),
             None => 0,
         };
         sq.producer = start;
@@ -257,10 +257,7 @@ impl SrnicQp {
         }
         if let Some(rq) = &mut state.rq {
             let start = if self.user {
-                rq.queue
-                    .geometry()
-                    .check_index(rq.queue.producer())
-                    .unwrap_or(0)
+                rq.queue.checked_producer().unwrap_or(0)
             } else {
                 0
             };
@@ -283,10 +280,7 @@ impl SrnicQp {
         // User WQEs not yet fetched are flushed too, their IDs read once;
         // a hostile producer index flushes what was fetched.
         let end = match &sq.user {
-            Some(user) => user
-                .geometry()
-                .check_index(user.producer())
-                .unwrap_or(sq.producer),
+            Some(user) => user.checked_producer().unwrap_or(sq.producer),
             None => sq.producer,
         };
         let geometry = *sq.work.geometry();
@@ -313,9 +307,7 @@ impl SrnicQp {
         if let Some(rq) = &mut state.rq {
             let geometry = *rq.queue.geometry();
             let end = if self.user {
-                geometry
-                    .check_index(rq.queue.producer())
-                    .unwrap_or(rq.consumer)
+                rq.queue.checked_producer().unwrap_or(rq.consumer)
             } else {
                 rq.producer
             };
@@ -347,9 +339,7 @@ impl SrnicQp {
         let result = (|| {
             let mut state = this.state.lock();
             let qp_state = state.attrs.state;
-            if matches!(qp_state, QpState::Reset | QpState::Init | QpState::Rtr) {
-                return Err(EINVAL);
-            }
+            check_can_send(qp_state)?;
             let in_error = qp_state == QpState::Error;
             for wr in wrs.by_ref() {
                 let sq = &mut state.sq;
@@ -391,9 +381,7 @@ impl SrnicQp {
         let result = (|| {
             let mut state = this.state.lock();
             let qp_state = state.attrs.state;
-            if matches!(qp_state, QpState::Reset | QpState::Init | QpState::Rtr) {
-                return Err(EINVAL);
-            }
+            check_can_send(qp_state)?;
             if qp_state == QpState::Error {
                 this.flush(qp, &mut state, &mut upcalls);
                 return Ok(());
@@ -401,7 +389,7 @@ impl SrnicQp {
             let Some(user) = &state.sq.user else {
                 return Err(EINVAL);
             };
-            let Some(end) = user.geometry().check_index(user.producer()) else {
+            let Some(end) = user.checked_producer() else {
                 pr_warn_ratelimited!(
                     "{}: QP {}: send queue producer index out of range\n",
                     qp.device().name(),
@@ -484,6 +472,14 @@ impl SrnicQp {
         let dev = qp.device();
         dev.qps.remove(qp.qp_num());
         dev.counts.qp.release();
+    }
+}
+
+/// Sends may be posted from RTS on (in ERR they are flushed).
+fn check_can_send(state: QpState) -> Result {
+    match state {
+        QpState::Reset | QpState::Init | QpState::Rtr => Err(EINVAL),
+        _ => Ok(()),
     }
 }
 

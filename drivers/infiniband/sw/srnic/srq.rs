@@ -38,12 +38,10 @@ fn geometry(max_wr: u32, max_sge: u32) -> Result<RingGeometry> {
 }
 
 impl SrqState {
+    /// The producer index, from the ring if user space produces.
     fn producer(&self, user: bool) -> Option<u32> {
-        if user {
-            self.queue.geometry().check_index(self.queue.producer())
-        } else {
-            Some(self.producer)
-        }
+        user.then(|| self.queue.checked_producer())
+            .unwrap_or(Some(self.producer))
     }
 }
 
