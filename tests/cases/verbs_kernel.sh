@@ -2,7 +2,7 @@
 # complaint, and the in-kernel verbs test (tests/kernel/verbs_test.rs)
 # checks post argument errors with bad_wr, the ERR flush of N sends and
 # M receives in order and exactly once, WRs posted in ERR, and ib_drain_qp.
-# cpus: 2
+# cpus: 1
 # timeout: 300
 load_srnic
 must rdma link add srnic0 type srnic netdev eth0
