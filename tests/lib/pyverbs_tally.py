@@ -21,6 +21,9 @@ def parse(text):
     verdicts = {}
     current = None
     for line in text.splitlines():
+        if line.startswith("TIMEOUT: "):
+            verdicts["timeout." + line.split()[1]] = "timeout"
+            continue
         match = HEADER.match(line)
         if match:
             current = match.group(2)
