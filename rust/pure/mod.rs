@@ -11,6 +11,9 @@
 #![allow(dead_code)]
 
 pub mod guid;
+pub mod headers;
+pub mod icrc;
 pub mod mtu;
+pub mod psn;
 pub mod ring;
 pub mod wr;

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The transport header codec: the opcode table, round trips, and packets
+//! of random bytes, which must parse or fail but never panic or claim
+//! bytes that are not there.
+
+use srnic_pure::headers::{
+    self, hdr, opcode_info, pad_for, Aeth, AtomicEth, Bth, Deth, ParseError, Position, Reth,
+    Transport, BTH_LEN, ICRC_LEN,
+};
+
+#[test]
+fn opcode_table() {
+    let known: Vec<u8> = (0..=255u8)
+        .filter(|op| opcode_info(*op).is_some())
+        .collect();
+    // RC: 0x00-0x14, 0x16, 0x17; UC: 0x20-0x2b; UD: 0x64, 0x65.
+    let mut expected: Vec<u8> = (0x00..=0x14).chain([0x16, 0x17]).collect();
+    expected.extend(0x20..=0x2b);
+    expected.extend([0x64, 0x65]);
+    assert_eq!(known, expected);
+    for op in known {
+        let info = opcode_info(op).unwrap();
+        assert_eq!(info.opcode, op);
+        let transport = match op >> 5 {
+            0 => Transport::Rc,
+            1 => Transport::Uc,
+            _ => Transport::Ud,
+        };
+        assert_eq!(info.transport, transport, "{op:#x}");
+    }
+    let read_request = opcode_info(0x0c).unwrap();
+    assert_eq!(read_request.header_len(), BTH_LEN + 16);
+    assert!(!read_request.payload);
+    let atomic_ack = opcode_info(0x12).unwrap();
+    assert_eq!(atomic_ack.headers, hdr::AETH | hdr::ATOMIC_ACK_ETH);
+    assert_eq!(atomic_ack.header_len(), BTH_LEN + 4 + 8);
+    let write_only_imm = opcode_info(0x2b).unwrap();
+    assert_eq!(write_only_imm.position, Position::Only);
+    assert_eq!(write_only_imm.header_len(), BTH_LEN + 16 + 4);
+    assert!(opcode_info(0x17).unwrap().headers & hdr::IETH != 0);
+}
+
+#[test]
+fn round_trip() {
+    let bth = Bth {
+        opcode: 0x0a,
+        solicited: true,
+        migreq: false,
+        pad: 3,
+        pkey: 0xffff,
+        fecn: false,
+        becn: true,
+        dest_qp: 0x12_3456,
+        ack_req: true,
+        psn: 0xab_cdef,
+    };
+    let reth = Reth {
+        va: 0x1122_3344_5566_7788,
+        rkey: 0xdead_beef,
+        dma_len: 5,
+    };
+    let mut packet = vec![0u8; BTH_LEN + 16 + 8 + ICRC_LEN];
+    bth.write(&mut packet);
+    reth.write(&mut packet[BTH_LEN..]);
+    let parsed = headers::parse(&packet).unwrap();
+    assert_eq!(parsed.bth, bth);
+    assert_eq!(parsed.reth, Some(reth));
+    assert_eq!(parsed.payload_len, 5);
+    assert_eq!(pad_for(5), 3);
+    assert_eq!(pad_for(8), 0);
+
+    let mut b = [0u8; 28];
+    let atomic = AtomicEth {
+        va: 1,
+        rkey: 2,
+        swap_add: 3,
+        compare: 4,
+    };
+    atomic.write(&mut b);
+    let mut packet = vec![0u8; BTH_LEN + 28 + ICRC_LEN];
+    Bth {
+        opcode: 0x13,
+        ..Default::default()
+    }
+    .write(&mut packet);
+    packet[BTH_LEN..BTH_LEN + 28].copy_from_slice(&b);
+    assert_eq!(headers::parse(&packet).unwrap().atomic, Some(atomic));
+
+    let mut packet = vec![0u8; BTH_LEN + 4 + ICRC_LEN];
+    Bth {
+        opcode: 0x11,
+        ..Default::default()
+    }
+    .write(&mut packet);
+    Aeth {
+        syndrome: 0x60,
+        msn: 0xff_ffff,
+    }
+    .write(&mut packet[BTH_LEN..]);
+    assert_eq!(
+        headers::parse(&packet).unwrap().aeth.unwrap().msn,
+        0xff_ffff
+    );
+
+    let mut packet = vec![0u8; BTH_LEN + 8 + 4 + ICRC_LEN];
+    Bth {
+        opcode: 0x65,
+        ..Default::default()
+    }
+    .write(&mut packet);
+    Deth {
+        qkey: 7,
+        src_qp: 0xff_fffe,
+    }
+    .write(&mut packet[BTH_LEN..]);
+    packet[BTH_LEN + 8..BTH_LEN + 12].copy_from_slice(&[1, 2, 3, 4]);
+    let parsed = headers::parse(&packet).unwrap();
+    assert_eq!(parsed.deth.unwrap().src_qp, 0xff_fffe);
+    assert_eq!(parsed.imm.unwrap().to_ne_bytes(), [1, 2, 3, 4]);
+}
+
+#[test]
+fn malformed_packets() {
+    assert_eq!(headers::parse(&[0; 11]), Err(ParseError::Truncated));
+    let mut ack = [0u8; BTH_LEN + 4 + ICRC_LEN];
+    ack[0] = 0x11;
+    assert!(headers::parse(&ack).is_ok());
+    // An ACK carries no payload.
+    let mut long_ack = [0u8; BTH_LEN + 4 + 4 + ICRC_LEN];
+    long_ack[0] = 0x11;
+    assert_eq!(headers::parse(&long_ack), Err(ParseError::BadPad));
+    // A pad count larger than the payload.
+    let mut send = [0u8; BTH_LEN + 2 + ICRC_LEN];
+    send[0] = 0x04;
+    send[1] = 0x30;
+    assert_eq!(headers::parse(&send), Err(ParseError::BadPad));
+    // Unknown opcode, bad transport version.
+    let mut unknown = [0u8; 64];
+    unknown[0] = 0x15;
+    assert_eq!(headers::parse(&unknown), Err(ParseError::UnknownOpcode));
+    let mut version = [0u8; 64];
+    version[1] = 0x01;
+    assert_eq!(headers::parse(&version), Err(ParseError::BadVersion));
+    // A RETH-carrying opcode cut short.
+    let mut write = [0u8; BTH_LEN + 10];
+    write[0] = 0x0a;
+    assert_eq!(headers::parse(&write), Err(ParseError::Truncated));
+}
+
+#[test]
+fn random_packets_never_overreach() {
+    let mut state = 0x0123_4567_89ab_cdefu64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut buffer = [0u8; 128];
+    for _ in 0..200_000 {
+        let len = (next() % 128) as usize;
+        for b in buffer.iter_mut().take(len) {
+            *b = next() as u8;
+        }
+        // Known opcodes half the time, so that parsing goes deep.
+        if len > 0 && next() % 2 == 0 {
+            buffer[0] = [
+                0x00, 0x04, 0x06, 0x0a, 0x0c, 0x10, 0x11, 0x12, 0x13, 0x17, 0x2b, 0x65,
+            ][(next() % 12) as usize];
+            if len > 1 {
+                buffer[1] &= 0xf0;
+            }
+        }
+        if let Ok(p) = headers::parse(&buffer[..len]) {
+            assert!(p.payload_offset + p.payload_len + usize::from(p.bth.pad) + ICRC_LEN == len);
+            assert_eq!(p.payload_offset, p.info.header_len());
+        }
+    }
+}
