@@ -227,3 +227,26 @@ void *srnic_vmalloc_user(unsigned long size)
 {
 	return vmalloc_user(size);
 }
+
+void srnic_init_delayed_work(struct delayed_work *dwork, work_func_t fn)
+{
+	INIT_DELAYED_WORK(dwork, fn);
+}
+
+bool srnic_schedule_delayed_work(struct delayed_work *dwork, unsigned int msecs)
+{
+	return schedule_delayed_work(dwork, msecs_to_jiffies(msecs));
+}
+
+struct delayed_work *srnic_to_delayed_work(struct work_struct *work)
+{
+	return to_delayed_work(work);
+}
+
+/* The first entry at or after *index (first) or after it; NULL at the end. */
+void *srnic_xa_next(struct xarray *xa, unsigned long *index, bool first)
+{
+	if (first)
+		return xa_find(xa, index, ULONG_MAX, XA_PRESENT);
+	return xa_find_after(xa, index, ULONG_MAX, XA_PRESENT);
+}

@@ -98,6 +98,12 @@ int srnic_test_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 int srnic_test_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
 			 const struct ib_recv_wr **bad_wr);
 
+/* A device's maintenance work, run later in process context. */
+void srnic_init_delayed_work(struct delayed_work *dwork, work_func_t fn);
+bool srnic_schedule_delayed_work(struct delayed_work *dwork, unsigned int msecs);
+struct delayed_work *srnic_to_delayed_work(struct work_struct *work);
+void *srnic_xa_next(struct xarray *xa, unsigned long *index, bool first);
+
 /* Mapping offset of an mmap entry. */
 u64 srnic_mmap_offset(struct rdma_user_mmap_entry *entry);
 

@@ -166,6 +166,11 @@ pub trait Driver: Sized + Send + Sync + 'static {
     fn map_mr_pages(mr: &Mr<Self>, pages: &[u64], page_size: u32, iova: u64, length: u64)
         -> Result;
 
+    /// Deferred upkeep the driver asked for with
+    /// [`Device::schedule_maintenance`]; runs in process context, never
+    /// after the device's data is dropped.
+    fn maintenance(_dev: &Device<Self>) {}
+
     /// Creates a memory window.
     fn create_mw(dev: &Device<Self>, mw_type: MwType) -> Result<impl PinInit<Self::Mw, Error>>;
     /// Makes an MW reachable by key; returns its rkey.
@@ -201,6 +206,9 @@ pub struct Device<T: Driver> {
     /// Outside `data`: the core may ask for it while tearing a failed
     /// registration down, after `data` is gone.
     netdev: NonNull<bindings::net_device>,
+    /// Work the driver schedules for later (`Driver::maintenance`);
+    /// cancelled before `data` drops.
+    maintenance: Opaque<bindings::delayed_work>,
     data: T,
 }
 
@@ -266,6 +274,25 @@ impl<T: Driver> Device<T> {
         Ok((speed, width))
     }
 
+    /// Runs `Driver::maintenance` after `msecs` milliseconds, unless it is
+    /// already scheduled.
+    pub fn schedule_maintenance(&self, msecs: u32) {
+        // SAFETY: initialised at registration; cancelled (synchronously)
+        // before the data drops, so the work never outlives it.
+        unsafe { bindings::srnic_schedule_delayed_work(self.maintenance.get(), msecs) };
+    }
+
+    unsafe extern "C" fn maintenance_cb(work: *mut bindings::work_struct) {
+        // SAFETY: only our maintenance work runs this; it is a field of a
+        // `Device<T>` whose data is live until the work is cancelled.
+        unsafe {
+            let dwork = bindings::srnic_to_delayed_work(work);
+            let offset = core::mem::offset_of!(Self, maintenance);
+            let dev = &*dwork.cast::<u8>().sub(offset).cast::<Self>();
+            T::maintenance(dev);
+        }
+    }
+
     /// Delivers a port event to the core and its clients.
     pub fn dispatch_port_event(&self, port: u32, event: PortEvent) {
         let mut raw = bindings::ib_event {
@@ -295,6 +322,10 @@ impl<T: Driver> Device<T> {
             core::ptr::addr_of_mut!((*dev).deallocated).write(AtomicBool::new(false));
             bindings::srnic_dev_hold(config.netdev.as_raw());
             core::ptr::addr_of_mut!((*dev).netdev).write(NonNull::from(config.netdev).cast());
+            bindings::srnic_init_delayed_work(
+                core::ptr::addr_of_mut!((*dev).maintenance).cast(),
+                Some(Self::maintenance_cb),
+            );
             core::ptr::addr_of_mut!((*dev).data).write(data);
         }
 
@@ -580,6 +611,9 @@ impl<T: Driver> Device<T> {
         // a device whose data and netdev reference `register` set up; the
         // allocation itself is freed later by the core.
         unsafe {
+            // The maintenance work may requeue itself; this waits for it
+            // and keeps it from running again.
+            bindings::cancel_delayed_work_sync(core::ptr::addr_of_mut!((*dev).maintenance).cast());
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).data));
             bindings::srnic_dev_put((*dev).netdev.as_ptr());
             (*dev).deallocated.store(true, Ordering::Release);

@@ -112,6 +112,27 @@ impl<T> ObjectTable<T> {
         }
     }
 
+    /// Calls `f` with every object in the table, valid while `guard` lives.
+    pub fn for_each<'g>(&self, _guard: &'g RcuReadGuard, mut f: impl FnMut(&'g T))
+    where
+        T: 'g,
+    {
+        let mut index: usize = 0;
+        let mut first = true;
+        loop {
+            // SAFETY: the xarray is initialised; iteration under RCU sees
+            // each entry that stays present, and entries stay valid for the
+            // read-side section (see `get`).
+            let entry = unsafe { bindings::srnic_xa_next(self.inner.xa.get(), &mut index, first) };
+            first = false;
+            // SAFETY: as above.
+            match unsafe { entry.cast::<T>().as_ref() } {
+                Some(object) => f(object),
+                None => break,
+            }
+        }
+    }
+
     /// Removes the object numbered `id` and waits until no lookup can still
     /// see it. Sleeps.
     pub fn remove(&self, id: u32) {

@@ -4,6 +4,7 @@
 
 use crate::cq::SrnicCq;
 use crate::kapi::netdev::NetDevice;
+use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::table::ObjectTable;
 use crate::kapi::rdma::verbs::{
     AddressVector, CqArm, PollOutput, QpCaps, QpInit, QpModify, QpQuery, SrqAttributes, SrqModify,
@@ -447,6 +448,19 @@ impl Driver for SrnicDevice {
         length: u64,
     ) -> Result {
         mr.map_pages(pages, page_size, iova, length)
+    }
+
+    /// Flushes receives that processes posted to their QPs in ERR, every
+    /// `SWEEP_INTERVAL_MS` while there are such QPs.
+    fn maintenance(dev: &Device<Self>) {
+        let mut again = false;
+        {
+            let guard = RcuReadGuard::new();
+            dev.qps.for_each(&guard, |qp| again |= SrnicQp::sweep(qp));
+        }
+        if again {
+            dev.schedule_maintenance(crate::qp::SWEEP_INTERVAL_MS);
+        }
     }
 
     fn create_mw(dev: &Device<Self>, mw_type: MwType) -> Result<impl PinInit<SrnicMw, Error>> {

@@ -16,6 +16,7 @@ use crate::kapi::rdma::{Device, Qp, QpEvent, UserData};
 use crate::kapi::sync::SpinLockIrq;
 use crate::pure::ring::RingGeometry;
 use crate::pure::wr::{QpType, SendLimits};
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
 
 /// Driver data of a QP.
@@ -26,7 +27,13 @@ pub(crate) struct SrnicQp {
     caps: QpCaps,
     sq_sig_all: bool,
     user: bool,
+    /// A user QP in ERR with its own RQ: receives posted now reach the
+    /// kernel by no call, so the device's maintenance work flushes them.
+    needs_sweep: AtomicBool,
 }
+
+/// How often receives posted to user QPs in ERR are flushed.
+pub(crate) const SWEEP_INTERVAL_MS: u32 = 20;
 
 struct SendQueue {
     /// What the requester reads: kernel WQEs, or validated copies of user
@@ -121,6 +128,7 @@ impl SrnicQp {
                 caps: actual,
                 sq_sig_all,
                 user: is_user,
+                needs_sweep: AtomicBool::new(false),
             }? Error),
         ))
     }
@@ -220,6 +228,10 @@ impl SrnicQp {
             }
             apply(&mut state.attrs, modify);
             state.attrs.state = next;
+            this.needs_sweep.store(
+                next == QpState::Error && this.user && state.rq.is_some(),
+                Ordering::Release,
+            );
             match next {
                 QpState::Reset if current != QpState::Reset => this.reset(&mut state),
                 QpState::Error if current != QpState::Error => {
@@ -240,7 +252,33 @@ impl SrnicQp {
             }
         }
         upcalls.run(qp);
+        this.schedule_sweep(qp);
         Ok(())
+    }
+
+    fn schedule_sweep(&self, qp: &Qp<SrnicDevice>) {
+        if self.needs_sweep.load(Ordering::Acquire) {
+            qp.device().schedule_maintenance(SWEEP_INTERVAL_MS);
+        }
+    }
+
+    /// Flushes what a process posted to this QP since it entered ERR;
+    /// returns whether the QP still needs sweeping.
+    pub(crate) fn sweep(qp: &Qp<SrnicDevice>) -> bool {
+        let this: &SrnicQp = qp;
+        if !this.needs_sweep.load(Ordering::Acquire) {
+            return false;
+        }
+        let mut upcalls = Upcalls::default();
+        {
+            let mut state = this.state.lock();
+            if state.attrs.state != QpState::Error {
+                return false;
+            }
+            this.flush(qp, &mut state, &mut upcalls);
+        }
+        upcalls.run(qp);
+        true
     }
 
     /// RESET discards all work without completions.
@@ -328,6 +366,8 @@ impl SrnicQp {
             return;
         }
         state.attrs.state = QpState::Error;
+        self.needs_sweep
+            .store(self.user && state.rq.is_some(), Ordering::Release);
         upcalls.event(QpEvent::Fatal);
         self.flush(qp, state, upcalls);
     }
@@ -431,6 +471,7 @@ impl SrnicQp {
             Ok(())
         })();
         upcalls.run(qp);
+        this.schedule_sweep(qp);
         result
     }
 
