@@ -30,9 +30,9 @@ step "rdma-core tests on $dev"
 : > /tmp/suite.out
 for file in tests/test_*.py; do
 	name=$(basename "$file" .py)
-	timeout 150 python3 tests/run_tests.py --dev "$dev" --gid 1 -v "$name" >> /tmp/suite.out 2>&1
+	timeout 90 python3 tests/run_tests.py --dev "$dev" --gid 1 -v "$name" >> /tmp/suite.out 2>&1
 	rc=$?
-	[ $rc -ne 124 ] || echo "TIMEOUT: $name did not finish in 150 s on $dev" | tee -a /tmp/suite.out
+	[ $rc -ne 124 ] || echo "TIMEOUT: $name did not finish in 90 s on $dev" | tee -a /tmp/suite.out
 done
 grep -c ' \.\.\. ' /tmp/suite.out | sed "s/^/test verdict lines on $dev: /"
 python3 "$SRNIC_TOP/tests/lib/pyverbs_tally.py" parse /tmp/suite.out > "/mnt/shared/$dev.verdicts" ||
