@@ -258,6 +258,11 @@ static void flush_test(void)
 				FAIL("%s post_recv %d", name, i);
 		/* Nothing completes on its own: sends wait for the transport. */
 		CHECK(to_state(qp, IBV_QPS_ERR) == 0, "%s: modify to ERR", name);
+		/* Resizing keeps the completions nobody polled yet, in order. */
+		CHECK(ibv_resize_cq(scq, 200) == 0 && scq->cqe >= 200, "%s: resize the send CQ "
+		      "holding %d unpolled completions", name, n);
+		CHECK(ibv_resize_cq(scq, 2) != 0, "%s: shrinking below the unpolled completions fails",
+		      name);
 		snprintf(what, sizeof(what), "%s send queue", name);
 		expect_flushed(scq, 1000, n, what);
 		snprintf(what, sizeof(what), "%s receive queue", name);

@@ -87,10 +87,9 @@ impl<'a> SendWr<'a> {
     /// The address handle of a WR posted to a UD or GSI QP of a device of
     /// driver `T`.
     pub fn ud_ah<T: Driver>(&self) -> Option<&'a Ah<T>> {
-        // SAFETY: WRs posted to UD QPs are embedded in an `ib_ud_wr`, first
-        // field; the caller only asks for those. The AH belongs to the
-        // QP's device, so it is an `Ah<T>`, and the poster keeps it alive
-        // for the call.
+        // SAFETY: UD WRs sit first in an `ib_ud_wr` (callers ask only for
+        // those); the AH is one of the QP's device, an `Ah<T>` the poster
+        // keeps alive for the call.
         unsafe {
             let ah = (*(self.raw as *const bindings::ib_send_wr).cast::<bindings::ib_ud_wr>()).ah;
             if ah.is_null() {
