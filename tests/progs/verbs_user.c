@@ -165,6 +165,31 @@ static int post_send(struct ibv_qp *qp, uint64_t wr_id)
 	return ibv_post_send(qp, &wr, &bad);
 }
 
+/* Posts `count` sends with consecutive wr_ids in one call. */
+static int post_send_chain(struct ibv_qp *qp, uint64_t first, int count)
+{
+	struct ibv_sge sge = { (uintptr_t)buffer, 16, mr->lkey };
+	struct ibv_send_wr wrs[8], *bad;
+
+	if (count > 8)
+		return EINVAL;
+	memset(wrs, 0, sizeof(wrs));
+	for (int i = 0; i < count; i++) {
+		wrs[i].wr_id = first + i;
+		wrs[i].sg_list = &sge;
+		wrs[i].num_sge = 1;
+		wrs[i].opcode = IBV_WR_SEND;
+		wrs[i].send_flags = IBV_SEND_SIGNALED;
+		wrs[i].next = i + 1 < count ? &wrs[i + 1] : NULL;
+		if (qp->qp_type == IBV_QPT_UD) {
+			wrs[i].wr.ud.ah = ah;
+			wrs[i].wr.ud.remote_qpn = qp->qp_num;
+			wrs[i].wr.ud.remote_qkey = 0x11111111;
+		}
+	}
+	return ibv_post_send(qp, wrs, &bad);
+}
+
 static int post_recv(struct ibv_qp *qp, struct ibv_srq *srq, uint64_t wr_id)
 {
 	struct ibv_sge sge = { (uintptr_t)buffer, sizeof(buffer), mr->lkey };
@@ -277,6 +302,10 @@ static void flush_test(void)
 			CHECK(post_send(qp, 4000 + i) == 0, "%s: post_send in ERR", name);
 		snprintf(what, sizeof(what), "%s sends posted in ERR", name);
 		expect_flushed(scq, 4000, 3, what);
+		/* A chain of WRs reaches the kernel with one doorbell. */
+		CHECK(post_send_chain(qp, 4100, 4) == 0, "%s: a chain of 4 sends posted in ERR", name);
+		snprintf(what, sizeof(what), "%s chain posted in ERR", name);
+		expect_flushed(scq, 4100, 4, what);
 		struct ibv_qp_attr qa;
 		struct ibv_qp_init_attr qi;
 		CHECK(ibv_query_qp(qp, &qa, IBV_QP_STATE, &qi) == 0 && qa.qp_state == IBV_QPS_ERR,

@@ -322,18 +322,21 @@ impl SrnicQp {
             None => sq.producer,
         };
         let geometry = *sq.work.geometry();
+        // WQEs before the kernel's producer index were fetched (checked
+        // copies in the work ring); the rest are read from the user's ring.
+        let mut fetched = geometry.used(sq.producer, sq.consumer);
         while sq.consumer != end {
             let index = sq.consumer;
-            let fetched = geometry.used(sq.producer, index) != 0;
-            let wr_id = match (&sq.user, fetched) {
-                (Some(user), false) => wqe::user_send_wr_id(user, index).unwrap_or(0),
+            let (wr_id, opcode) = match (&sq.user, fetched) {
+                (Some(user), 0) => (
+                    wqe::user_send_wr_id(user, index).unwrap_or(0),
+                    WcOpcode::Send,
+                ),
                 _ => wqe::send_summary(&sq.work, index)
-                    .map(|s| s.wr_id)
-                    .unwrap_or(0),
+                    .map(|s| (s.wr_id, WcOpcode::of_send(s.opcode)))
+                    .unwrap_or((0, WcOpcode::Send)),
             };
-            let opcode = wqe::send_summary(&sq.work, index)
-                .map(|s| WcOpcode::of_send(s.opcode))
-                .unwrap_or(WcOpcode::Send);
+            fetched = fetched.saturating_sub(1);
             let wc = qp.completion(wr_id, WcStatus::WrFlushError, opcode);
             upcalls.send.merge(send_cq.push(&wc, false));
             sq.consumer = geometry.next(index);
