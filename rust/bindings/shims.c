@@ -5,6 +5,11 @@
  */
 #include "srnic_helper.h"
 
+/* Pinned pages are reached through page_address(): no highmem. */
+#ifdef CONFIG_HIGHMEM
+#error "srnic needs a kernel without CONFIG_HIGHMEM (a 64-bit kernel)"
+#endif
+
 struct ib_device *srnic_ib_alloc_device(size_t size)
 {
 	return _ib_alloc_device(size);
@@ -163,6 +168,16 @@ struct page *srnic_sg_page(struct scatterlist *sg)
 struct page *srnic_nth_page(struct page *page, unsigned long n)
 {
 	return nth_page(page, n);
+}
+
+void *srnic_page_address(struct page *page)
+{
+	return page_address(page);
+}
+
+u64 srnic_now_ns(void)
+{
+	return ktime_get_ns();
 }
 
 struct scatterlist *srnic_umem_sgl(struct ib_umem *umem, unsigned int *nents)

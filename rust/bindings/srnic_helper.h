@@ -82,6 +82,8 @@ void srnic_xa_unlock_irqrestore(struct xarray *xa, unsigned long flags);
 /* Pages of scatterlists and user memory. */
 struct page *srnic_sg_page(struct scatterlist *sg);
 struct page *srnic_nth_page(struct page *page, unsigned long n);
+void *srnic_page_address(struct page *page);
+u64 srnic_now_ns(void);
 struct scatterlist *srnic_umem_sgl(struct ib_umem *umem, unsigned int *nents);
 struct scatterlist *srnic_sg_next(struct scatterlist *sg);
 

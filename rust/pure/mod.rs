@@ -10,6 +10,7 @@
 // Shared by srnic and iblan; each uses part of it.
 #![allow(dead_code)]
 
+pub mod aeth;
 pub mod guid;
 pub mod headers;
 pub mod icrc;

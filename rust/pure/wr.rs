@@ -188,3 +188,28 @@ fn sge_total(
     }
     Ok(total)
 }
+
+/// The RC or UC opcode of a packet of a SEND or RDMA WRITE message
+/// (`op`, an `IB_WR_*` number) at its place in the message; `None` for
+/// other operations, and for SEND_WITH_INV on UC, which has none.
+pub fn request_opcode(uc: bool, op: u32, first: bool, last: bool) -> Option<u8> {
+    use opcode::*;
+    let low = match (op, first, last) {
+        (SEND | SEND_WITH_IMM | SEND_WITH_INV, true, false) => 0x00,
+        (SEND | SEND_WITH_IMM | SEND_WITH_INV, false, false) => 0x01,
+        (SEND, false, true) => 0x02,
+        (SEND_WITH_IMM, false, true) => 0x03,
+        (SEND, true, true) => 0x04,
+        (SEND_WITH_IMM, true, true) => 0x05,
+        (SEND_WITH_INV, false, true) if !uc => 0x16,
+        (SEND_WITH_INV, true, true) if !uc => 0x17,
+        (RDMA_WRITE | RDMA_WRITE_WITH_IMM, true, false) => 0x06,
+        (RDMA_WRITE | RDMA_WRITE_WITH_IMM, false, false) => 0x07,
+        (RDMA_WRITE, false, true) => 0x08,
+        (RDMA_WRITE_WITH_IMM, false, true) => 0x09,
+        (RDMA_WRITE, true, true) => 0x0a,
+        (RDMA_WRITE_WITH_IMM, true, true) => 0x0b,
+        _ => return None,
+    };
+    Some(if uc { 0x20 | low } else { low })
+}

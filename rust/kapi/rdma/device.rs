@@ -274,6 +274,37 @@ impl<T: Driver> Device<T> {
         Ok((speed, width))
     }
 
+    /// Whether `gid` is one of port 1's RoCE GIDs (v2 or v1).
+    pub fn has_gid(&self, gid: &[u8; 16]) -> bool {
+        let mut raw = bindings::ib_gid::default();
+        raw.raw = *gid;
+        [
+            bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP,
+            bindings::ib_gid_type_IB_GID_TYPE_ROCE,
+        ]
+        .into_iter()
+        .any(|gid_type| {
+            // SAFETY: the device is registered while its verbs run; the
+            // lookup takes its own lock and returns a counted entry or an
+            // error pointer.
+            let attr = unsafe {
+                bindings::rdma_find_gid_by_port(
+                    self.as_ib(),
+                    &raw,
+                    gid_type,
+                    1,
+                    core::ptr::null_mut(),
+                )
+            };
+            if attr.is_null() || kernel::error::from_err_ptr(attr.cast_mut()).is_err() {
+                return false;
+            }
+            // SAFETY: a counted entry from the lookup, released once.
+            unsafe { bindings::rdma_put_gid_attr(attr) };
+            true
+        })
+    }
+
     /// Runs `Driver::maintenance` after `msecs` milliseconds, unless it is
     /// already scheduled.
     pub fn schedule_maintenance(&self, msecs: u32) {

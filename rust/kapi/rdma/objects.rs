@@ -181,6 +181,11 @@ impl<T: Driver> Qp<T> {
         unsafe { Cq::from_raw(self.raw().recv_cq) }
     }
 
+    /// Identifies the QP's protection domain (compared, never followed).
+    pub fn pd_id(&self) -> usize {
+        self.raw().pd as usize
+    }
+
     /// The SRQ receives come from, if any.
     pub fn srq(&self) -> Option<&Srq<T>> {
         let srq = self.raw().srq;
@@ -372,6 +377,13 @@ impl<T: Driver> Mr<T> {
             (*self.as_raw()).device = (*pd).device;
             (*self.as_raw()).pd = pd;
         }
+    }
+
+    /// Identifies the region's protection domain (compared, never
+    /// followed).
+    pub fn pd_id(&self) -> usize {
+        // SAFETY: set by `set_owner` before the MR is published.
+        unsafe { (*self.as_raw()).pd as usize }
     }
 
     /// Sets the keys the core reports for the region.

@@ -223,6 +223,12 @@ impl Queue {
         Ok(unsafe { self.base.as_ptr().add(at) })
     }
 
+    /// The address of `len` bytes at `offset` in slot `index`, for bulk
+    /// copies; only meaningful for queues user space cannot write.
+    pub fn slot_bytes(&self, index: u32, offset: usize, len: usize) -> Result<*const u8> {
+        self.at(index, offset, len).map(|p| p.cast_const())
+    }
+
     /// Reads a `T` at `offset` in slot `index`, once.
     pub fn read<T: Pod>(&self, index: u32, offset: usize) -> Result<T> {
         let ptr = self.at(index, offset, core::mem::size_of::<T>())?;
@@ -260,6 +266,23 @@ impl Queue {
         // SAFETY: in bounds (checked); the source is kernel memory that does
         // not overlap the queue.
         unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
+        Ok(())
+    }
+
+    /// Fills this (new, empty) queue with the `count` entries of `old`
+    /// starting at slot `first`, in order from slot 0, and publishes them:
+    /// what a resize keeps. `EINVAL` if they do not fit.
+    pub fn take_entries(&self, old: &Queue, first: u32, count: u32) -> Result {
+        if !self.geometry.fits(count) {
+            return Err(EINVAL);
+        }
+        let mut from = first;
+        for index in 0..count {
+            self.copy_slot(index, old, from)?;
+            from = old.geometry.next(from);
+        }
+        self.set_consumer(0);
+        self.set_producer(count);
         Ok(())
     }
 

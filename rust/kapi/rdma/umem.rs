@@ -108,6 +108,20 @@ impl UserMemory {
         let page = *self.pages.get((absolute >> PAGE_SHIFT) as usize)?;
         Some((page, (absolute % PAGE_SIZE) as usize))
     }
+
+    /// The kernel address of byte `offset` of the region and how many
+    /// bytes of the region's memory follow it contiguously (to the end of
+    /// its page or of the region).
+    pub fn address(&self, offset: u64) -> Option<(*mut u8, usize)> {
+        let (page, within) = self.locate(offset)?;
+        // SAFETY: the page is pinned while `self` lives; without highmem
+        // (checked when the shims build) every page has a kernel address.
+        let base = unsafe { bindings::srnic_page_address(page.as_ptr()) }.cast::<u8>();
+        let in_page = PAGE_SIZE as usize - within;
+        let in_region = (self.length - offset).min(in_page as u64) as usize;
+        // SAFETY: `within` is below the page size, so this stays in the page.
+        Some((unsafe { base.add(within) }, in_region))
+    }
 }
 
 impl Drop for UserMemory {

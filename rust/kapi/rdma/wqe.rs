@@ -17,6 +17,8 @@ use super::udata::Pod;
 use crate::bindings;
 use crate::pure::wr::{self, opcode, QpType, SendLimits, WqeError};
 use core::mem::{offset_of, size_of};
+use kernel::alloc::flags::{GFP_ATOMIC, GFP_KERNEL};
+use kernel::alloc::KVec;
 use kernel::prelude::*;
 
 // SAFETY: `repr(C)` integers, arrays and unions of them, padded by hand in
@@ -484,4 +486,70 @@ pub fn write_kernel_recv(queue: &Queue, index: u32, wr: &RecvWr<'_>, max_sge: u3
 /// Reads the WR ID of the receive WQE in slot `index`, once.
 pub fn recv_wr_id(queue: &Queue, index: u32) -> Result<u64> {
     queue.read::<u64>(index, offset_of!(bindings::rxe_recv_wqe, wr_id))
+}
+
+/// Reads the send WQE header in slot `index` of a kernel-owned work ring.
+pub fn read_send(queue: &Queue, index: u32) -> Result<bindings::rxe_send_wqe> {
+    queue.read(index, 0)
+}
+
+/// Stores the transport's per-WQE state back into slot `index`.
+pub fn write_send(queue: &Queue, index: u32, wqe: &bindings::rxe_send_wqe) -> Result {
+    queue.write(index, 0, wqe)
+}
+
+/// SGE `n` of the send WQE in slot `index`.
+pub fn send_sge(queue: &Queue, index: u32, n: u32) -> Result<bindings::rxe_sge> {
+    queue.read(index, SEND_HEADER + n as usize * SGE_SIZE)
+}
+
+/// Where the `len` inline bytes of the send WQE in slot `index` lie.
+pub fn send_inline(queue: &Queue, index: u32, len: u32) -> Result<*const u8> {
+    queue.slot_bytes(index, SEND_HEADER, len as usize)
+}
+
+/// A receive WQE copied out of its ring.
+pub struct RecvCopy {
+    /// The WR's ID.
+    pub wr_id: u64,
+    /// The sum of the SGE lengths.
+    pub length: u32,
+    /// The scatter list (capacity reserved for the largest).
+    pub sges: KVec<bindings::rxe_sge>,
+}
+
+impl RecvCopy {
+    /// An empty copy able to hold `max_sge` SGEs without allocating again.
+    pub fn with_capacity(max_sge: u32) -> Result<Self> {
+        let mut sges = KVec::new();
+        sges.reserve(max_sge as usize, GFP_KERNEL)?;
+        Ok(Self {
+            wr_id: 0,
+            length: 0,
+            sges,
+        })
+    }
+
+    /// Copies the receive WQE in slot `index` of `queue` (which user space
+    /// may be writing) into `self`, each field read once, and checks the
+    /// copy: at most `max_sge` SGEs whose lengths add up in 32 bits.
+    pub fn fetch(&mut self, queue: &Queue, index: u32, max_sge: u32) -> Result {
+        let wqe: bindings::rxe_recv_wqe = queue.read(index, 0)?;
+        let count = wqe.dma.num_sge;
+        if count > max_sge || count as usize > self.sges.capacity() {
+            return Err(EINVAL);
+        }
+        // SAFETY: SGEs are plain integers with nothing to drop.
+        unsafe { self.sges.set_len(0) };
+        let mut total = 0u32;
+        for n in 0..count as usize {
+            let sge: bindings::rxe_sge = queue.read(index, RECV_HEADER + n * SGE_SIZE)?;
+            total = total.checked_add(sge.length).ok_or(EINVAL)?;
+            // Within the reserved capacity: does not allocate.
+            self.sges.push(sge, GFP_ATOMIC)?;
+        }
+        self.wr_id = wqe.wr_id;
+        self.length = total;
+        Ok(())
+    }
 }

@@ -222,3 +222,54 @@ fn random_input_is_safe() {
         }
     }
 }
+
+/// Every request opcode the requester picks is one the opcode table knows
+/// as that operation, at that place in the message, with the headers the
+/// operation needs there.
+#[test]
+fn request_opcodes_agree_with_the_opcode_table() {
+    use srnic_pure::headers::{hdr, opcode_info, Operation, Position, Transport};
+    use srnic_pure::wr::request_opcode;
+    let ops = [
+        opcode::SEND,
+        opcode::SEND_WITH_IMM,
+        opcode::SEND_WITH_INV,
+        opcode::RDMA_WRITE,
+        opcode::RDMA_WRITE_WITH_IMM,
+    ];
+    for uc in [false, true] {
+        for op in ops {
+            for (first, last) in [(true, true), (true, false), (false, false), (false, true)] {
+                let Some(code) = request_opcode(uc, op, first, last) else {
+                    assert!(uc && op == opcode::SEND_WITH_INV, "{op} {first} {last}");
+                    continue;
+                };
+                let info = opcode_info(code).expect("known opcode");
+                let want_transport = if uc { Transport::Uc } else { Transport::Rc };
+                assert_eq!(info.transport, want_transport);
+                let is_write = matches!(op, opcode::RDMA_WRITE | opcode::RDMA_WRITE_WITH_IMM);
+                let want_op = if is_write {
+                    Operation::Write
+                } else {
+                    Operation::Send
+                };
+                assert_eq!(info.operation, want_op);
+                let want_pos = match (first, last) {
+                    (true, true) => Position::Only,
+                    (true, false) => Position::First,
+                    (false, false) => Position::Middle,
+                    (false, true) => Position::Last,
+                };
+                assert_eq!(info.position, want_pos);
+                assert_eq!(info.headers & hdr::RETH != 0, is_write && first);
+                let with_imm = matches!(op, opcode::SEND_WITH_IMM | opcode::RDMA_WRITE_WITH_IMM);
+                assert_eq!(info.headers & hdr::IMM != 0, with_imm && last);
+                assert_eq!(
+                    info.headers & hdr::IETH != 0,
+                    op == opcode::SEND_WITH_INV && last
+                );
+            }
+        }
+    }
+    assert_eq!(request_opcode(false, opcode::RDMA_READ, true, true), None);
+}

@@ -178,19 +178,9 @@ impl SrnicCq {
             response::cq(user, mi)?;
         }
         let mut state = self.state.lock();
-        let old = *state.queue.geometry();
         let consumer = state.consumer(self.user).ok_or(EINVAL)?;
-        let pending = old.used(state.producer, consumer);
-        if !geometry.fits(pending) {
-            return Err(EINVAL);
-        }
-        let mut from = consumer;
-        for index in 0..pending {
-            queue.copy_slot(index, &state.queue, from)?;
-            from = old.next(from);
-        }
-        queue.set_producer(pending);
-        queue.set_consumer(0);
+        let pending = state.queue.geometry().used(state.producer, consumer);
+        queue.take_entries(&state.queue, consumer, pending)?;
         let old_queue = core::mem::replace(&mut state.queue, queue);
         state.producer = pending;
         state.consumer = 0;

@@ -453,12 +453,19 @@ impl Driver for SrnicDevice {
     /// Flushes receives that processes posted to their QPs in ERR, every
     /// `SWEEP_INTERVAL_MS` while there are such QPs.
     fn maintenance(dev: &Device<Self>) {
-        let mut again = false;
+        let mut sweep = false;
+        let mut waiting = false;
         {
             let guard = RcuReadGuard::new();
-            dev.qps.for_each(&guard, |qp| again |= SrnicQp::sweep(qp));
+            dev.qps.for_each(&guard, |qp| {
+                sweep |= SrnicQp::sweep(qp);
+                waiting |= crate::transport::kick_waiting(qp);
+            });
         }
-        if again {
+        if waiting {
+            // RNR waits are short; look again soon.
+            dev.schedule_maintenance(1);
+        } else if sweep {
             dev.schedule_maintenance(crate::qp::SWEEP_INTERVAL_MS);
         }
     }

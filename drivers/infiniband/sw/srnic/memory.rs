@@ -13,7 +13,7 @@ use crate::kapi::rdma::verbs::AddressVector;
 use crate::kapi::rdma::{Ah, Device, Mr, MrKind, Mw, MwType, UserMemory};
 use crate::kapi::sync::SpinLockIrq;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::alloc::{flags::GFP_KERNEL, KVec};
 use kernel::prelude::*;
 
@@ -38,6 +38,9 @@ enum MrMapping {
 pub(crate) struct SrnicMr {
     key: AtomicU32,
     access: AtomicU32,
+    /// Whether the key works: fast-registration regions are valid between
+    /// a REG_MR and the next invalidation.
+    valid: AtomicBool,
     #[pin]
     mapping: SpinLockIrq<MrMapping>,
 }
@@ -52,6 +55,7 @@ impl SrnicMr {
         kind: MrKind,
         access: u32,
     ) -> Result<impl PinInit<Self, Error>> {
+        let valid = !matches!(kind, MrKind::FastReg { .. });
         let mapping = match kind {
             MrKind::Dma => MrMapping::Dma,
             MrKind::User { memory, iova } => MrMapping::User { memory, iova },
@@ -73,6 +77,7 @@ impl SrnicMr {
         Ok(try_pin_init!(Self {
             key: AtomicU32::new(0),
             access: AtomicU32::new(access),
+            valid: AtomicBool::new(valid),
             mapping <- new_spinlock_irq!(mapping),
         }? Error))
     }
@@ -106,7 +111,12 @@ impl SrnicMr {
         } else {
             None
         };
-        // The old pages are unpinned outside the lock (it may sleep).
+        // The transport reaches pages by address inside RCU read-side
+        // sections; the old pages stay pinned until those have ended, and
+        // are unpinned outside the lock (it may sleep).
+        if old.is_some() {
+            crate::kapi::rcu::synchronize();
+        }
         drop(old);
         if let Some(access) = access {
             self.access.store(access, Ordering::Release);
@@ -149,19 +159,69 @@ impl SrnicMr {
 /// The MR `key` names, valid while `guard` lives: constant time (one
 /// table load) and safe against a concurrent deregistration, which removes
 /// the MR and waits for every read-side section before freeing it.
-// The requester and responder of the RC transport are its callers.
-#[allow(dead_code)]
 pub(crate) fn lookup_mr<'g>(
     dev: &Device<SrnicDevice>,
     guard: &'g RcuReadGuard,
     key: u32,
 ) -> Option<&'g Mr<SrnicDevice>> {
     let mr = dev.mrs.get(guard, key >> 8)?;
-    // A stale key (an older registration under this index) misses.
-    (mr.key.load(Ordering::Acquire) == key).then_some(mr)
+    // A stale key (an older registration under this index) misses, and so
+    // does an invalidated one.
+    (mr.key.load(Ordering::Acquire) == key && mr.valid.load(Ordering::Acquire)).then_some(mr)
 }
 
-#[allow(dead_code)]
+/// Why a fast registration or an invalidation is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeyError {
+    /// No such region, or not one this operation applies to.
+    NoRegion,
+    /// The region belongs to another protection domain.
+    WrongPd,
+}
+
+/// Executes a REG_MR work request: `key` (the region's index with a new
+/// key byte, see `ib_update_fast_reg_key`) becomes valid with `access`.
+pub(crate) fn fast_register(
+    dev: &Device<SrnicDevice>,
+    guard: &RcuReadGuard,
+    pd: usize,
+    key: u32,
+    access: u32,
+) -> core::result::Result<(), KeyError> {
+    let mr = dev.mrs.get(guard, key >> 8).ok_or(KeyError::NoRegion)?;
+    if mr.pd_id() != pd {
+        return Err(KeyError::WrongPd);
+    }
+    if !matches!(*mr.mapping.lock(), MrMapping::FastReg { .. }) {
+        return Err(KeyError::NoRegion);
+    }
+    mr.access.store(access, Ordering::Release);
+    mr.key.store(key, Ordering::Release);
+    mr.valid.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// Invalidates the fast-registration region `key` names (LOCAL_INV, or
+/// SEND_WITH_INV from the peer).
+pub(crate) fn invalidate(
+    dev: &Device<SrnicDevice>,
+    guard: &RcuReadGuard,
+    pd: usize,
+    key: u32,
+) -> core::result::Result<(), KeyError> {
+    let mr = lookup_mr(dev, guard, key).ok_or(KeyError::NoRegion)?;
+    if mr.pd_id() != pd {
+        return Err(KeyError::WrongPd);
+    }
+    if !matches!(*mr.mapping.lock(), MrMapping::FastReg { .. }) {
+        return Err(KeyError::NoRegion);
+    }
+    mr.valid.store(false, Ordering::Release);
+    Ok(())
+}
+
+const PAGE_SIZE: u64 = crate::bindings::SRNIC_PAGE_SIZE as u64;
+
 impl SrnicMr {
     /// Whether `[iova, iova + len)` lies in the region and the region
     /// grants `access`; the offset of `iova` in it if so.
@@ -178,6 +238,43 @@ impl SrnicMr {
         let offset = iova.checked_sub(start)?;
         let end = offset.checked_add(u64::from(len))?;
         (end <= length).then_some(offset)
+    }
+
+    /// The kernel address of byte `offset` of the region (as
+    /// [`Self::check_range`] gives it) and how many bytes follow it
+    /// contiguously. The address is usable while `_guard` lives: pages go
+    /// only after a grace period (deregistration and reregistration wait
+    /// for one).
+    pub(crate) fn translate(&self, _guard: &RcuReadGuard, offset: u64) -> Option<(*mut u8, usize)> {
+        let mapping = self.mapping.lock();
+        match &*mapping {
+            // Kernel virtual addresses: the kernel consumer owns them.
+            MrMapping::Dma => Some((
+                offset as usize as *mut u8,
+                (PAGE_SIZE - offset % PAGE_SIZE) as usize,
+            )),
+            MrMapping::User { memory, .. } => memory.address(offset),
+            MrMapping::FastReg {
+                pages,
+                page_size,
+                iova,
+                length,
+                ..
+            } => {
+                if offset >= *length || *page_size == 0 {
+                    return None;
+                }
+                let page_size = u64::from(*page_size);
+                let absolute = offset.checked_add(iova % page_size)?;
+                let page = *pages.get(usize::try_from(absolute / page_size).ok()?)?;
+                let within = absolute % page_size;
+                let contiguous = (page_size - within).min(length - offset);
+                Some((
+                    page.checked_add(within)? as usize as *mut u8,
+                    contiguous as usize,
+                ))
+            }
+        }
     }
 }
 

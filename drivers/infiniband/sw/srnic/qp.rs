@@ -11,11 +11,13 @@ use crate::kapi::rdma::verbs::{
     transition_allowed, QpAttrMask, QpAttributes, QpCaps, QpInit, QpModify, QpQuery, QpState,
     WcOpcode, WcStatus,
 };
-use crate::kapi::rdma::wqe::{self, RecvChain, SendChain};
+use crate::kapi::rdma::wqe::{self, RecvChain, RecvCopy, SendChain};
 use crate::kapi::rdma::{Device, Qp, QpEvent, UserData};
 use crate::kapi::sync::SpinLockIrq;
 use crate::pure::ring::RingGeometry;
 use crate::pure::wr::{QpType, SendLimits};
+use crate::requester::Requester;
+use crate::responder::Responder;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
 
@@ -23,10 +25,17 @@ use kernel::prelude::*;
 #[pin_data]
 pub(crate) struct SrnicQp {
     #[pin]
-    state: SpinLockIrq<QpInner>,
-    caps: QpCaps,
-    sq_sig_all: bool,
-    user: bool,
+    pub(crate) state: SpinLockIrq<QpInner>,
+    /// What the requester reads: kernel WQEs, or validated copies of user
+    /// WQEs. Slots are written only under `state`'s lock, for WQEs not yet
+    /// handed to the requester.
+    pub(crate) work: Queue,
+    pub(crate) caps: QpCaps,
+    pub(crate) sq_sig_all: bool,
+    pub(crate) user: bool,
+    /// One CPU at a time runs the requester; others leave it a note.
+    pub(crate) requester_busy: AtomicBool,
+    pub(crate) requester_again: AtomicBool,
     /// A user QP in ERR with its own RQ: receives posted now reach the
     /// kernel by no call, so the device's maintenance work flushes them.
     needs_sweep: AtomicBool,
@@ -35,53 +44,59 @@ pub(crate) struct SrnicQp {
 /// How often receives posted to user QPs in ERR are flushed.
 pub(crate) const SWEEP_INTERVAL_MS: u32 = 20;
 
-struct SendQueue {
-    /// What the requester reads: kernel WQEs, or validated copies of user
-    /// WQEs.
-    work: Queue,
-    /// The ring a user process writes, same geometry.
-    user: Option<Queue>,
+pub(crate) struct SendQueue {
+    /// The ring a user process writes, same geometry as the work ring.
+    pub(crate) user: Option<Queue>,
     /// WQEs posted (kernel) or fetched from the user ring.
-    producer: u32,
+    pub(crate) producer: u32,
     /// The oldest WQE not yet completed.
-    consumer: u32,
+    pub(crate) consumer: u32,
 }
 
-struct RecvQueue {
-    queue: Queue,
+pub(crate) struct RecvQueue {
+    pub(crate) queue: Queue,
     /// WQEs posted by a kernel consumer (user space keeps its own in the
     /// ring).
-    producer: u32,
-    consumer: u32,
+    pub(crate) producer: u32,
+    pub(crate) consumer: u32,
 }
 
-struct QpInner {
-    attrs: QpAttributes,
-    sq: SendQueue,
-    rq: Option<RecvQueue>,
+pub(crate) struct QpInner {
+    pub(crate) attrs: QpAttributes,
+    pub(crate) sq: SendQueue,
+    pub(crate) rq: Option<RecvQueue>,
+    pub(crate) requester: Requester,
+    pub(crate) responder: Responder,
 }
 
 /// Upcalls collected under the QP lock, run after it is released.
 #[derive(Default)]
 #[must_use]
-struct Upcalls {
-    send: CqUpcalls,
-    recv: CqUpcalls,
+pub(crate) struct Upcalls {
+    pub(crate) send: CqUpcalls,
+    pub(crate) recv: CqUpcalls,
     events: [Option<QpEvent>; 2],
+    /// The QP's SRQ drained below its limit.
+    pub(crate) srq_limit: bool,
 }
 
 impl Upcalls {
-    fn event(&mut self, event: QpEvent) {
+    pub(crate) fn event(&mut self, event: QpEvent) {
         if let Some(slot) = self.events.iter_mut().find(|e| e.is_none()) {
             *slot = Some(event);
         }
     }
 
-    fn run(self, qp: &Qp<SrnicDevice>) {
+    pub(crate) fn run(self, qp: &Qp<SrnicDevice>) {
         self.send.run(qp.send_cq());
         self.recv.run(qp.recv_cq());
         for event in self.events.into_iter().flatten() {
             qp.event(event);
+        }
+        if self.srq_limit {
+            if let Some(srq) = qp.srq() {
+                srq.limit_event();
+            }
         }
     }
 }
@@ -113,8 +128,9 @@ impl SrnicQp {
             return Err(EINVAL);
         }
         dev.counts.qp.acquire(limits::MAX_QP)?;
-        let made = Self::make_queues(init, user);
-        let (sq, rq, actual) = made.inspect_err(|_| dev.counts.qp.release())?;
+        let made = Self::make_queues(init, user)
+            .and_then(|q| Ok((q, RecvCopy::with_capacity(limits::MAX_SGE)?)));
+        let ((work, sq, rq, actual), recv_copy) = made.inspect_err(|_| dev.counts.qp.release())?;
         let is_user = user.is_some();
         let sq_sig_all = init.sq_sig_all;
         Ok((
@@ -124,10 +140,15 @@ impl SrnicQp {
                     attrs: QpAttributes::default(),
                     sq,
                     rq,
+                    requester: Requester::default(),
+                    responder: Responder::new(recv_copy),
                 }),
+                work,
                 caps: actual,
                 sq_sig_all,
                 user: is_user,
+                requester_busy: AtomicBool::new(false),
+                requester_again: AtomicBool::new(false),
                 needs_sweep: AtomicBool::new(false),
             }? Error),
         ))
@@ -136,7 +157,7 @@ impl SrnicQp {
     fn make_queues(
         init: &QpInit,
         user: Option<&UserData>,
-    ) -> Result<(SendQueue, Option<RecvQueue>, QpCaps)> {
+    ) -> Result<(Queue, SendQueue, Option<RecvQueue>, QpCaps)> {
         let caps = init.caps;
         let send_slot = wqe::send_slot_size(caps.max_send_sge, caps.max_inline_data);
         let send = ring(caps.max_send_wr, send_slot)?;
@@ -177,8 +198,8 @@ impl SrnicQp {
             response::qp(user, rq_mi, sq_mi)?;
         }
         Ok((
+            work,
             SendQueue {
-                work,
                 user: user_sq,
                 producer: 0,
                 consumer: 0,
@@ -209,6 +230,19 @@ impl SrnicQp {
         let this: &SrnicQp = qp;
         let mask = modify.mask;
         validate(qp, modify)?;
+        if mask.has(QpAttrMask::AV)
+            && matches!(qp.qp_type(), QpType::Rc | QpType::Uc)
+            && !qp.device().has_gid(&modify.attrs.av.dgid)
+        {
+            // Until the RoCEv2 wire exists, only this device's own GIDs
+            // are reachable (loopback).
+            pr_warn_ratelimited!(
+                "{}: QP {}: destination is not a GID of this device; srnic has no wire transport yet\n",
+                qp.device().name(),
+                qp.qp_num()
+            );
+            return Err(crate::kapi::not_supported());
+        }
         let mut upcalls = Upcalls::default();
         {
             let mut state = this.state.lock();
@@ -228,6 +262,15 @@ impl SrnicQp {
             }
             apply(&mut state.attrs, modify);
             state.attrs.state = next;
+            if mask.has(QpAttrMask::SQ_PSN) {
+                state.requester.set_psn(modify.attrs.sq_psn);
+            }
+            if mask.has(QpAttrMask::RQ_PSN) {
+                state.responder.set_psn(modify.attrs.rq_psn);
+            }
+            if mask.has(QpAttrMask::RNR_RETRY) {
+                state.requester.rnr_left = modify.attrs.rnr_retry;
+            }
             this.needs_sweep.store(
                 next == QpState::Error && this.user && state.rq.is_some(),
                 Ordering::Release,
@@ -253,6 +296,8 @@ impl SrnicQp {
         }
         upcalls.run(qp);
         this.schedule_sweep(qp);
+        // Leaving SQD, or RNR retries granted again: work may be waiting.
+        crate::transport::run_requester(qp);
         Ok(())
     }
 
@@ -306,6 +351,8 @@ impl SrnicQp {
         }
         let attrs = &mut state.attrs;
         *attrs = QpAttributes::default();
+        state.requester = Requester::default();
+        state.responder.reset();
     }
 
     /// Completes every outstanding WQE with `IB_WC_WR_FLUSH_ERR`, SQ and RQ
@@ -321,7 +368,7 @@ impl SrnicQp {
             Some(user) => user.checked_producer().unwrap_or(sq.producer),
             None => sq.producer,
         };
-        let geometry = *sq.work.geometry();
+        let geometry = *self.work.geometry();
         // WQEs before the kernel's producer index were fetched (checked
         // copies in the work ring); the rest are read from the user's ring.
         let mut fetched = geometry.used(sq.producer, sq.consumer);
@@ -332,7 +379,7 @@ impl SrnicQp {
                     wqe::user_send_wr_id(user, index).unwrap_or(0),
                     WcOpcode::Send,
                 ),
-                _ => wqe::send_summary(&sq.work, index)
+                _ => wqe::send_summary(&self.work, index)
                     .map(|s| (s.wr_id, WcOpcode::of_send(s.opcode)))
                     .unwrap_or((0, WcOpcode::Send)),
             };
@@ -344,6 +391,13 @@ impl SrnicQp {
         sq.producer = sq.consumer;
         if let Some(user) = &sq.user {
             user.set_consumer(sq.consumer);
+        }
+        state.requester.rewind(sq.consumer);
+        // A receive taken from the SRQ for a message still arriving is this
+        // QP's to flush.
+        if let Some(wr_id) = state.responder.drop_srq_receive() {
+            let wc = qp.completion(wr_id, WcStatus::WrFlushError, WcOpcode::Recv);
+            upcalls.recv.merge(recv_cq.push(&wc, false));
         }
         if let Some(rq) = &mut state.rq {
             let geometry = *rq.queue.geometry();
@@ -368,11 +422,34 @@ impl SrnicQp {
         if state.attrs.state == QpState::Error {
             return;
         }
+        upcalls.event(QpEvent::Fatal);
+        self.enter_error(qp, state, upcalls);
+    }
+
+    /// Moves the QP to ERR after an error completion (IBTA 10.3.1: the
+    /// transport reports it through the CQ, not an event) and flushes
+    /// everything outstanding.
+    pub(crate) fn enter_error(
+        &self,
+        qp: &Qp<SrnicDevice>,
+        state: &mut QpInner,
+        upcalls: &mut Upcalls,
+    ) {
+        if state.attrs.state == QpState::Error {
+            return;
+        }
         state.attrs.state = QpState::Error;
         self.needs_sweep
             .store(self.user && state.rq.is_some(), Ordering::Release);
-        upcalls.event(QpEvent::Fatal);
         self.flush(qp, state, upcalls);
+        if qp.srq().is_some() {
+            upcalls.event(QpEvent::LastWqeReached);
+        }
+    }
+
+    /// The QP's `needs_sweep` work, if it has some, is scheduled.
+    pub(crate) fn after_upcalls(&self, qp: &Qp<SrnicDevice>) {
+        self.schedule_sweep(qp);
     }
 
     pub(crate) fn post_send(qp: &Qp<SrnicDevice>, wrs: &mut SendChain<'_>) -> Result {
@@ -386,7 +463,7 @@ impl SrnicQp {
             let in_error = qp_state == QpState::Error;
             for wr in wrs.by_ref() {
                 let sq = &mut state.sq;
-                let geometry = *sq.work.geometry();
+                let geometry = *this.work.geometry();
                 if geometry.is_full(sq.producer, sq.consumer) {
                     return Err(ENOMEM);
                 }
@@ -394,10 +471,10 @@ impl SrnicQp {
                 if in_error {
                     // Flushed below whatever it asks for (`ib_drain_qp`
                     // posts an RDMA WRITE even on UD QPs).
-                    wqe::write_flush_marker(&sq.work, sq.producer, &wr)?;
+                    wqe::write_flush_marker(&this.work, sq.producer, &wr)?;
                 } else {
                     wqe::write_kernel_send(
-                        &sq.work,
+                        &this.work,
                         sq.producer,
                         &wr,
                         qp.qp_type(),
@@ -413,6 +490,8 @@ impl SrnicQp {
             Ok(())
         })();
         upcalls.run(qp);
+        // What was queued before a failing WR goes out too.
+        crate::transport::run_requester(qp);
         result
     }
 
@@ -441,12 +520,13 @@ impl SrnicQp {
                 this.fail(qp, &mut state, &mut upcalls);
                 return Ok(());
             };
-            let geometry = *state.sq.work.geometry();
+            let geometry = *this.work.geometry();
             while state.sq.producer != end {
                 let sq = &mut state.sq;
                 let index = sq.producer;
                 let Some(user) = &sq.user else { break };
-                if let Err(err) = wqe::fetch_user_send(&sq.work, user, index, qp.qp_type(), &limits)
+                if let Err(err) =
+                    wqe::fetch_user_send(&this.work, user, index, qp.qp_type(), &limits)
                 {
                     pr_warn_ratelimited!(
                         "{}: QP {}: invalid send WQE ({:?})\n",
@@ -455,7 +535,7 @@ impl SrnicQp {
                         err
                     );
                     // The bad WQE completes in error, the rest flush.
-                    let wr_id = wqe::send_summary(&sq.work, index)
+                    let wr_id = wqe::send_summary(&this.work, index)
                         .map(|s| s.wr_id)
                         .unwrap_or(0);
                     if index == sq.consumer {
@@ -475,6 +555,7 @@ impl SrnicQp {
         })();
         upcalls.run(qp);
         this.schedule_sweep(qp);
+        crate::transport::run_requester(qp);
         result
     }
 

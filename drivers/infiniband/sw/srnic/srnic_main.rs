@@ -14,12 +14,17 @@ mod kapi;
 #[path = "../../../../rust/pure/mod.rs"]
 mod pure;
 
+mod completer;
 mod cq;
 mod device;
 mod memory;
+mod payload;
 mod qp;
 mod registry;
+mod requester;
+mod responder;
 mod srq;
+mod transport;
 
 use kapi::netdev::NetdevNotifier;
 use kapi::rdma::LinkRegistration;

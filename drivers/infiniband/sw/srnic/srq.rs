@@ -5,7 +5,7 @@
 use crate::device::{limits, SrnicDevice};
 use crate::kapi::rdma::queue::{response, Queue};
 use crate::kapi::rdma::verbs::{SrqAttributes, SrqModify};
-use crate::kapi::rdma::wqe::{self, RecvChain};
+use crate::kapi::rdma::wqe::{self, RecvChain, RecvCopy};
 use crate::kapi::rdma::{Device, Srq, UserData};
 use crate::kapi::sync::SpinLockIrq;
 use crate::pure::ring::RingGeometry;
@@ -117,19 +117,12 @@ impl SrnicSrq {
                 response::srq_resized(addr, mi)?;
             }
             let mut state = self.state.lock();
-            let old = *state.queue.geometry();
             let producer = state.producer(self.user).ok_or(EINVAL)?;
-            let pending = old.used(producer, state.consumer);
-            if !geometry.fits(pending) || (modify.limit && new.srq_limit > geometry.capacity()) {
+            let pending = state.queue.geometry().used(producer, state.consumer);
+            if modify.limit && new.srq_limit > geometry.capacity() {
                 return Err(EINVAL);
             }
-            let mut from = state.consumer;
-            for index in 0..pending {
-                queue.copy_slot(index, &state.queue, from)?;
-                from = old.next(from);
-            }
-            queue.set_producer(pending);
-            queue.set_consumer(0);
+            queue.take_entries(&state.queue, state.consumer, pending)?;
             let old_queue = core::mem::replace(&mut state.queue, queue);
             state.producer = pending;
             state.consumer = 0;
@@ -164,6 +157,29 @@ impl SrnicSrq {
             state.queue.set_producer(producer);
         }
         Ok(())
+    }
+
+    /// Takes the oldest receive WQE into `copy` (read once, then checked):
+    /// `Some(limit_reached)` if there was one, where `limit_reached` says
+    /// the SRQ just drained below its armed limit (which disarms it).
+    pub(crate) fn take(&self, copy: &mut RecvCopy) -> Result<Option<bool>> {
+        let mut state = self.state.lock();
+        let producer = state.producer(self.user).ok_or(EINVAL)?;
+        let consumer = state.consumer;
+        if producer == consumer {
+            return Ok(None);
+        }
+        copy.fetch(&state.queue, consumer, self.max_sge)?;
+        let geometry = *state.queue.geometry();
+        state.consumer = geometry.next(consumer);
+        let next = state.consumer;
+        state.queue.set_consumer(next);
+        let left = geometry.used(producer, next);
+        let limit_reached = state.limit != 0 && left < state.limit;
+        if limit_reached {
+            state.limit = 0;
+        }
+        Ok(Some(limit_reached))
     }
 
     pub(crate) fn destroy(srq: &Srq<SrnicDevice>) {

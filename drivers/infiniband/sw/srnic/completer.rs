@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The completer: retires send WQEs in posting order from what the
+//! responder answers. An ACK completes every SEND and WRITE up to its PSN;
+//! a read response places its data and completes the READ with its last
+//! packet; an atomic acknowledge returns the original value. Any answer
+//! also acknowledges everything before its PSN. An RNR NAK makes the
+//! requester wait and resend; other NAKs complete the WQE in error and
+//! move the QP to ERR, which flushes the rest.
+
+use crate::bindings;
+use crate::device::SrnicDevice;
+use crate::kapi::rcu::RcuReadGuard;
+use crate::kapi::rdma::verbs::{QpState, WcOpcode, WcStatus};
+use crate::kapi::rdma::{wqe, Qp};
+use crate::payload::{self, CopyError, Extent, SgeList};
+use crate::pure::aeth::{rnr_timer_us, NakCode, Syndrome, RNR_RETRY_FOREVER};
+use crate::pure::headers::Operation;
+use crate::pure::psn::{Psn, PSN_MASK};
+use crate::pure::wr::opcode;
+use crate::qp::{QpInner, SrnicQp, Upcalls};
+use crate::requester::{local_status, mtu_bytes, now_ns, wqe_state};
+use crate::transport::Packet;
+
+const IB_SEND_SIGNALED: u32 = bindings::ib_send_flags_IB_SEND_SIGNALED as u32;
+
+/// Takes an answer for `qp`'s requester; whether it was used.
+pub(crate) fn receive(qp: &Qp<SrnicDevice>, guard: &RcuReadGuard, packet: &Packet<'_>) -> bool {
+    let this: &SrnicQp = qp;
+    let mut upcalls = Upcalls::default();
+    let taken = {
+        let mut state = this.state.lock();
+        handle(qp, &mut state, guard, packet, &mut upcalls)
+    };
+    upcalls.run(qp);
+    this.after_upcalls(qp);
+    taken
+}
+
+/// The requester's own memory failed while the packet with `psn` was
+/// being read: its WQE completes with a local protection error.
+pub(crate) fn source_fault(qp: &Qp<SrnicDevice>, psn: Psn) {
+    let this: &SrnicQp = qp;
+    let mut upcalls = Upcalls::default();
+    {
+        let mut state = this.state.lock();
+        if state.attrs.state == QpState::Rts || state.attrs.state == QpState::Sqd {
+            acknowledge(qp, &mut state, before(psn), &mut upcalls);
+            fail_oldest(qp, &mut state, WcStatus::LocalProtectionError, &mut upcalls);
+        }
+    }
+    upcalls.run(qp);
+    this.after_upcalls(qp);
+}
+
+fn before(psn: Psn) -> Psn {
+    psn.add(PSN_MASK)
+}
+
+fn handle(
+    qp: &Qp<SrnicDevice>,
+    state: &mut QpInner,
+    guard: &RcuReadGuard,
+    packet: &Packet<'_>,
+    upcalls: &mut Upcalls,
+) -> bool {
+    if !matches!(state.attrs.state, QpState::Rts | QpState::Sqd) {
+        return false;
+    }
+    let psn = packet.psn();
+    let syndrome = packet.hdr.aeth.map(|a| Syndrome::decode(a.syndrome));
+    match packet.hdr.info.operation {
+        Operation::Acknowledge => match syndrome.flatten() {
+            Some(Syndrome::Ack) => {
+                acknowledge(qp, state, psn, upcalls);
+                true
+            }
+            Some(Syndrome::Rnr(code)) => {
+                acknowledge(qp, state, before(psn), upcalls);
+                receiver_not_ready(qp, state, psn, code, upcalls);
+                true
+            }
+            Some(Syndrome::Nak(NakCode::PsnSequence)) => {
+                acknowledge(qp, state, before(psn), upcalls);
+                resend_from(qp, state, psn);
+                true
+            }
+            Some(Syndrome::Nak(code)) => {
+                acknowledge(qp, state, before(psn), upcalls);
+                let status = match code {
+                    NakCode::RemoteAccess => WcStatus::RemoteAccessError,
+                    NakCode::RemoteOperation => WcStatus::RemoteOperationError,
+                    _ => WcStatus::RemoteInvalidRequestError,
+                };
+                fail_oldest(qp, state, status, upcalls);
+                true
+            }
+            None => false,
+        },
+        Operation::ReadResponse => {
+            if matches!(syndrome, Some(Some(s)) if s != Syndrome::Ack) {
+                return false;
+            }
+            acknowledge(qp, state, before(psn), upcalls);
+            read_response(qp, state, guard, packet, upcalls)
+        }
+        Operation::AtomicAcknowledge => {
+            acknowledge(qp, state, before(psn), upcalls);
+            atomic_acknowledge(qp, state, guard, packet, upcalls)
+        }
+        _ => false,
+    }
+}
+
+/// The oldest WQE the requester has (at least partly) sent, with its slot.
+fn oldest_sent(qp: &Qp<SrnicDevice>, state: &QpInner) -> Option<(u32, bindings::rxe_send_wqe)> {
+    let this: &SrnicQp = qp;
+    let index = state.sq.consumer;
+    let started = index != state.requester.index || state.requester.sent > 0;
+    if index == state.sq.producer || !started {
+        return None;
+    }
+    wqe::read_send(&this.work, index).ok().map(|w| (index, w))
+}
+
+fn is_read_or_atomic(op: u32) -> bool {
+    matches!(
+        op,
+        opcode::RDMA_READ | opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD
+    )
+}
+
+/// Completes every SEND and WRITE whose last packet is at or before
+/// `psn`, and the executed local operations among them, in order.
+fn acknowledge(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn, upcalls: &mut Upcalls) {
+    while let Some((_, wqe)) = oldest_sent(qp, state) {
+        if wqe.state == wqe_state::DONE {
+            if !retire_local(qp, state, &wqe, upcalls) {
+                return;
+            }
+            continue;
+        }
+        let covered = wqe.state == wqe_state::SENT
+            && !is_read_or_atomic(wqe.wr.opcode)
+            && !psn.is_before(Psn::new(wqe.last_psn));
+        if !covered {
+            return;
+        }
+        complete_oldest(qp, state, &wqe, WcStatus::Success, upcalls);
+    }
+}
+
+/// Completes executed local operations at the head of the queue (called
+/// by the requester after it executes one).
+pub(crate) fn retire(qp: &Qp<SrnicDevice>, state: &mut QpInner, upcalls: &mut Upcalls) {
+    while let Some((_, wqe)) = oldest_sent(qp, state) {
+        if wqe.state != wqe_state::DONE || !retire_local(qp, state, &wqe, upcalls) {
+            return;
+        }
+    }
+}
+
+/// Completes the local operation at the head; false if it failed (and the
+/// QP went to ERR).
+fn retire_local(
+    qp: &Qp<SrnicDevice>,
+    state: &mut QpInner,
+    wqe: &bindings::rxe_send_wqe,
+    upcalls: &mut Upcalls,
+) -> bool {
+    let status = match wqe.status {
+        local_status::SUCCESS => WcStatus::Success,
+        local_status::PROTECTION => WcStatus::LocalProtectionError,
+        _ if wqe.wr.opcode == opcode::BIND_MW => WcStatus::MemoryWindowBindError,
+        _ => WcStatus::LocalQpOperationError,
+    };
+    complete_oldest(qp, state, wqe, status, upcalls);
+    if status != WcStatus::Success {
+        let this: &SrnicQp = qp;
+        this.enter_error(qp, state, upcalls);
+        return false;
+    }
+    true
+}
+
+/// Retires the head WQE with `status`; a completion is written if the WR
+/// asked for one, the QP signals all, or it failed.
+fn complete_oldest(
+    qp: &Qp<SrnicDevice>,
+    state: &mut QpInner,
+    wqe: &bindings::rxe_send_wqe,
+    status: WcStatus,
+    upcalls: &mut Upcalls,
+) {
+    let this: &SrnicQp = qp;
+    let signaled =
+        status != WcStatus::Success || this.sq_sig_all || wqe.wr.send_flags & IB_SEND_SIGNALED != 0;
+    if signaled {
+        let mut wc = qp.completion(wqe.wr.wr_id, status, WcOpcode::of_send(wqe.wr.opcode));
+        wc.byte_len = wqe.dma.length;
+        upcalls.send.merge(qp.send_cq().push(&wc, false));
+    }
+    if wqe.has_rd_atomic != 0 {
+        state.requester.rd_atomic = state.requester.rd_atomic.saturating_sub(1);
+    }
+    let next = this.work.geometry().next(state.sq.consumer);
+    if state.requester.index == state.sq.consumer {
+        // Completed while being sent (an error): the requester moves on.
+        state.requester.index = next;
+        state.requester.sent = 0;
+    }
+    state.sq.consumer = next;
+    if let Some(user) = &state.sq.user {
+        user.set_consumer(next);
+    }
+    // Progress: the RNR budget is per message.
+    state.requester.rnr_left = state.attrs.rnr_retry;
+}
+
+/// Completes the oldest sent WQE with error `status` and moves the QP to
+/// ERR.
+fn fail_oldest(qp: &Qp<SrnicDevice>, state: &mut QpInner, status: WcStatus, upcalls: &mut Upcalls) {
+    if let Some((_, wqe)) = oldest_sent(qp, state) {
+        complete_oldest(qp, state, &wqe, status, upcalls);
+    }
+    let this: &SrnicQp = qp;
+    this.enter_error(qp, state, upcalls);
+}
+
+/// Goes back to the packet `psn` of the oldest WQE (go-back-N).
+fn resend_from(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn) {
+    let Some((index, wqe)) = oldest_sent(qp, state) else {
+        return;
+    };
+    let first = Psn::new(wqe.first_psn);
+    let offset = psn.distance_from(first);
+    let mtu = mtu_bytes(state.attrs.path_mtu);
+    let req = &mut state.requester;
+    req.rewind(index);
+    if offset > 0 && !is_read_or_atomic(wqe.wr.opcode) {
+        // Into the middle of a SEND or WRITE: from that packet on.
+        req.sent = (offset as u32).saturating_mul(mtu).min(wqe.dma.length);
+        req.psn = psn;
+    } else {
+        req.psn = first;
+    }
+}
+
+fn receiver_not_ready(
+    qp: &Qp<SrnicDevice>,
+    state: &mut QpInner,
+    psn: Psn,
+    code: u8,
+    upcalls: &mut Upcalls,
+) {
+    if oldest_sent(qp, state).is_none() {
+        return;
+    }
+    if state.attrs.rnr_retry != RNR_RETRY_FOREVER {
+        if state.requester.rnr_left == 0 {
+            fail_oldest(qp, state, WcStatus::RnrRetryExceeded, upcalls);
+            return;
+        }
+        state.requester.rnr_left -= 1;
+    }
+    resend_from(qp, state, psn);
+    let wait_us = rnr_timer_us(code);
+    state.requester.rnr_until = Some(now_ns() + u64::from(wait_us) * 1000);
+    qp.device()
+        .schedule_maintenance(wait_us.div_ceil(1000).max(1));
+}
+
+fn local_sges<'a>(qp: &'a Qp<SrnicDevice>, index: u32, wqe: &bindings::rxe_send_wqe) -> Extent<'a> {
+    let this: &'a SrnicQp = qp;
+    Extent::Local {
+        sges: SgeList::Work {
+            queue: &this.work,
+            index,
+            count: wqe.dma.num_sge,
+        },
+        pd: qp.pd_id(),
+        kernel: !this.user,
+    }
+}
+
+fn read_response(
+    qp: &Qp<SrnicDevice>,
+    state: &mut QpInner,
+    guard: &RcuReadGuard,
+    packet: &Packet<'_>,
+    upcalls: &mut Upcalls,
+) -> bool {
+    let Some((index, wqe)) = oldest_sent(qp, state) else {
+        return false;
+    };
+    let psn = packet.psn();
+    let first = Psn::new(wqe.first_psn);
+    let count = Psn::new(wqe.last_psn).distance_from(first) + 1;
+    if wqe.wr.opcode != opcode::RDMA_READ || count <= 0 || !psn.is_within(first, count as u32) {
+        // Not the response awaited (a duplicate, or out of order).
+        return false;
+    }
+    let mtu = mtu_bytes(state.attrs.path_mtu);
+    let offset = psn.distance_from(first) as u32 * mtu;
+    let len = packet.hdr.payload_len as u32;
+    let ends = packet.hdr.info.ends_message();
+    let fits = offset.checked_add(len).filter(|end| *end <= wqe.dma.length);
+    let well_sized = match fits {
+        Some(end) if ends => end == wqe.dma.length,
+        Some(_) => len == mtu,
+        None => false,
+    };
+    if !well_sized {
+        fail_oldest(qp, state, WcStatus::BadResponseError, upcalls);
+        return false;
+    }
+    if len > 0 {
+        let Some(source) = packet.payload.as_ref() else {
+            fail_oldest(qp, state, WcStatus::BadResponseError, upcalls);
+            return false;
+        };
+        let target = local_sges(qp, index, &wqe);
+        let copied = payload::copy(
+            qp.device(),
+            guard,
+            source,
+            packet.payload_at,
+            &target,
+            u64::from(offset),
+            len,
+        );
+        if let Err(side) = copied {
+            let status = match side {
+                CopyError::Destination => WcStatus::LocalProtectionError,
+                CopyError::Source => WcStatus::RemoteAccessError,
+            };
+            fail_oldest(qp, state, status, upcalls);
+            return false;
+        }
+    }
+    if ends {
+        complete_oldest(qp, state, &wqe, WcStatus::Success, upcalls);
+    }
+    true
+}
+
+fn atomic_acknowledge(
+    qp: &Qp<SrnicDevice>,
+    state: &mut QpInner,
+    guard: &RcuReadGuard,
+    packet: &Packet<'_>,
+    upcalls: &mut Upcalls,
+) -> bool {
+    let Some((index, wqe)) = oldest_sent(qp, state) else {
+        return false;
+    };
+    let atomic = matches!(
+        wqe.wr.opcode,
+        opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD
+    );
+    if !atomic || packet.psn() != Psn::new(wqe.first_psn) {
+        return false;
+    }
+    let Some(original) = packet.hdr.atomic_ack else {
+        return false;
+    };
+    let target = local_sges(qp, index, &wqe);
+    let bytes = original.to_ne_bytes();
+    if payload::store(qp.device(), guard, &target, &bytes).is_err() {
+        fail_oldest(qp, state, WcStatus::LocalProtectionError, upcalls);
+        return false;
+    }
+    complete_oldest(qp, state, &wqe, WcStatus::Success, upcalls);
+    true
+}

@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The requester: consumes send WQEs in order (seed 000) and turns each
+//! into request packets: SEND and RDMA WRITE segmented to the path MTU,
+//! one packet for an RDMA READ request or an atomic. It assigns PSNs,
+//! asks for an acknowledgement at the end of each message, honours fences
+//! and the read/atomic depth (`max_rd_atomic`), and executes the local
+//! operations (fast registration, local invalidation) in queue order.
+//!
+//! The transport state of a WQE lives in its work-ring slot: the PSNs of
+//! its first and last packet, and whether it is sent or done.
+
+use crate::bindings;
+use crate::completer;
+use crate::device::SrnicDevice;
+use crate::kapi::rcu::RcuReadGuard;
+use crate::kapi::rdma::verbs::QpState;
+use crate::kapi::rdma::{wqe, Qp};
+use crate::memory;
+use crate::payload::{Extent, SgeList};
+use crate::pure::headers::AtomicEth;
+use crate::pure::psn::{packets_for, Psn};
+use crate::pure::wr::{opcode, request_opcode, QpType};
+use crate::qp::{QpInner, SrnicQp, Upcalls};
+use crate::transport::Packet;
+
+/// `wqe.state` of a send WQE in the work ring.
+pub(crate) mod wqe_state {
+    /// Not (completely) sent yet.
+    pub(crate) const PENDING: u32 = 0;
+    /// Every packet sent; the answer is awaited.
+    pub(crate) const SENT: u32 = 1;
+    /// A local operation, executed; its outcome is in `wqe.status`.
+    pub(crate) const DONE: u32 = 2;
+}
+
+/// `wqe.status` of a local operation.
+pub(crate) mod local_status {
+    pub(crate) const SUCCESS: u32 = 0;
+    pub(crate) const PROTECTION: u32 = 1;
+    pub(crate) const UNSUPPORTED: u32 = 2;
+}
+
+const IB_SEND_FENCE: u32 = bindings::ib_send_flags_IB_SEND_FENCE as u32;
+const IB_SEND_SOLICITED: u32 = bindings::ib_send_flags_IB_SEND_SOLICITED as u32;
+const IB_SEND_INLINE: u32 = bindings::ib_send_flags_IB_SEND_INLINE as u32;
+
+/// Opcodes of the requests that are not SEND or WRITE.
+const RC_READ_REQUEST: u8 = 0x0c;
+const RC_COMPARE_SWAP: u8 = 0x13;
+const RC_FETCH_ADD: u8 = 0x14;
+
+/// Per-QP requester state.
+#[derive(Default)]
+pub(crate) struct Requester {
+    /// The next PSN to send.
+    pub(crate) psn: Psn,
+    /// The WQE being sent, or the next one to send.
+    pub(crate) index: u32,
+    /// Bytes of that WQE already sent.
+    pub(crate) sent: u32,
+    /// Reads and atomics sent and not yet answered.
+    pub(crate) rd_atomic: u32,
+    /// An RNR NAK asked for quiet until this time (`srnic_now_ns`).
+    pub(crate) rnr_until: Option<u64>,
+    /// RNR NAKs still tolerated for the oldest WQE.
+    pub(crate) rnr_left: u8,
+}
+
+impl Requester {
+    pub(crate) fn set_psn(&mut self, psn: u32) {
+        self.psn = Psn::new(psn);
+    }
+
+    /// Starts over at WQE `index`, nothing of it sent and nothing
+    /// outstanding (after a flush, or to resend from there).
+    pub(crate) fn rewind(&mut self, index: u32) {
+        self.index = index;
+        self.sent = 0;
+        self.rd_atomic = 0;
+        self.rnr_until = None;
+    }
+}
+
+/// Nanoseconds of a monotonic clock.
+pub(crate) fn now_ns() -> u64 {
+    // SAFETY: reads the clock; callable in any context.
+    unsafe { bindings::srnic_now_ns() }
+}
+
+/// The payload bytes of a path MTU (`enum ib_mtu`, validated by modify).
+pub(crate) fn mtu_bytes(path_mtu: u32) -> u32 {
+    256u32 << path_mtu.clamp(1, 5).saturating_sub(1)
+}
+
+/// The next request packet of `qp`, or `None` when it has nothing it may
+/// send now. Local operations met on the way are executed.
+pub(crate) fn next_packet<'a>(
+    qp: &'a Qp<SrnicDevice>,
+    guard: &'a RcuReadGuard,
+    upcalls: &mut Upcalls,
+) -> Option<Packet<'a>> {
+    let this: &'a SrnicQp = qp;
+    if qp.qp_type() != QpType::Rc {
+        return None;
+    }
+    let mut state = this.state.lock();
+    loop {
+        let sending = match state.attrs.state {
+            QpState::Rts => true,
+            // SQD finishes the message it is in.
+            QpState::Sqd => state.requester.sent > 0,
+            _ => false,
+        };
+        if !sending {
+            return None;
+        }
+        if let Some(until) = state.requester.rnr_until {
+            if now_ns() < until {
+                return None;
+            }
+            state.requester.rnr_until = None;
+        }
+        let index = state.requester.index;
+        if index == state.sq.producer {
+            return None;
+        }
+        let mut wqe = wqe::read_send(&this.work, index).ok()?;
+        let op = wqe.wr.opcode;
+        let starting = state.requester.sent == 0;
+        if starting {
+            if wqe.wr.send_flags & IB_SEND_FENCE != 0 && state.requester.rd_atomic > 0 {
+                return None;
+            }
+            match op {
+                opcode::LOCAL_INV | opcode::REG_MR | opcode::BIND_MW => {
+                    execute_local(qp, &state, guard, &mut wqe);
+                    wqe::write_send(&this.work, index, &wqe).ok()?;
+                    state.requester.index = this.work.geometry().next(index);
+                    completer::retire(qp, &mut state, upcalls);
+                    continue;
+                }
+                opcode::RDMA_READ | opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD => {
+                    let depth = u32::from(state.attrs.max_rd_atomic).max(1);
+                    if state.requester.rd_atomic >= depth {
+                        return None;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let packet = build(qp, &mut state, index, &mut wqe);
+        wqe::write_send(&this.work, index, &wqe).ok()?;
+        return packet;
+    }
+}
+
+/// Executes a local operation; the outcome goes into the WQE.
+fn execute_local(
+    qp: &Qp<SrnicDevice>,
+    _state: &QpInner,
+    guard: &RcuReadGuard,
+    wqe: &mut bindings::rxe_send_wqe,
+) {
+    let dev = qp.device();
+    let pd = qp.pd_id();
+    let outcome = match wqe.wr.opcode {
+        opcode::REG_MR => {
+            // SAFETY: plain integers in every view of the union; REG_MR
+            // WQEs come only from kernel posts.
+            let (key, access) = unsafe { (wqe.wr.wr.reg.key, wqe.wr.wr.reg.access) };
+            memory::fast_register(dev, guard, pd, key, access)
+        }
+        opcode::LOCAL_INV => {
+            // SAFETY: both views of the union are 32 bits.
+            let key = unsafe { wqe.wr.ex.invalidate_rkey };
+            memory::invalidate(dev, guard, pd, key)
+        }
+        _ => {
+            // Memory windows are not bound yet.
+            wqe.status = local_status::UNSUPPORTED;
+            wqe.state = wqe_state::DONE;
+            return;
+        }
+    };
+    wqe.status = match outcome {
+        Ok(()) => local_status::SUCCESS,
+        Err(_) => local_status::PROTECTION,
+    };
+    wqe.state = wqe_state::DONE;
+}
+
+/// Makes the next packet of the WQE in slot `index` and moves the
+/// requester on.
+fn build<'a>(
+    qp: &'a Qp<SrnicDevice>,
+    state: &mut QpInner,
+    index: u32,
+    wqe: &mut bindings::rxe_send_wqe,
+) -> Option<Packet<'a>> {
+    let this: &'a SrnicQp = qp;
+    let mtu = mtu_bytes(state.attrs.path_mtu);
+    let dest = state.attrs.dest_qp_num;
+    let req = &mut state.requester;
+    let psn = req.psn;
+    let op = wqe.wr.opcode;
+    let next_index = this.work.geometry().next(index);
+    let length = wqe.dma.length;
+    match op {
+        opcode::RDMA_READ => {
+            // SAFETY: plain integers in every view of the union.
+            let (va, rkey) = unsafe { (wqe.wr.wr.rdma.remote_addr, wqe.wr.wr.rdma.rkey) };
+            let packets = packets_for(length, mtu)?;
+            let packet = Packet::new(RC_READ_REQUEST, dest, psn)?.with_reth(va, rkey, length);
+            wqe.first_psn = psn.get();
+            wqe.last_psn = psn.add(packets - 1).get();
+            wqe.state = wqe_state::SENT;
+            wqe.has_rd_atomic = 1;
+            req.psn = psn.add(packets);
+            req.rd_atomic += 1;
+            req.index = next_index;
+            req.sent = 0;
+            Some(packet)
+        }
+        opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD => {
+            // SAFETY: plain integers in every view of the union.
+            let a = unsafe { wqe.wr.wr.atomic };
+            let (code, swap_add, compare) = if op == opcode::ATOMIC_CMP_AND_SWP {
+                (RC_COMPARE_SWAP, a.swap, a.compare_add)
+            } else {
+                (RC_FETCH_ADD, a.compare_add, 0)
+            };
+            let mut packet = Packet::new(code, dest, psn)?.with_atomic(AtomicEth {
+                va: a.remote_addr,
+                rkey: a.rkey,
+                swap_add,
+                compare,
+            });
+            packet.hdr.bth.ack_req = true;
+            wqe.first_psn = psn.get();
+            wqe.last_psn = psn.get();
+            wqe.state = wqe_state::SENT;
+            wqe.has_rd_atomic = 1;
+            req.psn = psn.next();
+            req.rd_atomic += 1;
+            req.index = next_index;
+            req.sent = 0;
+            Some(packet)
+        }
+        _ => {
+            let at = req.sent;
+            let size = (length - at.min(length)).min(mtu);
+            let first = at == 0;
+            let last = at + size >= length;
+            let code = request_opcode(false, op, first, last)?;
+            let mut packet = Packet::new(code, dest, psn)?;
+            if first {
+                wqe.first_psn = psn.get();
+                if matches!(op, opcode::RDMA_WRITE | opcode::RDMA_WRITE_WITH_IMM) {
+                    // SAFETY: plain integers in every view of the union.
+                    let (va, rkey) = unsafe { (wqe.wr.wr.rdma.remote_addr, wqe.wr.wr.rdma.rkey) };
+                    packet = packet.with_reth(va, rkey, length);
+                }
+            }
+            if size > 0 {
+                let extent = if wqe.wr.send_flags & IB_SEND_INLINE != 0 {
+                    Extent::Inline {
+                        data: wqe::send_inline(&this.work, index, length).ok()?,
+                        len: length,
+                    }
+                } else {
+                    Extent::Local {
+                        sges: SgeList::Work {
+                            queue: &this.work,
+                            index,
+                            count: wqe.dma.num_sge,
+                        },
+                        pd: qp.pd_id(),
+                        kernel: !this.user,
+                    }
+                };
+                packet = packet.with_payload(extent, u64::from(at), size);
+            }
+            if last {
+                // SAFETY: both views of the union are 32 bits.
+                let ex = unsafe { wqe.wr.ex.imm_data };
+                match op {
+                    opcode::SEND_WITH_IMM | opcode::RDMA_WRITE_WITH_IMM => {
+                        packet.hdr.imm = Some(ex)
+                    }
+                    // SAFETY: as above.
+                    opcode::SEND_WITH_INV => {
+                        packet.hdr.ieth = Some(unsafe { wqe.wr.ex.invalidate_rkey })
+                    }
+                    _ => {}
+                }
+                packet.hdr.bth.ack_req = true;
+                packet.hdr.bth.solicited = wqe.wr.send_flags & IB_SEND_SOLICITED != 0;
+                wqe.last_psn = psn.get();
+                wqe.state = wqe_state::SENT;
+                req.index = next_index;
+                req.sent = 0;
+            } else {
+                wqe.state = wqe_state::PENDING;
+                req.sent = at + size;
+            }
+            req.psn = psn.next();
+            Some(packet)
+        }
+    }
+}

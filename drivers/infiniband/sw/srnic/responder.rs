@@ -1,0 +1,698 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The responder: takes request packets in PSN order and executes them.
+//! SENDs fill a receive WQE of the QP's RQ or SRQ (RNR NAK if none is
+//! posted); RDMA WRITEs land in the region their rkey names after the key,
+//! range and access checks; RDMA READs are answered with response packets
+//! straight from the region; atomics run on 8-byte aligned targets and
+//! their result is kept to answer a duplicate. A packet ahead of the
+//! expected PSN is NAKed once; one behind it is a duplicate, re-ACKed or
+//! re-executed. A request that breaks the rules is NAKed, and the QP goes
+//! to ERR.
+
+use crate::bindings;
+use crate::device::SrnicDevice;
+use crate::kapi::rcu::RcuReadGuard;
+use crate::kapi::rdma::verbs::{QpState, WcOpcode, WcStatus};
+use crate::kapi::rdma::wqe::RecvCopy;
+use crate::kapi::rdma::{Mr, Qp};
+use crate::memory::{self, lookup_mr};
+use crate::payload::{self, CopyError, Extent, SgeList};
+use crate::pure::aeth::{NakCode, Syndrome};
+use crate::pure::headers::{Operation, Position};
+use crate::pure::psn::{packets_for, Psn, PSN_MASK};
+use crate::pure::wr::QpType;
+use crate::qp::{QpInner, SrnicQp, Upcalls};
+use crate::requester::mtu_bytes;
+use crate::transport::Packet;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+const REMOTE_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
+const REMOTE_READ: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
+const REMOTE_ATOMIC: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+
+const RC_ACKNOWLEDGE: u8 = 0x11;
+const RC_ATOMIC_ACKNOWLEDGE: u8 = 0x12;
+const RC_READ_RESPONSE_FIRST: u8 = 0x0d;
+const RC_READ_RESPONSE_MIDDLE: u8 = 0x0e;
+const RC_READ_RESPONSE_LAST: u8 = 0x0f;
+const RC_READ_RESPONSE_ONLY: u8 = 0x10;
+
+/// Where the receive WQE of the message in progress came from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ReceiveFrom {
+    /// The QP's own RQ: it leaves the ring when the message completes.
+    Rq,
+    /// The SRQ: it left the SRQ when taken, and is this QP's now.
+    Srq,
+}
+
+/// The RDMA WRITE in progress.
+#[derive(Clone, Copy)]
+struct WriteTarget {
+    rkey: u32,
+    va: u64,
+    length: u32,
+    placed: u32,
+}
+
+/// Per-QP responder state.
+pub(crate) struct Responder {
+    /// The next PSN expected.
+    psn: Psn,
+    /// Messages completed (the AETH's MSN).
+    msn: u32,
+    /// The receive WQE of the message in progress, copied out of its ring.
+    recv: RecvCopy,
+    recv_from: Option<ReceiveFrom>,
+    /// Bytes of the SEND in progress placed.
+    recv_placed: u32,
+    write: Option<WriteTarget>,
+    /// The multi-packet message in progress.
+    in_message: Option<Operation>,
+    /// A PSN sequence NAK went out and the expected PSN has not come since.
+    nak_sent: bool,
+    /// The PSN and original value of the last atomic, for a duplicate.
+    last_atomic: Option<(Psn, u64)>,
+}
+
+/// What the responder answers.
+pub(crate) enum Reply<'a> {
+    /// Nothing (not asked for an acknowledgement, or dropped).
+    None,
+    /// An ACK, NAK or atomic acknowledge.
+    Packet(Packet<'a>),
+    /// Read response packets.
+    Read(ReadResponse<'a>),
+    /// The requester's memory could not be read: its WQE fails locally.
+    SourceFault,
+}
+
+/// The response to an RDMA READ: `length` bytes of `mr` from `offset`.
+pub(crate) struct ReadResponse<'a> {
+    mr: &'a Mr<SrnicDevice>,
+    offset: u64,
+    length: u32,
+    psn: Psn,
+    mtu: u32,
+    dest: u32,
+    msn: u32,
+}
+
+impl<'a> ReadResponse<'a> {
+    /// The response packets, in PSN order.
+    pub(crate) fn packets(&self) -> impl Iterator<Item = Packet<'a>> + '_ {
+        let count = packets_for(self.length, self.mtu).unwrap_or(1);
+        (0..count).filter_map(move |n| {
+            let code = match (n == 0, n + 1 == count) {
+                (true, true) => RC_READ_RESPONSE_ONLY,
+                (true, false) => RC_READ_RESPONSE_FIRST,
+                (false, true) => RC_READ_RESPONSE_LAST,
+                (false, false) => RC_READ_RESPONSE_MIDDLE,
+            };
+            let mut packet = Packet::new(code, self.dest, self.psn.add(n))?;
+            if n == 0 || n + 1 == count {
+                packet = packet.with_aeth(Syndrome::Ack.encode(), self.msn);
+            }
+            let at = n * self.mtu;
+            let len = (self.length - at).min(self.mtu);
+            if len > 0 {
+                let region = Extent::Region {
+                    mr: self.mr,
+                    offset: self.offset,
+                };
+                packet = packet.with_payload(region, u64::from(at), len);
+            }
+            Some(packet)
+        })
+    }
+}
+
+impl Responder {
+    pub(crate) fn new(recv: RecvCopy) -> Self {
+        Self {
+            psn: Psn::default(),
+            msn: 0,
+            recv,
+            recv_from: None,
+            recv_placed: 0,
+            write: None,
+            in_message: None,
+            nak_sent: false,
+            last_atomic: None,
+        }
+    }
+
+    pub(crate) fn set_psn(&mut self, psn: u32) {
+        self.psn = Psn::new(psn);
+    }
+
+    /// Back to the state of a new QP (RESET).
+    pub(crate) fn reset(&mut self) {
+        self.psn = Psn::default();
+        self.msn = 0;
+        self.recv_from = None;
+        self.recv_placed = 0;
+        self.write = None;
+        self.in_message = None;
+        self.nak_sent = false;
+        self.last_atomic = None;
+    }
+
+    /// Gives up the receive WQE of a message in progress; its ID if it came
+    /// from the SRQ (the QP must flush it; an RQ WQE is still in the ring).
+    pub(crate) fn drop_srq_receive(&mut self) -> Option<u64> {
+        let from = self.recv_from.take();
+        self.recv_placed = 0;
+        self.in_message = None;
+        self.write = None;
+        (from == Some(ReceiveFrom::Srq)).then_some(self.recv.wr_id)
+    }
+}
+
+/// Takes a request packet for `qp`.
+pub(crate) fn receive<'a>(
+    qp: &'a Qp<SrnicDevice>,
+    guard: &'a RcuReadGuard,
+    packet: &Packet<'_>,
+) -> Reply<'a> {
+    let this: &SrnicQp = qp;
+    let mut upcalls = Upcalls::default();
+    let reply = {
+        let mut state = this.state.lock();
+        handle(qp, &mut state, guard, packet, &mut upcalls)
+    };
+    upcalls.run(qp);
+    this.after_upcalls(qp);
+    reply
+}
+
+/// Packs an ACK or NAK.
+fn acknowledge<'a>(state: &QpInner, psn: Psn, syndrome: Syndrome) -> Reply<'a> {
+    let dest = state.attrs.dest_qp_num;
+    match Packet::new(RC_ACKNOWLEDGE, dest, psn) {
+        Some(p) => Reply::Packet(p.with_aeth(syndrome.encode(), state.responder.msn & PSN_MASK)),
+        None => Reply::None,
+    }
+}
+
+/// NAKs the packet `psn` with `code` and moves the QP to ERR.
+fn refuse<'a>(
+    qp: &Qp<SrnicDevice>,
+    state: &mut QpInner,
+    psn: Psn,
+    code: NakCode,
+    upcalls: &mut Upcalls,
+) -> Reply<'a> {
+    let reply = acknowledge(state, psn, Syndrome::Nak(code));
+    let this: &SrnicQp = qp;
+    this.enter_error(qp, state, upcalls);
+    reply
+}
+
+fn handle<'a>(
+    qp: &'a Qp<SrnicDevice>,
+    state: &mut QpInner,
+    guard: &'a RcuReadGuard,
+    packet: &Packet<'_>,
+    upcalls: &mut Upcalls,
+) -> Reply<'a> {
+    if !matches!(
+        state.attrs.state,
+        QpState::Rtr | QpState::Rts | QpState::Sqd
+    ) || qp.qp_type() != QpType::Rc
+    {
+        return Reply::None;
+    }
+    let psn = packet.psn();
+    let expected = state.responder.psn;
+    let ahead = psn.distance_from(expected);
+    if ahead > 0 {
+        // Something was lost: ask for it once, drop the rest until it comes.
+        if state.responder.nak_sent {
+            return Reply::None;
+        }
+        state.responder.nak_sent = true;
+        return acknowledge(state, expected, Syndrome::Nak(NakCode::PsnSequence));
+    }
+    if ahead < 0 {
+        return duplicate(qp, state, guard, packet, upcalls);
+    }
+    state.responder.nak_sent = false;
+    let info = packet.hdr.info;
+    let continues = matches!(info.position, Position::Middle | Position::Last);
+    let in_order = match state.responder.in_message {
+        Some(op) => continues && op == info.operation,
+        None => !continues,
+    };
+    if !in_order {
+        return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
+    }
+    match info.operation {
+        Operation::Send => send(qp, state, guard, packet, upcalls),
+        Operation::Write => write(qp, state, guard, packet, upcalls),
+        Operation::ReadRequest => read(qp, state, guard, packet, upcalls, false),
+        Operation::CompareSwap | Operation::FetchAdd => atomic(qp, state, guard, packet, upcalls),
+        _ => refuse(qp, state, psn, NakCode::InvalidRequest, upcalls),
+    }
+}
+
+/// A request the responder has seen before (its ACK got lost).
+fn duplicate<'a>(
+    qp: &'a Qp<SrnicDevice>,
+    state: &mut QpInner,
+    guard: &'a RcuReadGuard,
+    packet: &Packet<'_>,
+    upcalls: &mut Upcalls,
+) -> Reply<'a> {
+    let psn = packet.psn();
+    match packet.hdr.info.operation {
+        // Reads have no side effects: answered again.
+        Operation::ReadRequest => read(qp, state, guard, packet, upcalls, true),
+        Operation::CompareSwap | Operation::FetchAdd => match state.responder.last_atomic {
+            Some((done, original)) if done == psn => atomic_acknowledge(state, psn, original),
+            _ => Reply::None,
+        },
+        _ if packet.hdr.bth.ack_req => {
+            // Everything before the expected PSN has arrived.
+            let last = state.responder.psn.add(PSN_MASK);
+            acknowledge(state, last, Syndrome::Ack)
+        }
+        _ => Reply::None,
+    }
+}
+
+/// Takes a receive WQE for a new message into `state.responder.recv`:
+/// `Ok(false)` if none is posted, `Err` if the posted one is malformed.
+fn take_receive(
+    qp: &Qp<SrnicDevice>,
+    state: &mut QpInner,
+    upcalls: &mut Upcalls,
+) -> Result<bool, ()> {
+    let this: &SrnicQp = qp;
+    if state.responder.recv_from.is_some() {
+        return Ok(true);
+    }
+    let max_sge = this.caps.max_recv_sge;
+    if let Some(rq) = &state.rq {
+        let producer = if this.user {
+            rq.queue.checked_producer().ok_or(())?
+        } else {
+            rq.producer
+        };
+        if producer == rq.consumer {
+            return Ok(false);
+        }
+        state
+            .responder
+            .recv
+            .fetch(&rq.queue, rq.consumer, max_sge)
+            .map_err(|_| ())?;
+        state.responder.recv_from = Some(ReceiveFrom::Rq);
+        return Ok(true);
+    }
+    let Some(srq) = qp.srq() else {
+        return Ok(false);
+    };
+    match srq.take(&mut state.responder.recv) {
+        Ok(Some(limit_reached)) => {
+            upcalls.srq_limit |= limit_reached;
+            state.responder.recv_from = Some(ReceiveFrom::Srq);
+            Ok(true)
+        }
+        Ok(None) => Ok(false),
+        Err(_) => Err(()),
+    }
+}
+
+/// Completes the receive WQE of the message just finished.
+#[allow(clippy::too_many_arguments)]
+fn complete_receive(
+    qp: &Qp<SrnicDevice>,
+    state: &mut QpInner,
+    status: WcStatus,
+    opcode: WcOpcode,
+    byte_len: u32,
+    packet: &Packet<'_>,
+    invalidated: Option<u32>,
+    upcalls: &mut Upcalls,
+) {
+    let Some(from) = state.responder.recv_from.take() else {
+        return;
+    };
+    let mut wc = qp.completion(state.responder.recv.wr_id, status, opcode);
+    wc.byte_len = byte_len;
+    wc.src_qp = state.attrs.dest_qp_num;
+    if let Some(imm) = packet.hdr.imm {
+        wc.with_imm = true;
+        wc.ex = imm;
+    } else if let Some(rkey) = invalidated {
+        wc.with_invalidate = true;
+        wc.ex = rkey;
+    }
+    upcalls
+        .recv
+        .merge(qp.recv_cq().push(&wc, packet.hdr.bth.solicited));
+    if from == ReceiveFrom::Rq {
+        if let Some(rq) = &mut state.rq {
+            rq.consumer = rq.queue.geometry().next(rq.consumer);
+            rq.queue.set_consumer(rq.consumer);
+        }
+    }
+    state.responder.recv_placed = 0;
+}
+
+/// The end of a SEND or WRITE packet that was executed: next PSN, and an
+/// ACK if asked.
+fn accepted<'a>(state: &mut QpInner, packet: &Packet<'_>, operation: Operation) -> Reply<'a> {
+    let psn = packet.psn();
+    let resp = &mut state.responder;
+    resp.psn = psn.next();
+    if packet.hdr.info.ends_message() {
+        resp.msn = resp.msn.wrapping_add(1);
+        resp.in_message = None;
+    } else {
+        resp.in_message = Some(operation);
+    }
+    if packet.hdr.bth.ack_req {
+        acknowledge(state, psn, Syndrome::Ack)
+    } else {
+        Reply::None
+    }
+}
+
+fn rnr<'a>(state: &QpInner, psn: Psn) -> Reply<'a> {
+    acknowledge(state, psn, Syndrome::Rnr(state.attrs.min_rnr_timer))
+}
+
+fn send<'a>(
+    qp: &'a Qp<SrnicDevice>,
+    state: &mut QpInner,
+    guard: &'a RcuReadGuard,
+    packet: &Packet<'_>,
+    upcalls: &mut Upcalls,
+) -> Reply<'a> {
+    let this: &SrnicQp = qp;
+    let psn = packet.psn();
+    match take_receive(qp, state, upcalls) {
+        Ok(true) => {}
+        Ok(false) => return rnr(state, psn),
+        Err(()) => return refuse(qp, state, psn, NakCode::RemoteOperation, upcalls),
+    }
+    let len = packet.hdr.payload_len as u32;
+    let placed = state.responder.recv_placed;
+    let fits = placed
+        .checked_add(len)
+        .filter(|end| *end <= state.responder.recv.length);
+    let Some(end) = fits else {
+        complete_receive(
+            qp,
+            state,
+            WcStatus::LocalLengthError,
+            WcOpcode::Recv,
+            placed,
+            packet,
+            None,
+            upcalls,
+        );
+        return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
+    };
+    if len > 0 {
+        let Some(source) = packet.payload.as_ref() else {
+            return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
+        };
+        let target = Extent::Local {
+            sges: SgeList::Copied(&state.responder.recv.sges),
+            pd: qp.pd_id(),
+            kernel: !this.user,
+        };
+        match payload::copy(
+            qp.device(),
+            guard,
+            source,
+            packet.payload_at,
+            &target,
+            u64::from(placed),
+            len,
+        ) {
+            Ok(()) => {}
+            Err(CopyError::Source) => return Reply::SourceFault,
+            Err(CopyError::Destination) => {
+                complete_receive(
+                    qp,
+                    state,
+                    WcStatus::LocalProtectionError,
+                    WcOpcode::Recv,
+                    placed,
+                    packet,
+                    None,
+                    upcalls,
+                );
+                return refuse(qp, state, psn, NakCode::RemoteOperation, upcalls);
+            }
+        }
+    }
+    state.responder.recv_placed = end;
+    if packet.hdr.info.ends_message() {
+        let invalidated = packet
+            .hdr
+            .ieth
+            .filter(|rkey| memory::invalidate(qp.device(), guard, qp.pd_id(), *rkey).is_ok());
+        complete_receive(
+            qp,
+            state,
+            WcStatus::Success,
+            WcOpcode::Recv,
+            end,
+            packet,
+            invalidated,
+            upcalls,
+        );
+    }
+    accepted(state, packet, Operation::Send)
+}
+
+/// The region behind `rkey` if it grants `access` to `[va, va + len)` for
+/// this QP; the offset of `va` in it.
+fn remote_region<'g>(
+    qp: &Qp<SrnicDevice>,
+    guard: &'g RcuReadGuard,
+    rkey: u32,
+    va: u64,
+    len: u32,
+    access: u32,
+) -> Option<(&'g Mr<SrnicDevice>, u64)> {
+    let mr = lookup_mr(qp.device(), guard, rkey)?;
+    if mr.pd_id() != qp.pd_id() {
+        return None;
+    }
+    let offset = mr.check_range(va, len, access)?;
+    Some((mr, offset))
+}
+
+fn write<'a>(
+    qp: &'a Qp<SrnicDevice>,
+    state: &mut QpInner,
+    guard: &'a RcuReadGuard,
+    packet: &Packet<'_>,
+    upcalls: &mut Upcalls,
+) -> Reply<'a> {
+    let psn = packet.psn();
+    if let Some(reth) = packet.hdr.reth {
+        let allowed = state.attrs.qp_access_flags & REMOTE_WRITE != 0
+            && (reth.dma_len == 0
+                || remote_region(qp, guard, reth.rkey, reth.va, reth.dma_len, REMOTE_WRITE)
+                    .is_some());
+        if !allowed {
+            return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
+        }
+        state.responder.write = Some(WriteTarget {
+            rkey: reth.rkey,
+            va: reth.va,
+            length: reth.dma_len,
+            placed: 0,
+        });
+    }
+    let Some(mut target) = state.responder.write else {
+        return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
+    };
+    if packet.hdr.imm.is_some() {
+        // The immediate consumes a receive WQE; without one, nothing of
+        // this packet is placed and it will come again.
+        match take_receive(qp, state, upcalls) {
+            Ok(true) => {}
+            Ok(false) => return rnr(state, psn),
+            Err(()) => return refuse(qp, state, psn, NakCode::RemoteOperation, upcalls),
+        }
+    }
+    let len = packet.hdr.payload_len as u32;
+    let Some(end) = target
+        .placed
+        .checked_add(len)
+        .filter(|e| *e <= target.length)
+    else {
+        return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
+    };
+    if packet.hdr.info.ends_message() && end != target.length {
+        return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
+    }
+    if len > 0 {
+        let Some(source) = packet.payload.as_ref() else {
+            return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
+        };
+        let va = target.va.wrapping_add(u64::from(target.placed));
+        let Some((mr, offset)) = remote_region(qp, guard, target.rkey, va, len, REMOTE_WRITE)
+        else {
+            return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
+        };
+        let region = Extent::Region { mr, offset };
+        match payload::copy(
+            qp.device(),
+            guard,
+            source,
+            packet.payload_at,
+            &region,
+            0,
+            len,
+        ) {
+            Ok(()) => {}
+            Err(CopyError::Source) => return Reply::SourceFault,
+            Err(CopyError::Destination) => {
+                return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls)
+            }
+        }
+    }
+    target.placed = end;
+    state.responder.write = Some(target);
+    if packet.hdr.info.ends_message() {
+        state.responder.write = None;
+        if packet.hdr.imm.is_some() {
+            complete_receive(
+                qp,
+                state,
+                WcStatus::Success,
+                WcOpcode::RecvRdmaWithImm,
+                target.length,
+                packet,
+                None,
+                upcalls,
+            );
+        }
+    }
+    accepted(state, packet, Operation::Write)
+}
+
+fn read<'a>(
+    qp: &'a Qp<SrnicDevice>,
+    state: &mut QpInner,
+    guard: &'a RcuReadGuard,
+    packet: &Packet<'_>,
+    upcalls: &mut Upcalls,
+    duplicate: bool,
+) -> Reply<'a> {
+    let psn = packet.psn();
+    let Some(reth) = packet.hdr.reth else {
+        return Reply::None;
+    };
+    let mtu = mtu_bytes(state.attrs.path_mtu);
+    let region = if reth.dma_len == 0 {
+        None
+    } else {
+        remote_region(qp, guard, reth.rkey, reth.va, reth.dma_len, REMOTE_READ)
+    };
+    let allowed =
+        state.attrs.qp_access_flags & REMOTE_READ != 0 && (reth.dma_len == 0 || region.is_some());
+    if !allowed {
+        if duplicate {
+            return Reply::None;
+        }
+        return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
+    }
+    let Some(packets) = packets_for(reth.dma_len, mtu) else {
+        return Reply::None;
+    };
+    let msn = if duplicate {
+        state.responder.msn
+    } else {
+        state.responder.psn = psn.add(packets);
+        state.responder.msn = state.responder.msn.wrapping_add(1);
+        state.responder.msn
+    };
+    // A zero-length read is answered by one response without data.
+    let Some((mr, offset)) = region else {
+        return match Packet::new(RC_READ_RESPONSE_ONLY, state.attrs.dest_qp_num, psn) {
+            Some(p) => Reply::Packet(p.with_aeth(Syndrome::Ack.encode(), msn & PSN_MASK)),
+            None => Reply::None,
+        };
+    };
+    Reply::Read(ReadResponse {
+        mr,
+        offset,
+        length: reth.dma_len,
+        psn,
+        mtu,
+        dest: state.attrs.dest_qp_num,
+        msn: msn & PSN_MASK,
+    })
+}
+
+fn atomic_acknowledge<'a>(state: &QpInner, psn: Psn, original: u64) -> Reply<'a> {
+    match Packet::new(RC_ATOMIC_ACKNOWLEDGE, state.attrs.dest_qp_num, psn) {
+        Some(p) => {
+            let mut p = p.with_aeth(Syndrome::Ack.encode(), state.responder.msn & PSN_MASK);
+            p.hdr.atomic_ack = Some(original);
+            Reply::Packet(p)
+        }
+        None => Reply::None,
+    }
+}
+
+fn atomic<'a>(
+    qp: &'a Qp<SrnicDevice>,
+    state: &mut QpInner,
+    guard: &'a RcuReadGuard,
+    packet: &Packet<'_>,
+    upcalls: &mut Upcalls,
+) -> Reply<'a> {
+    let psn = packet.psn();
+    let Some(request) = packet.hdr.atomic else {
+        return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
+    };
+    if request.va % 8 != 0 {
+        return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
+    }
+    if state.attrs.qp_access_flags & REMOTE_ATOMIC == 0 {
+        return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
+    }
+    let Some((mr, offset)) = remote_region(qp, guard, request.rkey, request.va, 8, REMOTE_ATOMIC)
+    else {
+        return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
+    };
+    let target = mr
+        .translate(guard, offset)
+        .filter(|(ptr, n)| *n >= 8 && (*ptr as usize) % 8 == 0);
+    let Some((ptr, _)) = target else {
+        return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
+    };
+    // SAFETY: eight bytes of memory the rkey grants atomic access to,
+    // aligned (checked), kept alive by `guard` or their kernel owner; every
+    // srnic access to it for atomics is atomic.
+    let cell = unsafe { AtomicU64::from_ptr(ptr.cast::<u64>()) };
+    let original = if packet.hdr.info.operation == Operation::CompareSwap {
+        match cell.compare_exchange(
+            request.compare,
+            request.swap_add,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(v) | Err(v) => v,
+        }
+    } else {
+        cell.fetch_add(request.swap_add, Ordering::AcqRel)
+    };
+    let resp = &mut state.responder;
+    resp.last_atomic = Some((psn, original));
+    resp.psn = psn.next();
+    resp.msn = resp.msn.wrapping_add(1);
+    atomic_acknowledge(state, psn, original)
+}

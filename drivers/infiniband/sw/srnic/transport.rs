@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RC engine's packets and how they travel: the requester of a QP
+//! makes request packets, the responder of the destination QP answers them
+//! with acknowledgements or read responses, and the completer of the
+//! requesting QP retires its WQEs from those answers.
+//!
+//! A packet here is its decoded headers (exactly what the RoCEv2 codec in
+//! `pure::headers` parses off the wire) plus where its payload lies in
+//! memory. Between QPs of one device (loopback) a packet is handed straight
+//! from one role to the next, and its payload is copied once, from the
+//! sender's memory into the receiver's.
+//!
+//! Each QP's requester runs on one CPU at a time (`requester_busy`); the
+//! roles of one QP share its lock, and no role holds a lock while another
+//! QP's role runs, so two QPs sending to each other cannot deadlock.
+
+use crate::completer;
+use crate::device::SrnicDevice;
+use crate::kapi::rcu::RcuReadGuard;
+use crate::kapi::rdma::{Device, Qp};
+use crate::payload::Extent;
+use crate::pure::headers::{self, Aeth, AtomicEth, Bth, Reth};
+use crate::pure::psn::Psn;
+use crate::qp::{SrnicQp, Upcalls};
+use crate::requester;
+use crate::responder::{self, Reply};
+use core::sync::atomic::Ordering;
+
+/// Default P_Key, the only one srnic has.
+const PKEY: u16 = 0xffff;
+
+/// A packet between two roles.
+pub(crate) struct Packet<'a> {
+    /// Its headers; `payload_len` is the payload's length and
+    /// `payload_offset` is unused.
+    pub(crate) hdr: headers::Packet,
+    /// Where the payload is, if there is one.
+    pub(crate) payload: Option<Extent<'a>>,
+    /// Offset of the payload's first byte in `payload`.
+    pub(crate) payload_at: u64,
+}
+
+impl<'a> Packet<'a> {
+    /// A packet of `opcode` for QP `dest_qp`, without extended headers or
+    /// payload; `None` if the opcode is unknown.
+    pub(crate) fn new(opcode: u8, dest_qp: u32, psn: Psn) -> Option<Self> {
+        let info = headers::opcode_info(opcode)?;
+        Some(Self {
+            hdr: headers::Packet {
+                info,
+                bth: Bth {
+                    opcode,
+                    pkey: PKEY,
+                    dest_qp,
+                    psn: psn.get(),
+                    ..Default::default()
+                },
+                reth: None,
+                aeth: None,
+                atomic: None,
+                atomic_ack: None,
+                imm: None,
+                ieth: None,
+                deth: None,
+                payload_offset: 0,
+                payload_len: 0,
+            },
+            payload: None,
+            payload_at: 0,
+        })
+    }
+
+    pub(crate) fn psn(&self) -> Psn {
+        Psn::new(self.hdr.bth.psn)
+    }
+
+    pub(crate) fn with_payload(mut self, payload: Extent<'a>, at: u64, len: u32) -> Self {
+        self.hdr.payload_len = len as usize;
+        self.payload = Some(payload);
+        self.payload_at = at;
+        self
+    }
+
+    pub(crate) fn with_reth(mut self, va: u64, rkey: u32, dma_len: u32) -> Self {
+        self.hdr.reth = Some(Reth { va, rkey, dma_len });
+        self
+    }
+
+    pub(crate) fn with_atomic(mut self, atomic: AtomicEth) -> Self {
+        self.hdr.atomic = Some(atomic);
+        self
+    }
+
+    pub(crate) fn with_aeth(mut self, syndrome: u8, msn: u32) -> Self {
+        self.hdr.aeth = Some(Aeth { syndrome, msn });
+        self
+    }
+}
+
+/// Runs the requester of `qp` until it has nothing to send (or has to wait
+/// for a response or a timer). If another CPU is running it, leaves that
+/// CPU a note to look again instead.
+pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
+    let this: &SrnicQp = qp;
+    if this.requester_busy.swap(true, Ordering::AcqRel) {
+        this.requester_again.store(true, Ordering::Release);
+        return;
+    }
+    loop {
+        this.requester_again.store(false, Ordering::Release);
+        loop {
+            let guard = RcuReadGuard::new();
+            let mut upcalls = Upcalls::default();
+            let packet = requester::next_packet(qp, &guard, &mut upcalls);
+            upcalls.run(qp);
+            match packet {
+                Some(packet) => deliver(qp.device(), &guard, qp, packet),
+                None => break,
+            }
+        }
+        this.requester_busy.store(false, Ordering::Release);
+        if !this.requester_again.load(Ordering::Acquire)
+            || this.requester_busy.swap(true, Ordering::AcqRel)
+        {
+            break;
+        }
+    }
+}
+
+/// Hands `packet`, which `source`'s requester made, to its destination QP
+/// on this device, and the answers back.
+fn deliver(
+    dev: &Device<SrnicDevice>,
+    guard: &RcuReadGuard,
+    source: &Qp<SrnicDevice>,
+    packet: Packet<'_>,
+) {
+    let Some(dest) = dev.qps.get(guard, packet.hdr.bth.dest_qp) else {
+        // No such QP: a real wire would drop the packet too; the requester
+        // finds out when its retries run out.
+        return;
+    };
+    match responder::receive(dest, guard, &packet) {
+        Reply::None => {}
+        Reply::Packet(answer) => {
+            answer_to(dev, guard, answer);
+        }
+        Reply::Read(read) => {
+            for answer in read.packets() {
+                if !answer_to(dev, guard, answer) {
+                    break;
+                }
+            }
+        }
+        Reply::SourceFault => completer::source_fault(source, packet.psn()),
+    }
+}
+
+/// Hands a response to the completer of its QP; whether it was taken.
+fn answer_to(dev: &Device<SrnicDevice>, guard: &RcuReadGuard, answer: Packet<'_>) -> bool {
+    match dev.qps.get(guard, answer.hdr.bth.dest_qp) {
+        Some(requester) => completer::receive(requester, guard, &answer),
+        None => false,
+    }
+}
+
+/// Restarts `qp`'s requester if an RNR wait has ended; whether it is still
+/// waiting (the device's maintenance work calls this).
+pub(crate) fn kick_waiting(qp: &Qp<SrnicDevice>) -> bool {
+    let this: &SrnicQp = qp;
+    let until = this.state.lock().requester.rnr_until;
+    match until {
+        Some(until) if crate::requester::now_ns() < until => true,
+        Some(_) => {
+            run_requester(qp);
+            false
+        }
+        None => false,
+    }
+}

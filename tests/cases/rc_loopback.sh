@@ -1,0 +1,67 @@
+# The RC transport between QPs of one srnic device (loopback, no wire):
+# ibv_rc_pingpong with sizes below, at and far above the path MTU, with
+# and without CQ events, validating the data (--chk); perftest's write,
+# read, send and atomic bandwidth and write/send latency.
+# cpus: 2
+# timeout: 1200
+load_srnic
+must rdma link add srnic0 type srnic netdev eth0
+wait_roce_gid srnic0 1
+
+port=18600
+# pingpong SIZE ITERATIONS [EXTRA...]: server and client on srnic0.
+pingpong() {
+	size=$1 iters=$2
+	shift 2
+	port=$((port + 1))
+	step "ibv_rc_pingpong -s $size -n $iters $*"
+	timeout 120 ibv_rc_pingpong -d srnic0 -g 1 -p $port -s "$size" -n "$iters" -c "$@" \
+		> /tmp/pp_server.out 2>&1 &
+	server=$!
+	sleep 1
+	if ! timeout 120 ibv_rc_pingpong -d srnic0 -g 1 -p $port -s "$size" -n "$iters" -c "$@" \
+		localhost > /tmp/pp_client.out 2>&1; then
+		cat /tmp/pp_client.out /tmp/pp_server.out
+		fail "ibv_rc_pingpong client, size $size $*: expected $iters iterations with intact data"
+	fi
+	wait $server || { cat /tmp/pp_server.out; fail "ibv_rc_pingpong server, size $size $*"; }
+	cat /tmp/pp_client.out
+	expect_match "$(cat /tmp/pp_client.out)" "$iters iters in" "the client counted $iters iterations"
+}
+
+pingpong 1 100
+pingpong 4096 100
+pingpong 4097 50 -e
+pingpong 65536 50
+pingpong 1048576 10 -e
+
+# perftest NAME ARGS...: server and client of one perftest binary.
+perftest() {
+	name=$1
+	shift
+	port=$((port + 1))
+	step "$name $*"
+	timeout 300 "$name" -d srnic0 -x 1 -p $port -F "$@" > /tmp/pt_server.out 2>&1 &
+	server=$!
+	sleep 2
+	if ! timeout 300 "$name" -d srnic0 -x 1 -p $port -F "$@" localhost > /tmp/pt_client.out 2>&1; then
+		cat /tmp/pt_client.out /tmp/pt_server.out
+		fail "$name $*: the client failed"
+	fi
+	wait $server || { cat /tmp/pt_server.out; fail "$name $*: the server failed"; }
+	cat /tmp/pt_client.out
+}
+
+perftest ib_write_bw -s 65536 -n 200
+perftest ib_write_bw -s 100 -n 200
+perftest ib_read_bw -s 65536 -n 200
+perftest ib_read_bw -s 1000000 -n 20
+perftest ib_send_bw -s 65536 -n 200
+perftest ib_send_bw -s 8192 -n 200 -e
+perftest ib_atomic_bw -n 200
+perftest ib_atomic_bw -A CMP_AND_SWAP -n 200
+perftest ib_write_lat -s 64 -n 200
+perftest ib_send_lat -s 10000 -n 100
+
+must rdma link delete srnic0
+unload_srnic
