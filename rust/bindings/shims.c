@@ -175,6 +175,35 @@ void *srnic_page_address(struct page *page)
 	return page_address(page);
 }
 
+/*
+ * Per-CPU counter arrays, handed to Rust as plain pointers (bindgen has no
+ * __percpu); only these shims dereference them.
+ */
+u64 *srnic_percpu_counters_alloc(unsigned int count)
+{
+	return (u64 __force *)__alloc_percpu(count * sizeof(u64), sizeof(u64));
+}
+
+void srnic_percpu_counters_free(u64 *counters)
+{
+	free_percpu((u64 __percpu __force *)counters);
+}
+
+void srnic_percpu_counter_add(u64 *counters, unsigned int index, u64 value)
+{
+	this_cpu_add(((u64 __percpu __force *)counters)[index], value);
+}
+
+u64 srnic_percpu_counter_sum(u64 *counters, unsigned int index)
+{
+	u64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += per_cpu_ptr((u64 __percpu __force *)counters, cpu)[index];
+	return sum;
+}
+
 u64 srnic_now_ns(void)
 {
 	return ktime_get_ns();

@@ -15,6 +15,7 @@
 #include <linux/rtnetlink.h>
 #include <linux/rcupdate.h>
 #include <linux/mm.h>
+#include <linux/percpu.h>
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
 #include <linux/uaccess.h>
@@ -38,6 +39,7 @@ static const u32 SRNIC_IB_MGMT_MAD_SIZE = IB_MGMT_MAD_SIZE;
 static const u16 SRNIC_DEFAULT_PKEY_FULL = 0xffff;
 static const u32 SRNIC_PAGE_SHIFT = PAGE_SHIFT;
 static const unsigned long SRNIC_PAGE_SIZE = PAGE_SIZE;
+static const unsigned long SRNIC_HW_STATS_LIFESPAN_MS = RDMA_HW_STATS_DEFAULT_LIFESPAN;
 
 /* Shims for static inlines and macros (shims.c). */
 struct ib_device *srnic_ib_alloc_device(size_t size);
@@ -83,6 +85,10 @@ void srnic_xa_unlock_irqrestore(struct xarray *xa, unsigned long flags);
 struct page *srnic_sg_page(struct scatterlist *sg);
 struct page *srnic_nth_page(struct page *page, unsigned long n);
 void *srnic_page_address(struct page *page);
+u64 *srnic_percpu_counters_alloc(unsigned int count);
+void srnic_percpu_counters_free(u64 *counters);
+void srnic_percpu_counter_add(u64 *counters, unsigned int index, u64 value);
+u64 srnic_percpu_counter_sum(u64 *counters, unsigned int index);
 u64 srnic_now_ns(void);
 struct scatterlist *srnic_umem_sgl(struct ib_umem *umem, unsigned int *nents);
 struct scatterlist *srnic_sg_next(struct scatterlist *sg);

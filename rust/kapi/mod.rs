@@ -25,6 +25,7 @@ pub mod global;
 #[macro_use]
 pub mod print;
 pub mod netdev;
+pub mod percpu;
 pub mod rcu;
 #[macro_use]
 pub mod sync;

@@ -1,5 +1,6 @@
 # The RC transport between QPs of one srnic device (loopback, no wire):
-# ibv_rc_pingpong with sizes below, at and far above the path MTU, with
+# every opcode with its data checked and every error path (verbs_user rc),
+# the port counters moving, ibv_rc_pingpong with sizes below, at and far above the path MTU, with
 # and without CQ events, validating the data (--chk); perftest's write,
 # read, send and atomic bandwidth and write/send latency.
 # cpus: 2
@@ -7,6 +8,23 @@
 load_srnic
 must rdma link add srnic0 type srnic netdev eth0
 wait_roce_gid srnic0 1
+
+# counter NAME: its value in `rdma statistic show link srnic0/1`.
+counter() {
+	rdma statistic show link srnic0/1 | tr ' ' '\n' | awk -v n="$1" 'f { print; exit } $0 == n { f = 1 }'
+}
+
+step "verbs_user rc"
+sent_before=$(counter sent_packets)
+[ -n "$sent_before" ] || fail "rdma statistic shows no sent_packets counter for srnic0/1"
+must timeout 300 "$SRNIC_TOP/out/progs/verbs_user" srnic0 rc
+rdma statistic show link srnic0/1
+for name in sent_packets received_packets rnr_naks_sent rnr_naks_received access_naks_sent \
+	access_naks_received invalid_request_naks_sent rnr_retry_exceeded resends; do
+	value=$(counter $name)
+	[ -n "$value" ] && [ "$value" -gt 0 ] ||
+		fail "counter $name is '$value' after the rc checks; expected it to have counted"
+done
 
 port=18600
 # pingpong SIZE ITERATIONS [EXTRA...]: server and client on srnic0.

@@ -6,6 +6,10 @@
  *   verbs_user DEV flush     ERR flushes N sends and M receives in order, once
  *   verbs_user DEV race      posts, polls and the move to ERR on two CPUs
  *   verbs_user DEV hostile   garbage in the mapped rings errors the QP only
+ *   verbs_user DEV rc        the RC transport in loopback: data of every
+ *                            opcode checked, and each error path: RNR
+ *                            retries exhausted and waited out, bad rkey,
+ *                            missing access, overlong SEND, bad atomic
  *   verbs_user DEV hold      open every object type, print "ready", wait
  *   verbs_user DEV watch     as hold, then report async events until the
  *                            device is gone (IBV_EVENT_DEVICE_FATAL)
@@ -14,6 +18,7 @@
  */
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/rdma_user_rxe.h>
@@ -103,8 +108,11 @@ static int to_state(struct ibv_qp *qp, enum ibv_qp_state state)
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE);
 }
 
-/* RESET -> RTS; an RC QP connects to itself, with the longest timeout so
- * that what it sends stays outstanding. */
+/* A QP number no QP has (numbers are handed out cyclically from 16). */
+#define NOBODY_QPN 0xfffffe
+
+/* RESET -> RTS; an RC QP connects to a QP nobody has, with the longest
+ * timeout, so that what it sends stays outstanding. */
 static void connect_qp(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111 };
@@ -118,7 +126,7 @@ static void connect_qp(struct ibv_qp *qp)
 	mask = IBV_QP_STATE;
 	if (qp->qp_type == IBV_QPT_RC) {
 		a.path_mtu = IBV_MTU_1024;
-		a.dest_qp_num = qp->qp_num;
+		a.dest_qp_num = NOBODY_QPN;
 		a.max_dest_rd_atomic = 1;
 		a.min_rnr_timer = 12;
 		a.ah_attr.is_global = 1;
@@ -240,8 +248,12 @@ static void expect_flushed(struct ibv_cq *cq, uint64_t first, int count, const c
 	int st[256];
 	int got = drain(cq, count, ids, st, 256);
 
-	if (got != count)
+	if (got != count) {
+		for (int i = 0; i < got && i < 256; i++)
+			printf("  completion %d: wr_id %llu status %s\n", i,
+			       (unsigned long long)ids[i], ibv_wc_status_str(st[i]));
 		FAIL("%s: %d completions, expected %d", what, got, count);
+	}
 	for (int i = 0; i < count; i++)
 		if (ids[i] != first + i || st[i] != IBV_WC_WR_FLUSH_ERR)
 			FAIL("%s: completion %d is wr_id %llu status %s, expected %llu flushed", what, i,
@@ -716,10 +728,338 @@ static void hold(int watch)
 	printf("ok: released everything after the device went away\n");
 }
 
+
+/* ---- The RC transport between two QPs of the device ---- */
+
+#define RC_BUF (256 * 1024)
+
+struct rc_side {
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	unsigned char *buf;
+	struct ibv_mr *mr;
+};
+
+static void rc_modify(struct ibv_qp *qp, uint32_t dest, int access, int rnr_retry)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = access };
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS))
+		FAIL("modify to INIT: %s", strerror(errno));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dest;
+	a.rq_psn = 0x123456;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 1; /* 10 us */
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = gid;
+	a.ah_attr.grh.sgid_index = gid_index;
+	a.ah_attr.grh.hop_limit = 1;
+	a.ah_attr.port_num = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		FAIL("modify to RTR: %s", strerror(errno));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0x123456;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = rnr_retry;
+	a.max_rd_atomic = 4;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+		FAIL("modify to RTS: %s", strerror(errno));
+}
+
+static void rc_side_init(struct rc_side *s)
+{
+	s->cq = make_cq(256);
+	struct ibv_qp_init_attr attr = {
+		.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4, .max_recv_sge = 4,
+			 .max_inline_data = 64 },
+	};
+	s->qp = ibv_create_qp(pd, &attr);
+	if (!s->qp)
+		FAIL("ibv_create_qp: %s", strerror(errno));
+	s->buf = aligned_alloc(4096, RC_BUF);
+	if (!s->buf)
+		FAIL("out of memory");
+	memset(s->buf, 0, RC_BUF);
+	s->mr = ibv_reg_mr(pd, s->buf, RC_BUF, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	if (!s->mr)
+		FAIL("ibv_reg_mr: %s", strerror(errno));
+}
+
+/* Two fresh connected QPs; `access` is what each allows its peer,
+ * `rnr_retry` how often each retries an RNR NAK. */
+static void rc_pair(struct rc_side *a, struct rc_side *b, int access, int rnr_retry)
+{
+	rc_side_init(a);
+	rc_side_init(b);
+	rc_modify(a->qp, b->qp->qp_num, access, rnr_retry);
+	rc_modify(b->qp, a->qp->qp_num, access, rnr_retry);
+}
+
+static void rc_free(struct rc_side *s)
+{
+	ibv_destroy_qp(s->qp);
+	ibv_dereg_mr(s->mr);
+	ibv_destroy_cq(s->cq);
+	free(s->buf);
+}
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++) {
+		seed = seed * 1103515245 + 12345;
+		p[i] = seed >> 16;
+	}
+}
+
+static int rc_post(struct rc_side *s, enum ibv_wr_opcode op, uint64_t wr_id, size_t off, size_t len,
+		   struct rc_side *peer, size_t peer_off)
+{
+	struct ibv_sge sge = { (uintptr_t)s->buf + off, len, s->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	if (op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM || op == IBV_WR_RDMA_READ) {
+		wr.wr.rdma.remote_addr = (uintptr_t)peer->buf + peer_off;
+		wr.wr.rdma.rkey = peer->mr->rkey;
+	}
+	if (op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE_WITH_IMM)
+		wr.imm_data = htonl(0xabcd0000 + wr_id);
+	return ibv_post_send(s->qp, &wr, &bad);
+}
+
+static int rc_recv(struct rc_side *s, uint64_t wr_id, size_t off, size_t len)
+{
+	struct ibv_sge sge = { (uintptr_t)s->buf + off, len, s->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(s->qp, &wr, &bad);
+}
+
+/* Waits for one completion on `cq` (up to 5 s). */
+static struct ibv_wc rc_wait(struct ibv_cq *cq, const char *what)
+{
+	struct ibv_wc wc;
+	double deadline = now() + 5;
+
+	while (now() < deadline) {
+		int n = ibv_poll_cq(cq, 1, &wc);
+
+		if (n < 0)
+			FAIL("%s: ibv_poll_cq: %d", what, n);
+		if (n)
+			return wc;
+		usleep(100);
+	}
+	FAIL("%s: no completion within 5 s", what);
+}
+
+static void rc_expect(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status status,
+		      enum ibv_wc_opcode opcode, const char *what)
+{
+	struct ibv_wc wc = rc_wait(cq, what);
+
+	if (wc.wr_id != wr_id || wc.status != status || (status == IBV_WC_SUCCESS &&
+							  wc.opcode != opcode))
+		FAIL("%s: completion wr_id %llu status %s opcode %d, expected wr_id %llu status %s opcode %d",
+		     what, (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status), wc.opcode,
+		     (unsigned long long)wr_id, ibv_wc_status_str(status), opcode);
+	printf("ok: %s: %s\n", what, ibv_wc_status_str(status));
+}
+
+static enum ibv_qp_state rc_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
+		FAIL("ibv_query_qp: %s", strerror(errno));
+	return a.qp_state;
+}
+
+#define ALL_ACCESS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+static void rc_data_test(void)
+{
+	struct rc_side a, b;
+	const size_t big = 200000; /* far above the 1024-byte path MTU, not a multiple of it */
+	uint64_t *word;
+
+	rc_pair(&a, &b, ALL_ACCESS, 7);
+
+	fill(a.buf, big, 1);
+	if (rc_recv(&b, 100, 0, big) || rc_post(&a, IBV_WR_SEND_WITH_IMM, 1, 0, big, &b, 0))
+		FAIL("post: %s", strerror(errno));
+	rc_expect(a.cq, 1, IBV_WC_SUCCESS, IBV_WC_SEND, "SEND_WITH_IMM 200000 B: sender");
+	struct ibv_wc wc = rc_wait(b.cq, "SEND_WITH_IMM: receiver");
+	CHECK(wc.wr_id == 100 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
+	      wc.byte_len == big && (wc.wc_flags & IBV_WC_WITH_IMM) &&
+	      ntohl(wc.imm_data) == 0xabcd0001,
+	      "SEND_WITH_IMM: receive completion with length %u and immediate %#x", wc.byte_len,
+	      ntohl(wc.imm_data));
+	CHECK(!memcmp(a.buf, b.buf, big), "SEND: %zu bytes arrived intact", big);
+
+	fill(a.buf, big, 2);
+	if (rc_post(&a, IBV_WR_RDMA_WRITE, 2, 0, big, &b, 4096))
+		FAIL("post: %s", strerror(errno));
+	rc_expect(a.cq, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, "RDMA_WRITE 200000 B");
+	CHECK(!memcmp(a.buf, b.buf + 4096, big), "RDMA_WRITE: data intact at the target offset");
+
+	if (rc_recv(&b, 101, 0, 16) || rc_post(&a, IBV_WR_RDMA_WRITE_WITH_IMM, 3, 0, 5000, &b, 8192))
+		FAIL("post: %s", strerror(errno));
+	rc_expect(a.cq, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, "RDMA_WRITE_WITH_IMM: sender");
+	wc = rc_wait(b.cq, "RDMA_WRITE_WITH_IMM: receiver");
+	CHECK(wc.wr_id == 101 && wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
+	      ntohl(wc.imm_data) == 0xabcd0003 && !memcmp(a.buf, b.buf + 8192, 5000),
+	      "RDMA_WRITE_WITH_IMM: receive completion with the immediate, data intact");
+
+	fill(b.buf, big, 3);
+	memset(a.buf, 0, big);
+	if (rc_post(&a, IBV_WR_RDMA_READ, 4, 0, big, &b, 0))
+		FAIL("post: %s", strerror(errno));
+	rc_expect(a.cq, 4, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, "RDMA_READ 200000 B");
+	CHECK(!memcmp(a.buf, b.buf, big), "RDMA_READ: data intact");
+
+	word = (uint64_t *)(b.buf + 64);
+	*word = 1000;
+	struct ibv_sge sge = { (uintptr_t)a.buf, 8, a.mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 5, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	wr.wr.atomic.remote_addr = (uintptr_t)word;
+	wr.wr.atomic.rkey = b.mr->rkey;
+	wr.wr.atomic.compare_add = 234;
+	if (ibv_post_send(a.qp, &wr, &bad))
+		FAIL("post: %s", strerror(errno));
+	rc_expect(a.cq, 5, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, "FETCH_AND_ADD");
+	CHECK(*(uint64_t *)a.buf == 1000 && *word == 1234, "FETCH_AND_ADD: returned 1000, target 1234");
+	wr.wr_id = 6;
+	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	wr.wr.atomic.compare_add = 1234;
+	wr.wr.atomic.swap = 77;
+	if (ibv_post_send(a.qp, &wr, &bad))
+		FAIL("post: %s", strerror(errno));
+	rc_expect(a.cq, 6, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP, "CMP_AND_SWP");
+	CHECK(*(uint64_t *)a.buf == 1234 && *word == 77, "CMP_AND_SWP: returned 1234, swapped in 77");
+	wr.wr_id = 7;
+	wr.wr.atomic.compare_add = 1;
+	wr.wr.atomic.swap = 5;
+	if (ibv_post_send(a.qp, &wr, &bad))
+		FAIL("post: %s", strerror(errno));
+	rc_expect(a.cq, 7, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP, "CMP_AND_SWP, no match");
+	CHECK(*(uint64_t *)a.buf == 77 && *word == 77, "CMP_AND_SWP without a match leaves the target");
+
+	/* Inline SEND, then a receive posted only after the send: RNR NAKs
+	 * until the receive comes, then delivery (rnr_retry 7). */
+	memcpy(a.buf, "inline data!", 12);
+	struct ibv_sge isge = { (uintptr_t)a.buf, 12, a.mr->lkey };
+	struct ibv_send_wr iwr = { .wr_id = 8, .sg_list = &isge, .num_sge = 1, .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE };
+	if (ibv_post_send(a.qp, &iwr, &bad))
+		FAIL("post: %s", strerror(errno));
+	memset(a.buf, 0, 12);
+	usleep(50000);
+	struct ibv_wc none;
+	CHECK(ibv_poll_cq(a.cq, 1, &none) == 0, "SEND without a receive posted waits (RNR)");
+	if (rc_recv(&b, 102, 100, 64))
+		FAIL("post: %s", strerror(errno));
+	rc_expect(a.cq, 8, IBV_WC_SUCCESS, IBV_WC_SEND, "inline SEND after the receive came");
+	wc = rc_wait(b.cq, "inline SEND: receiver");
+	CHECK(wc.wr_id == 102 && wc.byte_len == 12 && !memcmp(b.buf + 100, "inline data!", 12),
+	      "inline SEND: 12 bytes arrived after the RNR wait");
+	rc_free(&a);
+	rc_free(&b);
+}
+
+static void rc_error_test(void)
+{
+	struct rc_side a, b;
+
+	rc_pair(&a, &b, ALL_ACCESS, 0);
+	if (rc_post(&a, IBV_WR_SEND, 1, 0, 100, &b, 0))
+		FAIL("post: %s", strerror(errno));
+	rc_expect(a.cq, 1, IBV_WC_RNR_RETRY_EXC_ERR, 0, "SEND without a receive, rnr_retry 0");
+	CHECK(rc_state(a.qp) == IBV_QPS_ERR, "the requester is in ERR after RNR retries ran out");
+	rc_free(&a);
+	rc_free(&b);
+
+	rc_pair(&a, &b, ALL_ACCESS, 7);
+	struct ibv_sge sge = { (uintptr_t)a.buf, 100, a.mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	wr.wr.rdma.remote_addr = (uintptr_t)b.buf;
+	wr.wr.rdma.rkey = b.mr->rkey ^ 0x100;
+	if (ibv_post_send(a.qp, &wr, &bad))
+		FAIL("post: %s", strerror(errno));
+	rc_expect(a.cq, 2, IBV_WC_REM_ACCESS_ERR, 0, "RDMA_WRITE with a wrong rkey");
+	CHECK(rc_state(a.qp) == IBV_QPS_ERR && rc_state(b.qp) == IBV_QPS_ERR,
+	      "both QPs are in ERR after the remote access error");
+	rc_free(&a);
+	rc_free(&b);
+
+	rc_pair(&a, &b, ALL_ACCESS, 7);
+	if (rc_post(&a, IBV_WR_RDMA_WRITE, 3, 0, 100, &b, RC_BUF - 50))
+		FAIL("post: %s", strerror(errno));
+	rc_expect(a.cq, 3, IBV_WC_REM_ACCESS_ERR, 0, "RDMA_WRITE past the end of the region");
+	rc_free(&a);
+	rc_free(&b);
+
+	rc_pair(&a, &b, IBV_ACCESS_REMOTE_WRITE, 7);
+	if (rc_post(&a, IBV_WR_RDMA_READ, 4, 0, 100, &b, 0))
+		FAIL("post: %s", strerror(errno));
+	rc_expect(a.cq, 4, IBV_WC_REM_ACCESS_ERR, 0, "RDMA_READ from a QP without remote read");
+	rc_free(&a);
+	rc_free(&b);
+
+	rc_pair(&a, &b, ALL_ACCESS, 7);
+	if (rc_recv(&b, 50, 0, 10) || rc_post(&a, IBV_WR_SEND, 5, 0, 3000, &b, 0))
+		FAIL("post: %s", strerror(errno));
+	rc_expect(a.cq, 5, IBV_WC_REM_INV_REQ_ERR, 0, "SEND longer than the receive buffer: sender");
+	rc_expect(b.cq, 50, IBV_WC_LOC_LEN_ERR, 0, "SEND longer than the receive buffer: receiver");
+	rc_free(&a);
+	rc_free(&b);
+
+	rc_pair(&a, &b, ALL_ACCESS, 7);
+	struct ibv_send_wr awr = { .wr_id = 6, .sg_list = &sge, .num_sge = 1,
+				   .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				   .send_flags = IBV_SEND_SIGNALED };
+	sge.length = 8;
+	awr.wr.atomic.remote_addr = (uintptr_t)b.buf + 4;
+	awr.wr.atomic.rkey = b.mr->rkey;
+	if (ibv_post_send(a.qp, &awr, &bad))
+		FAIL("post: %s", strerror(errno));
+	rc_expect(a.cq, 6, IBV_WC_REM_INV_REQ_ERR, 0, "FETCH_AND_ADD on an unaligned target");
+	rc_free(&a);
+	rc_free(&b);
+
+	/* A bad local key fails the sender alone. */
+	rc_pair(&a, &b, ALL_ACCESS, 7);
+	sge.length = 100;
+	sge.lkey = a.mr->lkey ^ 0x100;
+	wr.wr_id = 7;
+	wr.wr.rdma.rkey = b.mr->rkey;
+	if (ibv_post_send(a.qp, &wr, &bad))
+		FAIL("post: %s", strerror(errno));
+	rc_expect(a.cq, 7, IBV_WC_LOC_PROT_ERR, 0, "RDMA_WRITE from a wrong lkey");
+	CHECK(rc_state(b.qp) == IBV_QPS_RTS, "the responder stays in RTS after the sender's local error");
+	rc_free(&a);
+	rc_free(&b);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3)
-		FAIL("usage: %s DEVICE limits|flush|race|hostile|hold|watch", argv[0]);
+		FAIL("usage: %s DEVICE limits|flush|race|hostile|rc|hold|watch", argv[0]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	open_device(argv[1]);
 	if (!strcmp(argv[2], "limits"))
@@ -730,6 +1070,10 @@ int main(int argc, char **argv)
 		race_test();
 	else if (!strcmp(argv[2], "hostile"))
 		hostile_test();
+	else if (!strcmp(argv[2], "rc")) {
+		rc_data_test();
+		rc_error_test();
+	}
 	else if (!strcmp(argv[2], "hold"))
 		hold(0);
 	else if (!strcmp(argv[2], "watch"))

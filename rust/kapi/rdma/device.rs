@@ -40,6 +40,34 @@ const DRIVER_ID: bindings::rdma_driver_id = bindings::rdma_driver_id_RDMA_DRIVER
 /// The uverbs ABI version of the rxe ABI (`rdma_user_rxe.h` layouts).
 const RXE_UVERBS_ABI_VERSION: u32 = 2;
 
+/// The names of a driver's port counters, as the core's statistics
+/// descriptors.
+pub struct CounterNames {
+    descs: &'static [bindings::rdma_stat_desc],
+}
+
+// SAFETY: the descriptors only point at static strings.
+unsafe impl Sync for CounterNames {}
+
+impl CounterNames {
+    /// No counters.
+    pub const EMPTY: Self = Self { descs: &[] };
+
+    /// Counters named by `descs` (made with [`counter_desc`]).
+    pub const fn new(descs: &'static [bindings::rdma_stat_desc]) -> Self {
+        Self { descs }
+    }
+}
+
+/// The descriptor of a counter called `name`.
+pub const fn counter_desc(name: &'static CStr) -> bindings::rdma_stat_desc {
+    bindings::rdma_stat_desc {
+        name: name.as_char_ptr(),
+        flags: 0,
+        priv_: core::ptr::null(),
+    }
+}
+
 /// The verbs a driver implements for its devices. Every device has exactly
 /// one port, numbered 1.
 pub trait Driver: Sized + Send + Sync + 'static {
@@ -170,6 +198,13 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// [`Device::schedule_maintenance`]; runs in process context, never
     /// after the device's data is dropped.
     fn maintenance(_dev: &Device<Self>) {}
+
+    /// The names of the port's counters (`rdma statistic show link`).
+    const COUNTERS: &'static CounterNames = &CounterNames::EMPTY;
+
+    /// Fills `values` (one per name in [`Self::COUNTERS`]) with the
+    /// counters of `port` now.
+    fn read_counters(_dev: &Device<Self>, _port: u32, _values: &mut [u64]) {}
 
     /// Creates a memory window.
     fn create_mw(dev: &Device<Self>, mw_type: MwType) -> Result<impl PinInit<Self::Mw, Error>>;
@@ -421,6 +456,39 @@ impl<T: Driver> Device<T> {
         Ok(reference)
     }
 
+    unsafe extern "C" fn alloc_hw_port_stats_cb(
+        _ib: *mut bindings::ib_device,
+        _port: u32,
+    ) -> *mut bindings::rdma_hw_stats {
+        let names = T::COUNTERS;
+        // SAFETY: the descriptors are static; the core owns the result.
+        unsafe {
+            bindings::rdma_alloc_hw_stats_struct(
+                names.descs.as_ptr(),
+                names.descs.len() as _,
+                bindings::SRNIC_HW_STATS_LIFESPAN_MS as _,
+            )
+        }
+    }
+
+    unsafe extern "C" fn get_hw_stats_cb(
+        ib: *mut bindings::ib_device,
+        stats: *mut bindings::rdma_hw_stats,
+        port: u32,
+        _index: core::ffi::c_int,
+    ) -> core::ffi::c_int {
+        // SAFETY: verbs run only while the device's data is live; the core
+        // passes the stats it got from `alloc_hw_port_stats` (holding their
+        // lock), with `num_counters` values.
+        unsafe {
+            let dev = Self::from_ib(ib);
+            let count = usize::try_from((*stats).num_counters).unwrap_or(0);
+            let values = (*stats).value.as_mut_slice(count);
+            T::read_counters(dev, port, values);
+            (*stats).num_counters
+        }
+    }
+
     fn ops_table(module: &'static ThisModule) -> bindings::ib_device_ops {
         bindings::ib_device_ops {
             owner: module.as_ptr().cast(),
@@ -428,6 +496,16 @@ impl<T: Driver> Device<T> {
             uverbs_abi_ver: RXE_UVERBS_ABI_VERSION,
             query_device: Some(Self::query_device_cb),
             query_port: Some(Self::query_port_cb),
+            alloc_hw_port_stats: if T::COUNTERS.descs.is_empty() {
+                None
+            } else {
+                Some(Self::alloc_hw_port_stats_cb)
+            },
+            get_hw_stats: if T::COUNTERS.descs.is_empty() {
+                None
+            } else {
+                Some(Self::get_hw_stats_cb)
+            },
             get_port_immutable: Some(Self::get_port_immutable_cb),
             get_link_layer: Some(Self::get_link_layer_cb),
             get_netdev: Some(Self::get_netdev_cb),

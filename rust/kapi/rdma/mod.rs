@@ -21,7 +21,9 @@ pub use attr::{
     DEVICE_PORT_ACTIVE_EVENT, DEVICE_RC_RNR_NAK_GEN, DEVICE_SRQ_RESIZE, DEVICE_SYS_IMAGE_GUID,
     PORT_CM_SUP,
 };
-pub use device::{name_in_use, Device, DeviceConfig, DeviceRef, Driver};
+pub use device::{
+    counter_desc, name_in_use, CounterNames, Device, DeviceConfig, DeviceRef, Driver,
+};
 pub use link::{LinkRegistration, LinkType};
 pub use objects::{Ah, Cq, Mr, MrKind, Mw, MwType, Qp, QpEvent, Srq};
 pub use udata::UserData;

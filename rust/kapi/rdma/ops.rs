@@ -96,8 +96,10 @@ impl<T: Driver> Device<T> {
                     UserData::from_raw(bindings::srnic_attrs_udata(attrs)),
                 )
             };
+            // No creation flag (timestamps, single-threaded, ignoring
+            // overrun) is offered: a valid request for one is unsupported.
             if attr.flags != 0 {
-                return Err(EINVAL);
+                return Err(crate::kapi::not_supported());
             }
             // SAFETY: the device is live.
             let vectors = unsafe { (*dev.as_ib()).num_comp_vectors };

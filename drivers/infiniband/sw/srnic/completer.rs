@@ -9,6 +9,7 @@
 //! move the QP to ERR, which flushes the rest.
 
 use crate::bindings;
+use crate::counters::Counter;
 use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::{QpState, WcOpcode, WcStatus};
@@ -69,6 +70,7 @@ fn handle(
     }
     let psn = packet.psn();
     let syndrome = packet.hdr.aeth.map(|a| Syndrome::decode(a.syndrome));
+    let counters = &qp.device().counters;
     match packet.hdr.info.operation {
         Operation::Acknowledge => match syndrome.flatten() {
             Some(Syndrome::Ack) => {
@@ -76,22 +78,33 @@ fn handle(
                 true
             }
             Some(Syndrome::Rnr(code)) => {
+                counters.inc(Counter::RnrNaksReceived);
                 acknowledge(qp, state, before(psn), upcalls);
                 receiver_not_ready(qp, state, psn, code, upcalls);
                 true
             }
             Some(Syndrome::Nak(NakCode::PsnSequence)) => {
+                counters.inc(Counter::SequenceNaksReceived);
                 acknowledge(qp, state, before(psn), upcalls);
                 resend_from(qp, state, psn);
                 true
             }
             Some(Syndrome::Nak(code)) => {
                 acknowledge(qp, state, before(psn), upcalls);
-                let status = match code {
-                    NakCode::RemoteAccess => WcStatus::RemoteAccessError,
-                    NakCode::RemoteOperation => WcStatus::RemoteOperationError,
-                    _ => WcStatus::RemoteInvalidRequestError,
+                let (status, counter) = match code {
+                    NakCode::RemoteAccess => {
+                        (WcStatus::RemoteAccessError, Counter::AccessNaksReceived)
+                    }
+                    NakCode::RemoteOperation => (
+                        WcStatus::RemoteOperationError,
+                        Counter::OperationNaksReceived,
+                    ),
+                    _ => (
+                        WcStatus::RemoteInvalidRequestError,
+                        Counter::InvalidRequestNaksReceived,
+                    ),
                 };
+                counters.inc(counter);
                 fail_oldest(qp, state, status, upcalls);
                 true
             }
@@ -235,6 +248,7 @@ fn resend_from(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn) {
     let first = Psn::new(wqe.first_psn);
     let offset = psn.distance_from(first);
     let mtu = mtu_bytes(state.attrs.path_mtu);
+    qp.device().counters.inc(Counter::Resends);
     let req = &mut state.requester;
     req.rewind(index);
     if offset > 0 && !is_read_or_atomic(wqe.wr.opcode) {
@@ -258,6 +272,7 @@ fn receiver_not_ready(
     }
     if state.attrs.rnr_retry != RNR_RETRY_FOREVER {
         if state.requester.rnr_left == 0 {
+            qp.device().counters.inc(Counter::RnrRetryExceeded);
             fail_oldest(qp, state, WcStatus::RnrRetryExceeded, upcalls);
             return;
         }

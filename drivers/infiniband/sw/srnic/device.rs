@@ -2,6 +2,7 @@
 
 //! An srnic device: one RoCEv2 port on one Ethernet netdev.
 
+use crate::counters::Counters;
 use crate::cq::SrnicCq;
 use crate::kapi::netdev::NetDevice;
 use crate::kapi::rcu::RcuReadGuard;
@@ -11,10 +12,11 @@ use crate::kapi::rdma::verbs::{
 };
 use crate::kapi::rdma::wqe::{RecvChain, SendChain};
 use crate::kapi::rdma::{
-    Ah, Cq, Device, DeviceAttributes, Driver, LinkLayer, Mr, MrKind, Mw, MwType, PhysState,
-    PortAttributes, PortEvent, PortState, Qp, Srq, UserData, UserMemory, DEVICE_MEM_MGT_EXTENSIONS,
-    DEVICE_MEM_WINDOW, DEVICE_MEM_WINDOW_TYPE_2B, DEVICE_PORT_ACTIVE_EVENT, DEVICE_RC_RNR_NAK_GEN,
-    DEVICE_SRQ_RESIZE, DEVICE_SYS_IMAGE_GUID, PORT_CM_SUP,
+    Ah, CounterNames, Cq, Device, DeviceAttributes, Driver, LinkLayer, Mr, MrKind, Mw, MwType,
+    PhysState, PortAttributes, PortEvent, PortState, Qp, Srq, UserData, UserMemory,
+    DEVICE_MEM_MGT_EXTENSIONS, DEVICE_MEM_WINDOW, DEVICE_MEM_WINDOW_TYPE_2B,
+    DEVICE_PORT_ACTIVE_EVENT, DEVICE_RC_RNR_NAK_GEN, DEVICE_SRQ_RESIZE, DEVICE_SYS_IMAGE_GUID,
+    PORT_CM_SUP,
 };
 use crate::memory::{SrnicAh, SrnicMr, SrnicMw};
 use crate::pure::mtu::{active_mtu_for_netdev, IbMtu};
@@ -135,6 +137,8 @@ pub(crate) struct SrnicDevice {
     pub(crate) ahs: ObjectTable<Ah<SrnicDevice>>,
     /// Rotates the low byte of memory keys.
     pub(crate) key_byte: AtomicU32,
+    /// Transport counters.
+    pub(crate) counters: Counters,
 }
 
 impl SrnicDevice {
@@ -147,6 +151,7 @@ impl SrnicDevice {
             mws: ObjectTable::new(FIRST_MW_INDEX, FIRST_MW_INDEX + limits::MAX_MW - 1)?,
             ahs: ObjectTable::new(1, limits::MAX_AH)?,
             key_byte: AtomicU32::new(0),
+            counters: Counters::new()?,
         })
     }
 
@@ -468,6 +473,12 @@ impl Driver for SrnicDevice {
         } else if sweep {
             dev.schedule_maintenance(crate::qp::SWEEP_INTERVAL_MS);
         }
+    }
+
+    const COUNTERS: &'static CounterNames = &crate::counters::NAMES;
+
+    fn read_counters(dev: &Device<Self>, _port: u32, values: &mut [u64]) {
+        dev.counters.read(values);
     }
 
     fn create_mw(dev: &Device<Self>, mw_type: MwType) -> Result<impl PinInit<SrnicMw, Error>> {

@@ -11,6 +11,7 @@
 //! to ERR.
 
 use crate::bindings;
+use crate::counters::Counter;
 use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::{QpState, WcOpcode, WcStatus};
@@ -204,6 +205,11 @@ fn refuse<'a>(
     code: NakCode,
     upcalls: &mut Upcalls,
 ) -> Reply<'a> {
+    qp.device().counters.inc(match code {
+        NakCode::RemoteAccess => Counter::AccessNaksSent,
+        NakCode::RemoteOperation => Counter::OperationNaksSent,
+        _ => Counter::InvalidRequestNaksSent,
+    });
     let reply = acknowledge(state, psn, Syndrome::Nak(code));
     let this: &SrnicQp = qp;
     this.enter_error(qp, state, upcalls);
@@ -229,13 +235,17 @@ fn handle<'a>(
     let ahead = psn.distance_from(expected);
     if ahead > 0 {
         // Something was lost: ask for it once, drop the rest until it comes.
+        let counters = &qp.device().counters;
         if state.responder.nak_sent {
+            counters.inc(Counter::OutOfSequenceRequests);
             return Reply::None;
         }
+        counters.inc(Counter::SequenceNaksSent);
         state.responder.nak_sent = true;
         return acknowledge(state, expected, Syndrome::Nak(NakCode::PsnSequence));
     }
     if ahead < 0 {
+        qp.device().counters.inc(Counter::DuplicateRequests);
         return duplicate(qp, state, guard, packet, upcalls);
     }
     state.responder.nak_sent = false;
@@ -381,7 +391,8 @@ fn accepted<'a>(state: &mut QpInner, packet: &Packet<'_>, operation: Operation) 
     }
 }
 
-fn rnr<'a>(state: &QpInner, psn: Psn) -> Reply<'a> {
+fn rnr<'a>(qp: &Qp<SrnicDevice>, state: &QpInner, psn: Psn) -> Reply<'a> {
+    qp.device().counters.inc(Counter::RnrNaksSent);
     acknowledge(state, psn, Syndrome::Rnr(state.attrs.min_rnr_timer))
 }
 
@@ -396,7 +407,7 @@ fn send<'a>(
     let psn = packet.psn();
     match take_receive(qp, state, upcalls) {
         Ok(true) => {}
-        Ok(false) => return rnr(state, psn),
+        Ok(false) => return rnr(qp, state, psn),
         Err(()) => return refuse(qp, state, psn, NakCode::RemoteOperation, upcalls),
     }
     let len = packet.hdr.payload_len as u32;
@@ -521,7 +532,7 @@ fn write<'a>(
         // this packet is placed and it will come again.
         match take_receive(qp, state, upcalls) {
             Ok(true) => {}
-            Ok(false) => return rnr(state, psn),
+            Ok(false) => return rnr(qp, state, psn),
             Err(()) => return refuse(qp, state, psn, NakCode::RemoteOperation, upcalls),
         }
     }

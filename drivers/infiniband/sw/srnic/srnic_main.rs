@@ -15,6 +15,7 @@ mod kapi;
 mod pure;
 
 mod completer;
+mod counters;
 mod cq;
 mod device;
 mod memory;

@@ -16,6 +16,7 @@
 //! QP's role runs, so two QPs sending to each other cannot deadlock.
 
 use crate::completer;
+use crate::counters::Counter;
 use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::{Device, Qp};
@@ -136,9 +137,11 @@ fn deliver(
     source: &Qp<SrnicDevice>,
     packet: Packet<'_>,
 ) {
+    count_hop(dev, &packet);
     let Some(dest) = dev.qps.get(guard, packet.hdr.bth.dest_qp) else {
         // No such QP: a real wire would drop the packet too; the requester
         // finds out when its retries run out.
+        dev.counters.inc(Counter::UnknownQpPackets);
         return;
     };
     match responder::receive(dest, guard, &packet) {
@@ -159,10 +162,24 @@ fn deliver(
 
 /// Hands a response to the completer of its QP; whether it was taken.
 fn answer_to(dev: &Device<SrnicDevice>, guard: &RcuReadGuard, answer: Packet<'_>) -> bool {
+    count_hop(dev, &answer);
     match dev.qps.get(guard, answer.hdr.bth.dest_qp) {
         Some(requester) => completer::receive(requester, guard, &answer),
-        None => false,
+        None => {
+            dev.counters.inc(Counter::UnknownQpPackets);
+            false
+        }
     }
+}
+
+/// A loopback packet is one sent and one received by this device.
+fn count_hop(dev: &Device<SrnicDevice>, packet: &Packet<'_>) {
+    let bytes = packet.hdr.payload_len as u64;
+    let counters = &dev.counters;
+    counters.inc(Counter::SentPackets);
+    counters.add(Counter::SentBytes, bytes);
+    counters.inc(Counter::ReceivedPackets);
+    counters.add(Counter::ReceivedBytes, bytes);
 }
 
 /// Restarts `qp`'s requester if an RNR wait has ended; whether it is still

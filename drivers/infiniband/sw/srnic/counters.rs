@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The port's transport counters, per CPU, as `rdma statistic show link
+//! DEV/1` lists them.
+
+use crate::bindings;
+use crate::kapi::percpu::PerCpuCounters;
+use crate::kapi::rdma::{counter_desc, CounterNames};
+
+/// What srnic counts; the order is the order of [`NAMES`]. Timeouts,
+/// transport retries, ICRC errors and malformed packets come with the
+/// RoCEv2 wire; loopback has none, and they read zero.
+#[derive(Clone, Copy, Debug)]
+#[allow(dead_code)]
+pub(crate) enum Counter {
+    SentPackets,
+    SentBytes,
+    ReceivedPackets,
+    ReceivedBytes,
+    /// Go-back-N restarts (after a sequence NAK or an RNR wait).
+    Resends,
+    /// Retransmission timer expiries.
+    Timeouts,
+    RnrNaksSent,
+    RnrNaksReceived,
+    SequenceNaksSent,
+    SequenceNaksReceived,
+    AccessNaksSent,
+    AccessNaksReceived,
+    InvalidRequestNaksSent,
+    InvalidRequestNaksReceived,
+    OperationNaksSent,
+    OperationNaksReceived,
+    /// Requests seen before (re-acknowledged or re-executed).
+    DuplicateRequests,
+    /// Requests ahead of the expected PSN, dropped.
+    OutOfSequenceRequests,
+    RetryExceeded,
+    RnrRetryExceeded,
+    IcrcErrors,
+    /// Packets dropped as malformed (bad headers or lengths).
+    MalformedPackets,
+    /// Packets for a QP that does not exist.
+    UnknownQpPackets,
+}
+
+const COUNT: usize = Counter::UnknownQpPackets as usize + 1;
+
+const DESCS: [bindings::rdma_stat_desc; COUNT] = [
+    counter_desc(kernel::c_str!("sent_packets")),
+    counter_desc(kernel::c_str!("sent_bytes")),
+    counter_desc(kernel::c_str!("received_packets")),
+    counter_desc(kernel::c_str!("received_bytes")),
+    counter_desc(kernel::c_str!("resends")),
+    counter_desc(kernel::c_str!("timeouts")),
+    counter_desc(kernel::c_str!("rnr_naks_sent")),
+    counter_desc(kernel::c_str!("rnr_naks_received")),
+    counter_desc(kernel::c_str!("sequence_naks_sent")),
+    counter_desc(kernel::c_str!("sequence_naks_received")),
+    counter_desc(kernel::c_str!("access_naks_sent")),
+    counter_desc(kernel::c_str!("access_naks_received")),
+    counter_desc(kernel::c_str!("invalid_request_naks_sent")),
+    counter_desc(kernel::c_str!("invalid_request_naks_received")),
+    counter_desc(kernel::c_str!("operation_naks_sent")),
+    counter_desc(kernel::c_str!("operation_naks_received")),
+    counter_desc(kernel::c_str!("duplicate_requests")),
+    counter_desc(kernel::c_str!("out_of_sequence_requests")),
+    counter_desc(kernel::c_str!("retry_exceeded")),
+    counter_desc(kernel::c_str!("rnr_retry_exceeded")),
+    counter_desc(kernel::c_str!("icrc_errors")),
+    counter_desc(kernel::c_str!("malformed_packets")),
+    counter_desc(kernel::c_str!("unknown_qp_packets")),
+];
+
+/// The names the core shows.
+pub(crate) static NAMES: CounterNames = CounterNames::new(&DESCS);
+
+/// A device's counters.
+pub(crate) struct Counters(PerCpuCounters<COUNT>);
+
+impl Counters {
+    pub(crate) fn new() -> kernel::prelude::Result<Self> {
+        Ok(Self(PerCpuCounters::new()?))
+    }
+
+    /// Counts one `counter` event.
+    pub(crate) fn inc(&self, counter: Counter) {
+        self.0.add(counter as usize, 1);
+    }
+
+    /// Adds `value` to `counter`.
+    pub(crate) fn add(&self, counter: Counter, value: u64) {
+        self.0.add(counter as usize, value);
+    }
+
+    /// Fills `values` in the order of [`NAMES`].
+    pub(crate) fn read(&self, values: &mut [u64]) {
+        for (index, value) in values.iter_mut().enumerate().take(COUNT) {
+            *value = self.0.sum(index);
+        }
+    }
+}

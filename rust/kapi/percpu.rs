@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Event counters with one copy per CPU: counting is a local add without
+//! atomics or shared cache lines, reading sums the copies.
+
+use crate::bindings;
+use core::ptr::NonNull;
+use kernel::prelude::*;
+
+/// `N` per-CPU `u64` counters.
+pub struct PerCpuCounters<const N: usize> {
+    base: NonNull<u64>,
+}
+
+// SAFETY: each CPU writes only its own copy (with preemption-safe
+// `this_cpu_add`); reads only sum.
+unsafe impl<const N: usize> Send for PerCpuCounters<N> {}
+// SAFETY: as above.
+unsafe impl<const N: usize> Sync for PerCpuCounters<N> {}
+
+impl<const N: usize> PerCpuCounters<N> {
+    /// `N` counters at zero.
+    pub fn new() -> Result<Self> {
+        let count = u32::try_from(N).map_err(|_| EINVAL)?;
+        // SAFETY: allocates zeroed per-CPU memory, freed in `drop`.
+        let base = unsafe { bindings::srnic_percpu_counters_alloc(count) };
+        Ok(Self {
+            base: NonNull::new(base).ok_or(ENOMEM)?,
+        })
+    }
+
+    /// Adds `value` to counter `index` (ignored if out of range).
+    pub fn add(&self, index: usize, value: u64) {
+        if index < N {
+            // SAFETY: `index` is below the `N` counters allocated.
+            unsafe { bindings::srnic_percpu_counter_add(self.base.as_ptr(), index as u32, value) };
+        }
+    }
+
+    /// Counter `index` summed over all CPUs.
+    pub fn sum(&self, index: usize) -> u64 {
+        if index >= N {
+            return 0;
+        }
+        // SAFETY: as in `add`.
+        unsafe { bindings::srnic_percpu_counter_sum(self.base.as_ptr(), index as u32) }
+    }
+}
+
+impl<const N: usize> Drop for PerCpuCounters<N> {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new`, freed once.
+        unsafe { bindings::srnic_percpu_counters_free(self.base.as_ptr()) };
+    }
+}
