@@ -38,6 +38,23 @@ pub(crate) fn receive(qp: &Qp<SrnicDevice>, guard: &RcuReadGuard, packet: &Packe
     taken
 }
 
+/// The datagrams the requester has sent are complete (UD has no
+/// acknowledgements).
+pub(crate) fn datagram_sent(qp: &Qp<SrnicDevice>) {
+    let this: &SrnicQp = qp;
+    let mut upcalls = Upcalls::default();
+    {
+        let mut state = this.state.lock();
+        while let Some((_, wqe)) = oldest_sent(qp, &state) {
+            if wqe.state != wqe_state::SENT {
+                break;
+            }
+            complete_oldest(qp, &mut state, &wqe, WcStatus::Success, &mut upcalls);
+        }
+    }
+    upcalls.run(qp);
+}
+
 /// The requester's own memory failed while the packet with `psn` was
 /// being read: its WQE completes with a local protection error.
 pub(crate) fn source_fault(qp: &Qp<SrnicDevice>, psn: Psn) {
@@ -236,6 +253,20 @@ fn fail_oldest(qp: &Qp<SrnicDevice>, state: &mut QpInner, status: WcStatus, upca
     if let Some((_, wqe)) = oldest_sent(qp, state) {
         complete_oldest(qp, state, &wqe, status, upcalls);
     }
+    let this: &SrnicQp = qp;
+    this.enter_error(qp, state, upcalls);
+}
+
+/// Completes `wqe`, which the requester could not send, with `status`
+/// and moves the QP to ERR.
+pub(crate) fn fail_local(
+    qp: &Qp<SrnicDevice>,
+    state: &mut QpInner,
+    wqe: &bindings::rxe_send_wqe,
+    status: WcStatus,
+    upcalls: &mut Upcalls,
+) {
+    complete_oldest(qp, state, wqe, status, upcalls);
     let this: &SrnicQp = qp;
     this.enter_error(qp, state, upcalls);
 }

@@ -42,9 +42,15 @@ pub(crate) enum Counter {
     MalformedPackets,
     /// Packets for a QP that does not exist.
     UnknownQpPackets,
+    /// Datagrams with the wrong Q_Key.
+    QkeyViolations,
+    /// Datagrams that found no receive WQE.
+    NoReceiveDrops,
+    /// Datagrams for another node, dropped until the wire exists.
+    UnroutableDatagrams,
 }
 
-const COUNT: usize = Counter::UnknownQpPackets as usize + 1;
+const COUNT: usize = Counter::UnroutableDatagrams as usize + 1;
 
 const DESCS: [bindings::rdma_stat_desc; COUNT] = [
     counter_desc(kernel::c_str!("sent_packets")),
@@ -70,6 +76,9 @@ const DESCS: [bindings::rdma_stat_desc; COUNT] = [
     counter_desc(kernel::c_str!("icrc_errors")),
     counter_desc(kernel::c_str!("malformed_packets")),
     counter_desc(kernel::c_str!("unknown_qp_packets")),
+    counter_desc(kernel::c_str!("qkey_violations")),
+    counter_desc(kernel::c_str!("no_receive_drops")),
+    counter_desc(kernel::c_str!("unroutable_datagrams")),
 ];
 
 /// The names the core shows.

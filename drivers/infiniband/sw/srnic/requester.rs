@@ -15,10 +15,12 @@ use crate::completer;
 use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::QpState;
+use crate::kapi::rdma::verbs::WcStatus;
 use crate::kapi::rdma::{wqe, Qp};
 use crate::memory;
 use crate::payload::{Extent, SgeList};
-use crate::pure::headers::AtomicEth;
+use crate::pure::grh::IpHeader;
+use crate::pure::headers::{AtomicEth, Deth, BTH_LEN, DETH_LEN, ICRC_LEN, IMM_LEN};
 use crate::pure::psn::{packets_for, Psn};
 use crate::pure::wr::{opcode, request_opcode, QpType};
 use crate::qp::{QpInner, SrnicQp, Upcalls};
@@ -101,9 +103,11 @@ pub(crate) fn next_packet<'a>(
     upcalls: &mut Upcalls,
 ) -> Option<Packet<'a>> {
     let this: &'a SrnicQp = qp;
-    if qp.qp_type() != QpType::Rc {
-        return None;
-    }
+    let datagram = match qp.qp_type() {
+        QpType::Rc => false,
+        QpType::Ud | QpType::Gsi => true,
+        QpType::Uc => return None,
+    };
     let mut state = this.state.lock();
     loop {
         let sending = match state.attrs.state {
@@ -149,6 +153,22 @@ pub(crate) fn next_packet<'a>(
                 _ => {}
             }
         }
+        if datagram {
+            match build_datagram(qp, &mut state, guard, index, &mut wqe) {
+                Ok(packet) => {
+                    wqe::write_send(&this.work, index, &wqe).ok()?;
+                    return Some(packet);
+                }
+                Err(status) => {
+                    // Not sendable (too long for the MTU): the WQE fails
+                    // and the QP with it.
+                    wqe::write_send(&this.work, index, &wqe).ok()?;
+                    state.requester.index = this.work.geometry().next(index);
+                    completer::fail_local(qp, &mut state, &wqe, status, upcalls);
+                    return None;
+                }
+            }
+        }
         let packet = build(qp, &mut state, index, &mut wqe);
         wqe::write_send(&this.work, index, &wqe).ok()?;
         return packet;
@@ -188,6 +208,104 @@ fn execute_local(
         Err(_) => local_status::PROTECTION,
     };
     wqe.state = wqe_state::DONE;
+}
+
+/// Q_Keys with the high bit set mean "the QP's own Q_Key".
+const QKEY_FROM_QP: u32 = 0x8000_0000;
+/// The Q_Key of QP1.
+pub(crate) const GSI_QKEY: u32 = 0x8001_0000;
+const UD_SEND_ONLY: u8 = 0x64;
+const UD_SEND_ONLY_WITH_IMM: u8 = 0x65;
+/// UDP header bytes.
+const UDP_LEN: usize = 8;
+
+/// Makes the one packet of the datagram WQE in slot `index`.
+fn build_datagram<'a>(
+    qp: &'a Qp<SrnicDevice>,
+    state: &mut QpInner,
+    guard: &'a RcuReadGuard,
+    index: u32,
+    wqe: &mut bindings::rxe_send_wqe,
+) -> Result<Packet<'a>, WcStatus> {
+    let this: &'a SrnicQp = qp;
+    let dev = qp.device();
+    let mtu = crate::pure::mtu::active_mtu_for_netdev(dev.netdev().mtu())
+        .map(|m| m.bytes())
+        .unwrap_or(0);
+    let length = wqe.dma.length;
+    if length > mtu {
+        return Err(WcStatus::LocalLengthError);
+    }
+    // SAFETY: plain integers in every view of the union.
+    let ud = unsafe { wqe.wr.wr.ud };
+    let qkey = if ud.remote_qkey & QKEY_FROM_QP != 0 {
+        state.attrs.qkey
+    } else {
+        ud.remote_qkey
+    };
+    let with_imm = wqe.wr.opcode == opcode::SEND_WITH_IMM;
+    let code = if with_imm {
+        UD_SEND_ONLY_WITH_IMM
+    } else {
+        UD_SEND_ONLY
+    };
+    let psn = state.requester.psn;
+    let mut packet =
+        Packet::new(code, ud.remote_qpn, psn).ok_or(WcStatus::LocalQpOperationError)?;
+    packet.hdr.deth = Some(Deth {
+        qkey,
+        src_qp: qp.qp_num(),
+    });
+    if with_imm {
+        // SAFETY: both views of the union are 32 bits.
+        packet.hdr.imm = Some(unsafe { wqe.wr.ex.imm_data });
+    }
+    packet.hdr.bth.solicited = wqe.wr.send_flags & IB_SEND_SOLICITED != 0;
+    if length > 0 {
+        let extent = if wqe.wr.send_flags & IB_SEND_INLINE != 0 {
+            Extent::Inline {
+                data: wqe::send_inline(&this.work, index, length)
+                    .map_err(|_| WcStatus::LocalQpOperationError)?,
+                len: length,
+            }
+        } else {
+            Extent::Local {
+                sges: SgeList::Work {
+                    queue: &this.work,
+                    index,
+                    count: wqe.dma.num_sge,
+                },
+                pd: qp.pd_id(),
+                kernel: !this.user,
+            }
+        };
+        packet = packet.with_payload(extent, 0, length);
+    }
+    // Where it goes: a user AH by number. Kernel AHs carry no number yet,
+    // and their datagrams are not delivered (the wire will take them).
+    let av = (ud.ah_num != 0)
+        .then(|| dev.ahs.get(guard, ud.ah_num).map(|ah| ah.av()))
+        .flatten();
+    if let Some(av) = av {
+        let pad = usize::from(crate::pure::headers::pad_for(length as usize));
+        let headers = UDP_LEN + BTH_LEN + DETH_LEN + if with_imm { IMM_LEN } else { 0 };
+        let ip_payload_len = headers + length as usize + pad + ICRC_LEN;
+        packet.ip = Some(IpHeader {
+            sgid: av.sgid,
+            dgid: av.dgid,
+            traffic_class: av.traffic_class,
+            hop_limit: av.hop_limit,
+            flow_label: av.flow_label,
+            ip_payload_len: u16::try_from(ip_payload_len).unwrap_or(u16::MAX),
+        });
+    }
+    wqe.first_psn = psn.get();
+    wqe.last_psn = psn.get();
+    wqe.state = wqe_state::SENT;
+    state.requester.psn = psn.next();
+    state.requester.index = this.work.geometry().next(index);
+    state.requester.sent = 0;
+    Ok(packet)
 }
 
 /// Makes the next packet of the WQE in slot `index` and moves the

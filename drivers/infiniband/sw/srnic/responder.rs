@@ -20,7 +20,8 @@ use crate::kapi::rdma::{Mr, Qp};
 use crate::memory::{self, lookup_mr};
 use crate::payload::{self, CopyError, Extent, SgeList};
 use crate::pure::aeth::{NakCode, Syndrome};
-use crate::pure::headers::{Operation, Position};
+use crate::pure::grh::GRH_LEN;
+use crate::pure::headers::{Operation, Position, Transport};
 use crate::pure::psn::{packets_for, Psn, PSN_MASK};
 use crate::pure::wr::QpType;
 use crate::qp::{QpInner, SrnicQp, Upcalls};
@@ -226,9 +227,19 @@ fn handle<'a>(
     if !matches!(
         state.attrs.state,
         QpState::Rtr | QpState::Rts | QpState::Sqd
-    ) || qp.qp_type() != QpType::Rc
-    {
+    ) {
         return Reply::None;
+    }
+    match (qp.qp_type(), packet.hdr.info.transport) {
+        (QpType::Rc, Transport::Rc) => {}
+        (QpType::Ud | QpType::Gsi, Transport::Ud) => {
+            datagram(qp, state, guard, packet, upcalls);
+            return Reply::None;
+        }
+        _ => {
+            qp.device().counters.inc(Counter::MalformedPackets);
+            return Reply::None;
+        }
     }
     let psn = packet.psn();
     let expected = state.responder.psn;
@@ -353,6 +364,15 @@ fn complete_receive(
     let mut wc = qp.completion(state.responder.recv.wr_id, status, opcode);
     wc.byte_len = byte_len;
     wc.src_qp = state.attrs.dest_qp_num;
+    if let (Some(deth), Some(ip)) = (packet.hdr.deth, packet.ip) {
+        wc.src_qp = deth.src_qp;
+        wc.with_grh = true;
+        wc.network_hdr_type = if ip.is_ipv4() {
+            bindings::rdma_network_type_RDMA_NETWORK_IPV4 as u8
+        } else {
+            bindings::rdma_network_type_RDMA_NETWORK_IPV6 as u8
+        };
+    }
     if let Some(imm) = packet.hdr.imm {
         wc.with_imm = true;
         wc.ex = imm;
@@ -389,6 +409,97 @@ fn accepted<'a>(state: &mut QpInner, packet: &Packet<'_>, operation: Operation) 
     } else {
         Reply::None
     }
+}
+
+/// A UD datagram: Q_Key checked, then the GRH area and the payload go
+/// into the next receive WQE. Datagrams are never acknowledged; one that
+/// cannot be taken is dropped and counted.
+fn datagram(
+    qp: &Qp<SrnicDevice>,
+    state: &mut QpInner,
+    guard: &RcuReadGuard,
+    packet: &Packet<'_>,
+    upcalls: &mut Upcalls,
+) {
+    let this: &SrnicQp = qp;
+    let counters = &qp.device().counters;
+    let (Some(deth), Some(ip)) = (packet.hdr.deth, packet.ip) else {
+        counters.inc(Counter::MalformedPackets);
+        return;
+    };
+    let qkey = if qp.qp_type() == QpType::Gsi {
+        crate::requester::GSI_QKEY
+    } else {
+        state.attrs.qkey
+    };
+    if deth.qkey != qkey {
+        counters.inc(Counter::QkeyViolations);
+        return;
+    }
+    match take_receive(qp, state, upcalls) {
+        Ok(true) => {}
+        Ok(false) => {
+            counters.inc(Counter::NoReceiveDrops);
+            return;
+        }
+        Err(()) => {
+            let this: &SrnicQp = qp;
+            this.enter_error(qp, state, upcalls);
+            return;
+        }
+    }
+    let len = packet.hdr.payload_len as u32;
+    let total = len + GRH_LEN as u32;
+    if total > state.responder.recv.length {
+        complete_receive(
+            qp,
+            state,
+            WcStatus::LocalLengthError,
+            WcOpcode::Recv,
+            0,
+            packet,
+            None,
+            upcalls,
+        );
+        return;
+    }
+    let target = Extent::Local {
+        sges: SgeList::Copied(&state.responder.recv.sges),
+        pd: qp.pd_id(),
+        kernel: !this.user,
+    };
+    let grh = ip.grh();
+    let mut placed = payload::store(qp.device(), guard, &target, &grh);
+    if placed.is_ok() && len > 0 {
+        placed = match packet.payload.as_ref() {
+            Some(source) => payload::copy(
+                qp.device(),
+                guard,
+                source,
+                packet.payload_at,
+                &target,
+                GRH_LEN as u64,
+                len,
+            ),
+            None => Err(CopyError::Source),
+        };
+    }
+    let status = match placed {
+        Ok(()) => WcStatus::Success,
+        Err(CopyError::Source) => WcStatus::GeneralError,
+        Err(CopyError::Destination) => WcStatus::LocalProtectionError,
+    };
+    complete_receive(
+        qp,
+        state,
+        status,
+        WcOpcode::Recv,
+        total,
+        packet,
+        None,
+        upcalls,
+    );
+    state.responder.psn = packet.psn().next();
 }
 
 fn rnr<'a>(qp: &Qp<SrnicDevice>, state: &QpInner, psn: Psn) -> Reply<'a> {

@@ -21,6 +21,7 @@ use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::{Device, Qp};
 use crate::payload::Extent;
+use crate::pure::grh::IpHeader;
 use crate::pure::headers::{self, Aeth, AtomicEth, Bth, Reth};
 use crate::pure::psn::Psn;
 use crate::qp::{SrnicQp, Upcalls};
@@ -40,6 +41,8 @@ pub(crate) struct Packet<'a> {
     pub(crate) payload: Option<Extent<'a>>,
     /// Offset of the payload's first byte in `payload`.
     pub(crate) payload_at: u64,
+    /// The IP header a datagram travels with (its receiver's GRH).
+    pub(crate) ip: Option<IpHeader>,
 }
 
 impl<'a> Packet<'a> {
@@ -69,6 +72,7 @@ impl<'a> Packet<'a> {
             },
             payload: None,
             payload_at: 0,
+            ip: None,
         })
     }
 
@@ -116,7 +120,14 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
             let packet = requester::next_packet(qp, &guard, &mut upcalls);
             upcalls.run(qp);
             match packet {
-                Some(packet) => deliver(qp.device(), &guard, qp, packet),
+                Some(packet) => {
+                    let datagram = packet.hdr.deth.is_some();
+                    deliver(qp.device(), &guard, qp, packet);
+                    if datagram {
+                        // Its payload has been read: the WQE is done.
+                        completer::datagram_sent(qp);
+                    }
+                }
                 None => break,
             }
         }
@@ -137,6 +148,11 @@ fn deliver(
     source: &Qp<SrnicDevice>,
     packet: Packet<'_>,
 ) {
+    if packet.hdr.deth.is_some() && !packet.ip.is_some_and(|ip| dev.has_gid(&ip.dgid)) {
+        // A datagram for another node: it needs the wire.
+        dev.counters.inc(Counter::UnroutableDatagrams);
+        return;
+    }
     count_hop(dev, &packet);
     let Some(dest) = dev.qps.get(guard, packet.hdr.bth.dest_qp) else {
         // No such QP: a real wire would drop the packet too; the requester

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The 40 bytes a UD receive gets before the payload (the GRH area). On
+//! RoCEv2 they hold the packet's IP header: an IPv6 header as it is, or an
+//! IPv4 header in the last 20 bytes with the first 20 zero. Receivers read
+//! the source address from it (and `ibv_wc.network_hdr_type` says which).
+
+/// Bytes of the GRH area.
+pub const GRH_LEN: usize = 40;
+
+/// What the IP header of a RoCEv2 packet says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpHeader {
+    /// Source GID (an IPv4-mapped address for IPv4).
+    pub sgid: [u8; 16],
+    /// Destination GID.
+    pub dgid: [u8; 16],
+    /// DSCP and ECN.
+    pub traffic_class: u8,
+    /// TTL or hop limit.
+    pub hop_limit: u8,
+    /// IPv6 flow label (20 bits).
+    pub flow_label: u32,
+    /// Bytes after the IP header (UDP header to ICRC).
+    pub ip_payload_len: u16,
+}
+
+/// Whether `gid` is an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
+pub fn is_ipv4_mapped(gid: &[u8; 16]) -> bool {
+    gid[..10].iter().all(|b| *b == 0) && gid[10] == 0xff && gid[11] == 0xff
+}
+
+/// The one's-complement checksum of an IPv4 header.
+pub fn ipv4_checksum(header: &[u8]) -> u16 {
+    let mut sum = 0u32;
+    for pair in header.chunks(2) {
+        let hi = u32::from(pair.first().copied().unwrap_or(0));
+        let lo = u32::from(pair.get(1).copied().unwrap_or(0));
+        sum += (hi << 8) | lo;
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+impl IpHeader {
+    /// Whether the packet is IPv4 (both addresses mapped).
+    pub fn is_ipv4(&self) -> bool {
+        is_ipv4_mapped(&self.sgid) && is_ipv4_mapped(&self.dgid)
+    }
+
+    /// The GRH area of a UD receive.
+    pub fn grh(&self) -> [u8; GRH_LEN] {
+        let mut out = [0u8; GRH_LEN];
+        if self.is_ipv4() {
+            let total = self.ip_payload_len.saturating_add(20);
+            let mut h = [0u8; 20];
+            h[0] = 0x45;
+            h[1] = self.traffic_class;
+            h[2..4].copy_from_slice(&total.to_be_bytes());
+            // Don't fragment.
+            h[6] = 0x40;
+            h[8] = self.hop_limit;
+            h[9] = 17;
+            h[12..16].copy_from_slice(&self.sgid[12..16]);
+            h[16..20].copy_from_slice(&self.dgid[12..16]);
+            let checksum = ipv4_checksum(&h);
+            h[10..12].copy_from_slice(&checksum.to_be_bytes());
+            out[20..].copy_from_slice(&h);
+        } else {
+            let flow = self.flow_label & 0x000f_ffff;
+            let word = (6u32 << 28) | (u32::from(self.traffic_class) << 20) | flow;
+            out[0..4].copy_from_slice(&word.to_be_bytes());
+            out[4..6].copy_from_slice(&self.ip_payload_len.to_be_bytes());
+            out[6] = 17;
+            out[7] = self.hop_limit;
+            out[8..24].copy_from_slice(&self.sgid);
+            out[24..40].copy_from_slice(&self.dgid);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mapped(a: [u8; 4]) -> [u8; 16] {
+        let mut g = [0u8; 16];
+        g[10] = 0xff;
+        g[11] = 0xff;
+        g[12..].copy_from_slice(&a);
+        g
+    }
+
+    #[test]
+    fn ipv4_header_sits_in_the_last_20_bytes_with_a_valid_checksum() {
+        let h = IpHeader {
+            sgid: mapped([10, 0, 0, 1]),
+            dgid: mapped([10, 0, 0, 2]),
+            traffic_class: 0x08,
+            hop_limit: 64,
+            flow_label: 0,
+            ip_payload_len: 100,
+        };
+        let grh = h.grh();
+        assert!(grh[..20].iter().all(|b| *b == 0));
+        let ip = &grh[20..];
+        assert_eq!(ip[0], 0x45);
+        assert_eq!(u16::from_be_bytes([ip[2], ip[3]]), 120);
+        assert_eq!(ip[8], 64);
+        assert_eq!(ip[9], 17);
+        assert_eq!(&ip[12..16], &[10, 0, 0, 1]);
+        assert_eq!(&ip[16..20], &[10, 0, 0, 2]);
+        // A header with its checksum sums to all ones.
+        assert_eq!(ipv4_checksum(ip), 0);
+    }
+
+    #[test]
+    fn ipv6_header_fills_the_area() {
+        let mut sgid = [0u8; 16];
+        sgid[0] = 0xfe;
+        sgid[1] = 0x80;
+        sgid[15] = 1;
+        let mut dgid = sgid;
+        dgid[15] = 2;
+        let h = IpHeader {
+            sgid,
+            dgid,
+            traffic_class: 0xab,
+            hop_limit: 1,
+            flow_label: 0x12345,
+            ip_payload_len: 300,
+        };
+        assert!(!h.is_ipv4());
+        let grh = h.grh();
+        assert_eq!(grh[0] >> 4, 6);
+        let word = u32::from_be_bytes([grh[0], grh[1], grh[2], grh[3]]);
+        assert_eq!((word >> 20) & 0xff, 0xab);
+        assert_eq!(word & 0xfffff, 0x12345);
+        assert_eq!(u16::from_be_bytes([grh[4], grh[5]]), 300);
+        assert_eq!(grh[6], 17);
+        assert_eq!(grh[7], 1);
+        assert_eq!(&grh[8..24], &sgid);
+        assert_eq!(&grh[24..40], &dgid);
+    }
+}
