@@ -256,6 +256,13 @@ pub enum MwType {
 }
 
 impl<T: Driver> Mw<T> {
+    /// Identifies the window's protection domain (compared, never
+    /// followed).
+    pub fn pd_id(&self) -> usize {
+        // SAFETY: set by the core before alloc and never changed.
+        unsafe { (*self.as_raw()).pd as usize }
+    }
+
     /// The window's type.
     pub fn mw_type(&self) -> MwType {
         // SAFETY: set by the core before alloc and never changed.

@@ -200,8 +200,8 @@ fn retire_local(
 ) -> bool {
     let status = match wqe.status {
         local_status::SUCCESS => WcStatus::Success,
-        local_status::PROTECTION => WcStatus::LocalProtectionError,
         _ if wqe.wr.opcode == opcode::BIND_MW => WcStatus::MemoryWindowBindError,
+        local_status::PROTECTION => WcStatus::LocalProtectionError,
         _ => WcStatus::LocalQpOperationError,
     };
     complete_oldest(qp, state, wqe, status, upcalls);

@@ -79,7 +79,7 @@ const LAST_QPN: u32 = (1 << 24) - 1;
 /// The GSI QP's number.
 const GSI_QPN: u32 = 1;
 /// MR and MW tables share the key space; MWs index above MRs.
-const FIRST_MW_INDEX: u32 = limits::MAX_MR + 1;
+pub(crate) const FIRST_MW_INDEX: u32 = limits::MAX_MR + 1;
 
 /// A count of objects of one kind against its limit.
 #[derive(Default)]

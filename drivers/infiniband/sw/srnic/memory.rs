@@ -7,7 +7,7 @@
 //! device's table in constant time, and the key byte, which changes with
 //! every registration, makes a stale key miss.
 
-use crate::device::{limits, SrnicDevice};
+use crate::device::{limits, SrnicDevice, FIRST_MW_INDEX};
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::AddressVector;
 use crate::kapi::rdma::{Ah, Device, Mr, MrKind, Mw, MwType, UserMemory};
@@ -209,6 +209,19 @@ pub(crate) fn invalidate(
     pd: usize,
     key: u32,
 ) -> core::result::Result<(), KeyError> {
+    if is_window_key(key) {
+        let mw = lookup_mw(dev, guard, key).ok_or(KeyError::NoRegion)?;
+        if mw.pd_id() != pd {
+            return Err(KeyError::WrongPd);
+        }
+        // Type 1 windows are unbound by a zero-length bind, not
+        // invalidated.
+        if mw.mw_type != MwType::Type2 {
+            return Err(KeyError::NoRegion);
+        }
+        *mw.binding.lock() = None;
+        return Ok(());
+    }
     let mr = lookup_mr(dev, guard, key).ok_or(KeyError::NoRegion)?;
     if mr.pd_id() != pd {
         return Err(KeyError::WrongPd);
@@ -238,6 +251,19 @@ impl SrnicMr {
         let offset = iova.checked_sub(start)?;
         let end = offset.checked_add(u64::from(len))?;
         (end <= length).then_some(offset)
+    }
+
+    /// Whether `[iova, iova + len)` lies in the region.
+    pub(crate) fn contains(&self, iova: u64, len: u64) -> bool {
+        let mapping = self.mapping.lock();
+        let (start, length) = match &*mapping {
+            MrMapping::Dma => return true,
+            MrMapping::User { memory, iova } => (*iova, memory.length()),
+            MrMapping::FastReg { iova, length, .. } => (*iova, *length),
+        };
+        iova.checked_sub(start)
+            .and_then(|offset| offset.checked_add(len))
+            .is_some_and(|end| end <= length)
     }
 
     /// The kernel address of byte `offset` of the region (as
@@ -279,15 +305,48 @@ impl SrnicMr {
 }
 
 /// Driver data of an MW.
+#[pin_data]
 pub(crate) struct SrnicMw {
     key: AtomicU32,
+    mw_type: MwType,
+    /// What the window grants, while bound.
+    #[pin]
+    binding: SpinLockIrq<Option<MwBinding>>,
+}
+
+/// A window's view of a region.
+#[derive(Clone, Copy)]
+struct MwBinding {
+    /// The region (looked up again at each access: a region that went
+    /// away takes the window's access with it).
+    mr_key: u32,
+    addr: u64,
+    length: u64,
+    access: u32,
+    /// The QP a type 2 window is bound through, the only one it serves.
+    qp_num: Option<u32>,
+}
+
+/// A BIND_MW work request.
+pub(crate) struct BindRequest {
+    pub(crate) mw_rkey: u32,
+    pub(crate) new_rkey: u32,
+    pub(crate) mr_lkey: u32,
+    pub(crate) addr: u64,
+    pub(crate) length: u64,
+    pub(crate) access: u32,
 }
 
 impl SrnicMw {
-    pub(crate) fn create(_dev: &Device<SrnicDevice>, _mw_type: MwType) -> Result<Self> {
-        Ok(Self {
+    pub(crate) fn create(
+        _dev: &Device<SrnicDevice>,
+        mw_type: MwType,
+    ) -> Result<impl PinInit<Self, Error>> {
+        Ok(try_pin_init!(Self {
             key: AtomicU32::new(0),
-        })
+            mw_type,
+            binding <- new_spinlock_irq!(None),
+        }? Error))
     }
 
     pub(crate) fn publish(mw: &Mw<SrnicDevice>) -> Result<u32> {
@@ -306,6 +365,106 @@ impl SrnicMw {
         dev.mws.remove(mw.key.load(Ordering::Acquire) >> 8);
         dev.counts.mw.release();
     }
+}
+
+fn lookup_mw<'g>(
+    dev: &Device<SrnicDevice>,
+    guard: &'g RcuReadGuard,
+    key: u32,
+) -> Option<&'g Mw<SrnicDevice>> {
+    let mw = dev.mws.get(guard, key >> 8)?;
+    (mw.key.load(Ordering::Acquire) == key).then_some(mw)
+}
+
+/// Whether `key` names a window rather than a region.
+fn is_window_key(key: u32) -> bool {
+    (key >> 8) >= FIRST_MW_INDEX
+}
+
+const MW_BIND: u32 = crate::bindings::ib_access_flags_IB_ACCESS_MW_BIND;
+const LOCAL_WRITE: u32 = crate::bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
+const NEEDS_LOCAL_WRITE: u32 = crate::bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
+    | crate::bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+
+/// Executes a BIND_MW work request of QP `qp_num` in protection domain
+/// `pd`: the window gets the new rkey and its view of the region (a
+/// zero-length bind of a type 1 window unbinds it).
+pub(crate) fn bind_window(
+    dev: &Device<SrnicDevice>,
+    guard: &RcuReadGuard,
+    pd: usize,
+    qp_num: u32,
+    request: &BindRequest,
+) -> core::result::Result<(), KeyError> {
+    let mw = lookup_mw(dev, guard, request.mw_rkey).ok_or(KeyError::NoRegion)?;
+    if mw.pd_id() != pd || request.new_rkey >> 8 != request.mw_rkey >> 8 {
+        return Err(KeyError::WrongPd);
+    }
+    let mut binding = mw.binding.lock();
+    if mw.mw_type == MwType::Type2 && binding.is_some() {
+        // A type 2 window is invalidated before it is bound again.
+        return Err(KeyError::NoRegion);
+    }
+    if request.length == 0 && mw.mw_type == MwType::Type1 {
+        *binding = None;
+        mw.key.store(request.new_rkey, Ordering::Release);
+        return Ok(());
+    }
+    let mr = lookup_mr(dev, guard, request.mr_lkey).ok_or(KeyError::NoRegion)?;
+    if mr.pd_id() != pd || mr.access() & MW_BIND == 0 {
+        return Err(KeyError::WrongPd);
+    }
+    if request.access & NEEDS_LOCAL_WRITE != 0 && mr.access() & LOCAL_WRITE == 0 {
+        return Err(KeyError::WrongPd);
+    }
+    if !mr.contains(request.addr, request.length) {
+        return Err(KeyError::NoRegion);
+    }
+    *binding = Some(MwBinding {
+        mr_key: request.mr_lkey,
+        addr: request.addr,
+        length: request.length,
+        access: request.access,
+        qp_num: (mw.mw_type == MwType::Type2).then_some(qp_num),
+    });
+    mw.key.store(request.new_rkey, Ordering::Release);
+    Ok(())
+}
+
+/// The region and offset behind remote key `rkey` for `[va, va + len)`
+/// with `access`, seen from QP `qp_num` in `pd`: a region's own key, or a
+/// window bound to one.
+pub(crate) fn remote_region<'g>(
+    dev: &Device<SrnicDevice>,
+    guard: &'g RcuReadGuard,
+    pd: usize,
+    qp_num: u32,
+    rkey: u32,
+    va: u64,
+    len: u32,
+    access: u32,
+) -> Option<(&'g Mr<SrnicDevice>, u64)> {
+    if !is_window_key(rkey) {
+        let mr = lookup_mr(dev, guard, rkey)?;
+        if mr.pd_id() != pd {
+            return None;
+        }
+        return Some((mr, mr.check_range(va, len, access)?));
+    }
+    let mw = lookup_mw(dev, guard, rkey)?;
+    if mw.pd_id() != pd {
+        return None;
+    }
+    let binding = (*mw.binding.lock())?;
+    if binding.access & access != access || binding.qp_num.is_some_and(|n| n != qp_num) {
+        return None;
+    }
+    let offset = va.checked_sub(binding.addr)?;
+    if offset.checked_add(u64::from(len))? > binding.length {
+        return None;
+    }
+    let mr = lookup_mr(dev, guard, binding.mr_key)?;
+    Some((mr, mr.check_range(va, len, 0)?))
 }
 
 /// Driver data of an AH.

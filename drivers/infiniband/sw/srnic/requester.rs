@@ -196,8 +196,20 @@ fn execute_local(
             let key = unsafe { wqe.wr.ex.invalidate_rkey };
             memory::invalidate(dev, guard, pd, key)
         }
+        opcode::BIND_MW => {
+            // SAFETY: plain integers in every view of the union.
+            let mw = unsafe { wqe.wr.wr.mw };
+            let request = memory::BindRequest {
+                mw_rkey: mw.mw_rkey,
+                new_rkey: mw.rkey,
+                mr_lkey: mw.mr_lkey,
+                addr: mw.addr,
+                length: mw.length,
+                access: mw.access,
+            };
+            memory::bind_window(dev, guard, pd, qp.qp_num(), &request)
+        }
         _ => {
-            // Memory windows are not bound yet.
             wqe.status = local_status::UNSUPPORTED;
             wqe.state = wqe_state::DONE;
             return;

@@ -17,7 +17,7 @@ use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::{QpState, WcOpcode, WcStatus};
 use crate::kapi::rdma::wqe::RecvCopy;
 use crate::kapi::rdma::{Mr, Qp};
-use crate::memory::{self, lookup_mr};
+use crate::memory;
 use crate::payload::{self, CopyError, Extent, SgeList};
 use crate::pure::aeth::{NakCode, Syndrome};
 use crate::pure::grh::GRH_LEN;
@@ -594,8 +594,8 @@ fn send<'a>(
     accepted(state, packet, Operation::Send)
 }
 
-/// The region behind `rkey` if it grants `access` to `[va, va + len)` for
-/// this QP; the offset of `va` in it.
+/// The region behind `rkey` (a region's or a window's key) if it grants
+/// `access` to `[va, va + len)` for this QP; the offset of `va` in it.
 fn remote_region<'g>(
     qp: &Qp<SrnicDevice>,
     guard: &'g RcuReadGuard,
@@ -604,12 +604,16 @@ fn remote_region<'g>(
     len: u32,
     access: u32,
 ) -> Option<(&'g Mr<SrnicDevice>, u64)> {
-    let mr = lookup_mr(qp.device(), guard, rkey)?;
-    if mr.pd_id() != qp.pd_id() {
-        return None;
-    }
-    let offset = mr.check_range(va, len, access)?;
-    Some((mr, offset))
+    memory::remote_region(
+        qp.device(),
+        guard,
+        qp.pd_id(),
+        qp.qp_num(),
+        rkey,
+        va,
+        len,
+        access,
+    )
 }
 
 fn write<'a>(
