@@ -294,3 +294,115 @@ void *srnic_xa_next(struct xarray *xa, unsigned long *index, bool first)
 		return xa_find(xa, index, ULONG_MAX, XA_PRESENT);
 	return xa_find_after(xa, index, ULONG_MAX, XA_PRESENT);
 }
+
+struct socket *srnic_udp_tunnel_open(struct net *net, u16 port,
+				     int (*rcv)(struct sock *sk, struct sk_buff *skb),
+				     int *err)
+{
+	struct udp_port_cfg port_cfg = {
+		.family = AF_INET,
+		.local_udp_port = htons(port),
+	};
+	struct udp_tunnel_sock_cfg tunnel_cfg = {
+		.encap_type = 1,
+		.encap_rcv = rcv,
+	};
+	struct socket *sock;
+
+	*err = udp_sock_create(net, &port_cfg, &sock);
+	if (*err)
+		return NULL;
+	setup_udp_tunnel_sock(net, sock, &tunnel_cfg);
+	return sock;
+}
+
+void srnic_udp_tunnel_close(struct socket *sock)
+{
+	udp_tunnel_sock_release(sock);
+}
+
+struct net *srnic_init_net(void)
+{
+	return &init_net;
+}
+
+struct sk_buff *srnic_alloc_skb(unsigned int headroom, unsigned int len)
+{
+	struct sk_buff *skb = alloc_skb(headroom + len, GFP_ATOMIC);
+
+	if (skb)
+		skb_reserve(skb, headroom);
+	return skb;
+}
+
+void srnic_kfree_skb(struct sk_buff *skb)
+{
+	kfree_skb(skb);
+}
+
+int srnic_skb_linearize(struct sk_buff *skb)
+{
+	return skb_linearize(skb);
+}
+
+unsigned char *srnic_skb_network_header(const struct sk_buff *skb)
+{
+	return skb_network_header(skb);
+}
+
+struct net_device *srnic_skb_dev(const struct sk_buff *skb)
+{
+	return skb->dev;
+}
+
+struct rtable *srnic_route4(struct net *net, __be32 daddr, __be32 saddr, u8 tos,
+			    int oif, int *err)
+{
+	struct flowi4 fl = {
+		.flowi4_oif = oif,
+		.flowi4_tos = tos & INET_DSCP_MASK,
+		.flowi4_proto = IPPROTO_UDP,
+		.daddr = daddr,
+		.saddr = saddr,
+	};
+	struct rtable *rt = ip_route_output_key(net, &fl);
+
+	if (IS_ERR(rt)) {
+		*err = PTR_ERR(rt);
+		return NULL;
+	}
+	return rt;
+}
+
+void srnic_rt_put(struct rtable *rt)
+{
+	ip_rt_put(rt);
+}
+
+int srnic_rt_dev_ifindex(const struct rtable *rt)
+{
+	return rt->dst.dev ? rt->dst.dev->ifindex : 0;
+}
+
+void srnic_ip4_select_ident(struct net *net, struct sk_buff *skb, struct iphdr *iph)
+{
+	__ip_select_ident(net, iph, skb_shinfo(skb)->gso_segs ?: 1);
+}
+
+/* Sends an skb whose data starts with a complete IPv4 header; takes the
+ * route's reference. */
+int srnic_ip4_xmit(struct net *net, struct sock *sk, struct sk_buff *skb, struct rtable *rt)
+{
+	skb_reset_network_header(skb);
+	skb_set_transport_header(skb, sizeof(struct iphdr));
+	skb->protocol = htons(ETH_P_IP);
+	skb->ignore_df = 1;
+	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
+	skb_dst_set(skb, &rt->dst);
+	return ip_local_out(net, sk, skb);
+}
+
+int srnic_netdev_ifindex(const struct net_device *dev)
+{
+	return dev->ifindex;
+}

@@ -23,6 +23,9 @@
 #include <linux/xarray.h>
 #include <linux/workqueue.h>
 #include <net/addrconf.h>
+#include <net/ip.h>
+#include <net/route.h>
+#include <net/udp_tunnel.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_mad.h>
 #include <rdma/ib_umem.h>
@@ -111,6 +114,28 @@ void srnic_init_delayed_work(struct delayed_work *dwork, work_func_t fn);
 bool srnic_schedule_delayed_work(struct delayed_work *dwork, unsigned int msecs);
 struct delayed_work *srnic_to_delayed_work(struct work_struct *work);
 void *srnic_xa_next(struct xarray *xa, unsigned long *index, bool first);
+
+/*
+ * The RoCEv2 wire: a UDP tunnel socket whose receive callback gets each
+ * datagram, and IPv4 transmission of packets whose headers srnic writes.
+ */
+struct socket *srnic_udp_tunnel_open(struct net *net, u16 port,
+				     int (*rcv)(struct sock *sk, struct sk_buff *skb),
+				     int *err);
+void srnic_udp_tunnel_close(struct socket *sock);
+struct net *srnic_init_net(void);
+struct sk_buff *srnic_alloc_skb(unsigned int headroom, unsigned int len);
+void srnic_kfree_skb(struct sk_buff *skb);
+int srnic_skb_linearize(struct sk_buff *skb);
+unsigned char *srnic_skb_network_header(const struct sk_buff *skb);
+struct net_device *srnic_skb_dev(const struct sk_buff *skb);
+struct rtable *srnic_route4(struct net *net, __be32 daddr, __be32 saddr, u8 tos,
+			    int oif, int *err);
+void srnic_rt_put(struct rtable *rt);
+int srnic_rt_dev_ifindex(const struct rtable *rt);
+void srnic_ip4_select_ident(struct net *net, struct sk_buff *skb, struct iphdr *iph);
+int srnic_ip4_xmit(struct net *net, struct sock *sk, struct sk_buff *skb, struct rtable *rt);
+int srnic_netdev_ifindex(const struct net_device *dev);
 
 /* Mapping offset of an mmap entry. */
 u64 srnic_mmap_offset(struct rdma_user_mmap_entry *entry);

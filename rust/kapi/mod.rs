@@ -27,9 +27,11 @@ pub mod print;
 pub mod netdev;
 pub mod percpu;
 pub mod rcu;
+pub mod skb;
 #[macro_use]
 pub mod sync;
 pub mod rdma;
+pub mod udp;
 
 use kernel::error::Error;
 

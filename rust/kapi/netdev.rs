@@ -48,6 +48,12 @@ impl NetDevice {
         unsafe { bindings::srnic_netdev_net(self.as_raw()) as usize }
     }
 
+    /// The interface index.
+    pub fn ifindex(&self) -> i32 {
+        // SAFETY: the netdev is valid.
+        unsafe { bindings::srnic_netdev_ifindex(self.as_raw()) }
+    }
+
     /// The MTU in bytes.
     pub fn mtu(&self) -> u32 {
         // SAFETY: the field is inside the valid netdev; it changes under

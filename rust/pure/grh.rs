@@ -25,6 +25,22 @@ pub struct IpHeader {
     pub ip_payload_len: u16,
 }
 
+/// The UDP header of a RoCEv2 datagram of `udp_len` bytes from `sport`
+/// (no checksum: the ICRC protects the packet).
+pub fn udp_header(sport: u16, dport: u16, udp_len: u16) -> [u8; 8] {
+    let s = sport.to_be_bytes();
+    let d = dport.to_be_bytes();
+    let l = udp_len.to_be_bytes();
+    [s[0], s[1], d[0], d[1], l[0], l[1], 0, 0]
+}
+
+/// The IPv4-mapped GID of `addr`.
+pub fn ipv4_mapped(addr: [u8; 4]) -> [u8; 16] {
+    [
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, addr[0], addr[1], addr[2], addr[3],
+    ]
+}
+
 /// Whether `gid` is an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
 pub fn is_ipv4_mapped(gid: &[u8; 16]) -> bool {
     gid[..10].iter().all(|b| *b == 0) && gid[10] == 0xff && gid[11] == 0xff
@@ -50,24 +66,45 @@ impl IpHeader {
         is_ipv4_mapped(&self.sgid) && is_ipv4_mapped(&self.dgid)
     }
 
+    /// The IPv4 header of the packet (identification 0, checksummed).
+    pub fn ipv4_header(&self) -> [u8; 20] {
+        let total = self.ip_payload_len.saturating_add(20).to_be_bytes();
+        let s = &self.sgid;
+        let d = &self.dgid;
+        let mut h = [
+            0x45,
+            self.traffic_class,
+            total[0],
+            total[1],
+            0,
+            0,
+            // Don't fragment.
+            0x40,
+            0,
+            self.hop_limit,
+            17,
+            0,
+            0,
+            s[12],
+            s[13],
+            s[14],
+            s[15],
+            d[12],
+            d[13],
+            d[14],
+            d[15],
+        ];
+        let checksum = ipv4_checksum(&h).to_be_bytes();
+        h[10] = checksum[0];
+        h[11] = checksum[1];
+        h
+    }
+
     /// The GRH area of a UD receive.
     pub fn grh(&self) -> [u8; GRH_LEN] {
         let mut out = [0u8; GRH_LEN];
         if self.is_ipv4() {
-            let total = self.ip_payload_len.saturating_add(20);
-            let mut h = [0u8; 20];
-            h[0] = 0x45;
-            h[1] = self.traffic_class;
-            h[2..4].copy_from_slice(&total.to_be_bytes());
-            // Don't fragment.
-            h[6] = 0x40;
-            h[8] = self.hop_limit;
-            h[9] = 17;
-            h[12..16].copy_from_slice(&self.sgid[12..16]);
-            h[16..20].copy_from_slice(&self.dgid[12..16]);
-            let checksum = ipv4_checksum(&h);
-            h[10..12].copy_from_slice(&checksum.to_be_bytes());
-            out[20..].copy_from_slice(&h);
+            out[20..].copy_from_slice(&self.ipv4_header());
         } else {
             let flow = self.flow_label & 0x000f_ffff;
             let word = (6u32 << 28) | (u32::from(self.traffic_class) << 20) | flow;

@@ -517,3 +517,55 @@ pub fn parse(packet: &[u8]) -> Result<Packet, ParseError> {
 pub const fn pad_for(payload_len: usize) -> u8 {
     ((4 - (payload_len & 3)) & 3) as u8
 }
+
+/// Writes the BTH and the extended headers `p.info` says its opcode
+/// carries, in wire order, from `p`'s fields (a missing one is written as
+/// zeros); returns their length, or `None` if `out` is too short.
+pub fn write_headers(p: &Packet, out: &mut [u8]) -> Option<usize> {
+    let len = p.info.header_len();
+    let out = out.get_mut(..len)?;
+    out.fill(0);
+    p.bth.write(out);
+    let h = p.info.headers;
+    let mut at = BTH_LEN;
+    // The next header's bytes, if the opcode carries it (`len` counts
+    // every header present, so the range is inside `out`).
+    let mut take = |flag: u8, size: usize| -> Option<core::ops::Range<usize>> {
+        if h & flag == 0 {
+            return None;
+        }
+        let range = at..at + size;
+        at += size;
+        Some(range)
+    };
+    let reth = take(hdr::RETH, RETH_LEN);
+    let deth = take(hdr::DETH, DETH_LEN);
+    let atomic = take(hdr::ATOMIC_ETH, ATOMIC_ETH_LEN);
+    let aeth = take(hdr::AETH, AETH_LEN);
+    let atomic_ack = take(hdr::ATOMIC_ACK_ETH, ATOMIC_ACK_ETH_LEN);
+    let imm = take(hdr::IMM, IMM_LEN);
+    let ieth = take(hdr::IETH, IETH_LEN);
+    if let Some(b) = reth.and_then(|r| out.get_mut(r)) {
+        p.reth.unwrap_or_default().write(b);
+    }
+    if let Some(b) = deth.and_then(|r| out.get_mut(r)) {
+        p.deth.unwrap_or_default().write(b);
+    }
+    if let Some(b) = atomic.and_then(|r| out.get_mut(r)) {
+        p.atomic.unwrap_or_default().write(b);
+    }
+    if let Some(b) = aeth.and_then(|r| out.get_mut(r)) {
+        p.aeth.unwrap_or_default().write(b);
+    }
+    if let Some(b) = atomic_ack.and_then(|r| out.get_mut(r)) {
+        put(b, 0, &p.atomic_ack.unwrap_or(0).to_be_bytes());
+    }
+    if let Some(b) = imm.and_then(|r| out.get_mut(r)) {
+        // Kept in network order: its bytes go out as they are.
+        put(b, 0, &p.imm.unwrap_or(0).to_ne_bytes());
+    }
+    if let Some(b) = ieth.and_then(|r| out.get_mut(r)) {
+        put(b, 0, &p.ieth.unwrap_or(0).to_be_bytes());
+    }
+    Some(len)
+}

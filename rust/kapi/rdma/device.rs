@@ -247,6 +247,14 @@ pub struct Device<T: Driver> {
     data: T,
 }
 
+// SAFETY: the core serialises what it does to `ib` with its own locks and
+// runs verbs on any CPU concurrently; the driver only reads fields fixed at
+// registration, queues `maintenance` (an internally locked work item) and
+// shares `data`, which is `Sync`. `netdev` is only passed to the core.
+unsafe impl<T: Driver> Sync for Device<T> {}
+// SAFETY: as above; nothing in it is tied to a thread.
+unsafe impl<T: Driver> Send for Device<T> {}
+
 impl<T: Driver> Deref for Device<T> {
     type Target = T;
 

@@ -139,6 +139,15 @@ pub(crate) struct SrnicDevice {
     pub(crate) key_byte: AtomicU32,
     /// Transport counters.
     pub(crate) counters: Counters,
+    /// The netdev's interface index, under which the wire finds the device.
+    pub(crate) ifindex: i32,
+}
+
+impl Drop for SrnicDevice {
+    fn drop(&mut self) {
+        // Before anything else goes: waits for receivers that found us.
+        crate::wire::detach(self.ifindex);
+    }
 }
 
 impl SrnicDevice {
@@ -152,6 +161,7 @@ impl SrnicDevice {
             ahs: ObjectTable::new(1, limits::MAX_AH)?,
             key_byte: AtomicU32::new(0),
             counters: Counters::new()?,
+            ifindex: netdev.ifindex(),
         })
     }
 

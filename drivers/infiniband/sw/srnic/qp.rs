@@ -14,6 +14,7 @@ use crate::kapi::rdma::verbs::{
 use crate::kapi::rdma::wqe::{self, RecvChain, RecvCopy, SendChain};
 use crate::kapi::rdma::{Device, Qp, QpEvent, UserData};
 use crate::kapi::sync::SpinLockIrq;
+use crate::pure::grh::IpHeader;
 use crate::pure::ring::RingGeometry;
 use crate::pure::wr::{QpType, SendLimits};
 use crate::requester::Requester;
@@ -67,6 +68,25 @@ pub(crate) struct QpInner {
     pub(crate) rq: Option<RecvQueue>,
     pub(crate) requester: Requester,
     pub(crate) responder: Responder,
+    /// The connected peer (RC, UC) is a QP of this device.
+    pub(crate) peer_local: bool,
+}
+
+impl QpInner {
+    /// The IP header of the connection's packets (payload length left for
+    /// the wire to fill), and whether they must go over the wire.
+    pub(crate) fn path(&self) -> (IpHeader, bool) {
+        let av = &self.attrs.av;
+        let ip = IpHeader {
+            sgid: av.sgid,
+            dgid: av.dgid,
+            traffic_class: av.traffic_class,
+            hop_limit: av.hop_limit,
+            flow_label: av.flow_label,
+            ip_payload_len: 0,
+        };
+        (ip, !self.peer_local)
+    }
 }
 
 /// Upcalls collected under the QP lock, run after it is released.
@@ -142,6 +162,7 @@ impl SrnicQp {
                     rq,
                     requester: Requester::default(),
                     responder: Responder::new(recv_copy),
+                    peer_local: false,
                 }),
                 work,
                 caps: actual,
@@ -230,19 +251,9 @@ impl SrnicQp {
         let this: &SrnicQp = qp;
         let mask = modify.mask;
         validate(qp, modify)?;
-        if mask.has(QpAttrMask::AV)
-            && matches!(qp.qp_type(), QpType::Rc | QpType::Uc)
-            && !qp.device().has_gid(&modify.attrs.av.dgid)
-        {
-            // Until the RoCEv2 wire exists, only this device's own GIDs
-            // are reachable (loopback).
-            pr_warn_ratelimited!(
-                "{}: QP {}: destination is not a GID of this device; srnic has no wire transport yet\n",
-                qp.device().name(),
-                qp.qp_num()
-            );
-            return Err(crate::kapi::not_supported());
-        }
+        // A destination that is one of this device's own GIDs is reached
+        // without the wire.
+        let peer_local = mask.has(QpAttrMask::AV) && qp.device().has_gid(&modify.attrs.av.dgid);
         let mut upcalls = Upcalls::default();
         {
             let mut state = this.state.lock();
@@ -262,6 +273,9 @@ impl SrnicQp {
             }
             apply(&mut state.attrs, modify);
             state.attrs.state = next;
+            if mask.has(QpAttrMask::AV) {
+                state.peer_local = peer_local;
+            }
             if mask.has(QpAttrMask::SQ_PSN) {
                 state.requester.set_psn(modify.attrs.sq_psn);
             }

@@ -149,6 +149,7 @@ impl LinkType for SrnicLink {
         // no event: catch up now that the notifier will see it.
         if let Some(dev) = device.active() {
             SrnicDevice::update_port_state(&dev);
+            crate::wire::attach(&dev);
         }
         // Cannot fail: room for one more was reserved just above.
         let _ = devices.push(device, GFP_KERNEL);

@@ -169,7 +169,12 @@ pub(crate) fn next_packet<'a>(
                 }
             }
         }
-        let packet = build(qp, &mut state, index, &mut wqe);
+        let (ip, remote) = state.path();
+        let packet = build(qp, &mut state, index, &mut wqe).map(|mut p| {
+            p.ip = Some(ip);
+            p.remote = remote;
+            p
+        });
         wqe::write_send(&this.work, index, &wqe).ok()?;
         return packet;
     }

@@ -20,7 +20,7 @@ use crate::kapi::rdma::{Mr, Qp};
 use crate::memory;
 use crate::payload::{self, CopyError, Extent, SgeList};
 use crate::pure::aeth::{NakCode, Syndrome};
-use crate::pure::grh::GRH_LEN;
+use crate::pure::grh::{IpHeader, GRH_LEN};
 use crate::pure::headers::{Operation, Position, Transport};
 use crate::pure::psn::{packets_for, Psn, PSN_MASK};
 use crate::pure::wr::QpType;
@@ -99,6 +99,7 @@ pub(crate) struct ReadResponse<'a> {
     mtu: u32,
     dest: u32,
     msn: u32,
+    ip: Option<IpHeader>,
 }
 
 impl<'a> ReadResponse<'a> {
@@ -113,6 +114,8 @@ impl<'a> ReadResponse<'a> {
                 (false, false) => RC_READ_RESPONSE_MIDDLE,
             };
             let mut packet = Packet::new(code, self.dest, self.psn.add(n))?;
+            packet.ip = self.ip;
+            packet.remote = true;
             if n == 0 || n + 1 == count {
                 packet = packet.with_aeth(Syndrome::Ack.encode(), self.msn);
             }
@@ -182,7 +185,18 @@ pub(crate) fn receive<'a>(
     let mut upcalls = Upcalls::default();
     let reply = {
         let mut state = this.state.lock();
-        handle(qp, &mut state, guard, packet, &mut upcalls)
+        let mut reply = handle(qp, &mut state, guard, packet, &mut upcalls);
+        // Answers go back along the connection.
+        let (ip, remote) = state.path();
+        match &mut reply {
+            Reply::Packet(p) => {
+                p.ip = Some(ip);
+                p.remote = remote;
+            }
+            Reply::Read(read) => read.ip = Some(ip),
+            _ => {}
+        }
+        reply
     };
     upcalls.run(qp);
     this.after_upcalls(qp);
@@ -759,6 +773,7 @@ fn read<'a>(
         mtu,
         dest: state.attrs.dest_qp_num,
         msn: msn & PSN_MASK,
+        ip: None,
     })
 }
 

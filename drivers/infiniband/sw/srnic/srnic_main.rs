@@ -26,6 +26,7 @@ mod requester;
 mod responder;
 mod srq;
 mod transport;
+mod wire;
 
 use kapi::netdev::NetdevNotifier;
 use kapi::rdma::LinkRegistration;
@@ -48,11 +49,16 @@ struct SrnicModule {
 
 impl kernel::Module for SrnicModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
-        registry::install(module)?;
+        wire::install()?;
+        if let Err(err) = registry::install(module) {
+            wire::remove();
+            return Err(err);
+        }
         let notifier = match NetdevNotifier::register(registry::NetdevWatcher) {
             Ok(notifier) => notifier,
             Err(err) => {
                 registry::remove_all();
+                wire::remove();
                 return Err(err);
             }
         };
@@ -61,6 +67,7 @@ impl kernel::Module for SrnicModule {
             Err(err) => {
                 drop(notifier);
                 registry::remove_all();
+                wire::remove();
                 return Err(err);
             }
         };
@@ -79,5 +86,7 @@ impl Drop for SrnicModule {
         registry::begin_shutdown();
         drop(self.notifier.take());
         registry::remove_all();
+        // Devices are gone; close the socket last.
+        wire::remove();
     }
 }

@@ -22,11 +22,13 @@ use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::{Device, Qp};
 use crate::payload::Extent;
 use crate::pure::grh::IpHeader;
+use crate::pure::headers::Operation;
 use crate::pure::headers::{self, Aeth, AtomicEth, Bth, Reth};
 use crate::pure::psn::Psn;
 use crate::qp::{SrnicQp, Upcalls};
 use crate::requester;
 use crate::responder::{self, Reply};
+use crate::wire;
 use core::sync::atomic::Ordering;
 
 /// Default P_Key, the only one srnic has.
@@ -41,8 +43,11 @@ pub(crate) struct Packet<'a> {
     pub(crate) payload: Option<Extent<'a>>,
     /// Offset of the payload's first byte in `payload`.
     pub(crate) payload_at: u64,
-    /// The IP header a datagram travels with (its receiver's GRH).
+    /// The IP header the packet travels with (a datagram's receiver
+    /// finds it in its GRH area).
     pub(crate) ip: Option<IpHeader>,
+    /// Whether it goes over the wire (its destination is another node).
+    pub(crate) remote: bool,
 }
 
 impl<'a> Packet<'a> {
@@ -73,6 +78,7 @@ impl<'a> Packet<'a> {
             payload: None,
             payload_at: 0,
             ip: None,
+            remote: false,
         })
     }
 
@@ -122,7 +128,7 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
             match packet {
                 Some(packet) => {
                     let datagram = packet.hdr.deth.is_some();
-                    deliver(qp.device(), &guard, qp, packet);
+                    send(qp.device(), &guard, qp, packet);
                     if datagram {
                         // Its payload has been read: the WQE is done.
                         completer::datagram_sent(qp);
@@ -140,6 +146,61 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
     }
 }
 
+/// Sends a request `source`'s requester made: over the wire, or straight
+/// to its destination on this device.
+fn send(
+    dev: &Device<SrnicDevice>,
+    guard: &RcuReadGuard,
+    source: &Qp<SrnicDevice>,
+    packet: Packet<'_>,
+) {
+    let datagram_elsewhere =
+        packet.hdr.deth.is_some() && !packet.ip.is_some_and(|ip| dev.has_gid(&ip.dgid));
+    if packet.remote || datagram_elsewhere {
+        let sport = wire::source_port(source.qp_num(), packet.hdr.bth.dest_qp);
+        if wire::transmit(dev, guard, &packet, sport) == Err(wire::SendError::Source) {
+            completer::source_fault(source, packet.psn());
+        }
+        return;
+    }
+    deliver(dev, guard, source, packet);
+}
+
+/// Takes a packet that came over the wire to `dev`.
+pub(crate) fn receive_from_wire(
+    dev: &Device<SrnicDevice>,
+    guard: &RcuReadGuard,
+    packet: Packet<'_>,
+) {
+    let Some(dest) = dev.qps.get(guard, packet.hdr.bth.dest_qp) else {
+        dev.counters.inc(Counter::UnknownQpPackets);
+        return;
+    };
+    match packet.hdr.info.operation {
+        Operation::Acknowledge | Operation::AtomicAcknowledge | Operation::ReadResponse => {
+            completer::receive(dest, guard, &packet);
+            // Answers free the read/atomic depth and end waits.
+            run_requester(dest);
+        }
+        _ => {
+            let sport = wire::source_port(dest.qp_num(), packet.hdr.bth.dest_qp);
+            match responder::receive(dest, guard, &packet) {
+                Reply::None | Reply::SourceFault => {}
+                Reply::Packet(answer) => {
+                    let _ = wire::transmit(dev, guard, &answer, sport);
+                }
+                Reply::Read(read) => {
+                    for answer in read.packets() {
+                        if wire::transmit(dev, guard, &answer, sport).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Hands `packet`, which `source`'s requester made, to its destination QP
 /// on this device, and the answers back.
 fn deliver(
@@ -148,11 +209,6 @@ fn deliver(
     source: &Qp<SrnicDevice>,
     packet: Packet<'_>,
 ) {
-    if packet.hdr.deth.is_some() && !packet.ip.is_some_and(|ip| dev.has_gid(&ip.dgid)) {
-        // A datagram for another node: it needs the wire.
-        dev.counters.inc(Counter::UnroutableDatagrams);
-        return;
-    }
     count_hop(dev, &packet);
     let Some(dest) = dev.qps.get(guard, packet.hdr.bth.dest_qp) else {
         // No such QP: a real wire would drop the packet too; the requester

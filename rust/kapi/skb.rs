@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Socket buffers (`struct sk_buff`), owned: the UDP tunnel hands received
+//! ones over, and transmission builds and hands them to the IP stack.
+
+use crate::bindings;
+use core::ptr::NonNull;
+use kernel::prelude::*;
+
+/// An `sk_buff` this code owns; freed on drop unless handed on.
+pub struct SkBuff(NonNull<bindings::sk_buff>);
+
+// SAFETY: an owned skb may be used and freed on any CPU.
+unsafe impl Send for SkBuff {}
+
+impl SkBuff {
+    /// An empty skb with `headroom` bytes before its data and room for
+    /// `len` bytes of data; may be called in atomic context.
+    pub fn alloc(headroom: u32, len: u32) -> Option<Self> {
+        // SAFETY: allocates with GFP_ATOMIC; returns NULL or a fresh skb.
+        NonNull::new(unsafe { bindings::srnic_alloc_skb(headroom, len) }).map(Self)
+    }
+
+    /// # Safety
+    ///
+    /// `skb` must be a valid skb whose ownership passes to the result.
+    pub unsafe fn from_raw(skb: *mut bindings::sk_buff) -> Option<Self> {
+        NonNull::new(skb).map(Self)
+    }
+
+    /// Gives up ownership.
+    pub fn into_raw(self) -> *mut bindings::sk_buff {
+        let raw = self.0.as_ptr();
+        core::mem::forget(self);
+        raw
+    }
+
+    /// Appends `len` bytes of data (within the room `alloc` gave) and
+    /// returns them, zeroed.
+    pub fn put(&mut self, len: u32) -> Result<&mut [u8]> {
+        if self.tailroom() < len {
+            return Err(ENOSPC);
+        }
+        // SAFETY: the skb is ours and has the room (checked), so
+        // `skb_put` returns `len` bytes inside its buffer.
+        let data = unsafe { bindings::skb_put(self.0.as_ptr(), len) }.cast::<u8>();
+        // SAFETY: as above; nothing else refers to these bytes.
+        let bytes = unsafe { core::slice::from_raw_parts_mut(data, len as usize) };
+        bytes.fill(0);
+        Ok(bytes)
+    }
+
+    /// Prepends `bytes` to the data.
+    pub fn push_bytes(&mut self, bytes: &[u8]) -> Result {
+        let len = u32::try_from(bytes.len()).map_err(|_| EINVAL)?;
+        let room = self.push(len)?;
+        for (to, from) in room.iter_mut().zip(bytes) {
+            *to = *from;
+        }
+        Ok(())
+    }
+
+    /// Prepends `len` bytes of headroom to the data and returns them.
+    pub fn push(&mut self, len: u32) -> Result<&mut [u8]> {
+        if self.headroom() < len {
+            return Err(ENOSPC);
+        }
+        // SAFETY: the skb is ours and has the headroom (checked).
+        let data = unsafe { bindings::skb_push(self.0.as_ptr(), len) }.cast::<u8>();
+        // SAFETY: `len` bytes at the new data start, ours alone.
+        Ok(unsafe { core::slice::from_raw_parts_mut(data, len as usize) })
+    }
+
+    fn headroom(&self) -> u32 {
+        // SAFETY: reads fields of our skb.
+        unsafe {
+            let skb = self.0.as_ref();
+            skb.data.offset_from(skb.head).try_into().unwrap_or(0)
+        }
+    }
+
+    fn tailroom(&self) -> u32 {
+        // SAFETY: reads fields of our skb; `tail` and `end` are offsets
+        // (64-bit kernels).
+        unsafe {
+            let skb = self.0.as_ref();
+            skb.end.saturating_sub(skb.tail)
+        }
+    }
+
+    /// Makes all data contiguous.
+    pub fn linearize(&mut self) -> Result {
+        // SAFETY: the skb is ours.
+        kernel::error::to_result(unsafe { bindings::srnic_skb_linearize(self.0.as_ptr()) })
+    }
+
+    /// The data, from `data` on (linear part only).
+    pub fn data(&self) -> &[u8] {
+        // SAFETY: `data` points at `len - data_len` linear bytes of our skb.
+        unsafe {
+            let skb = self.0.as_ref();
+            let linear = skb.len.saturating_sub(skb.data_len) as usize;
+            core::slice::from_raw_parts(skb.data, linear)
+        }
+    }
+
+    /// The data, writable (linear part only).
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `data`; we own the skb exclusively.
+        unsafe {
+            let skb = self.0.as_ref();
+            let linear = skb.len.saturating_sub(skb.data_len) as usize;
+            core::slice::from_raw_parts_mut(skb.data, linear)
+        }
+    }
+
+    /// The bytes from the network header up to `data`, plus `data`: the
+    /// IP header of a received packet followed by what `data` shows.
+    pub fn from_network_header(&self) -> Option<&[u8]> {
+        // SAFETY: both pointers are into our skb's linear buffer.
+        unsafe {
+            let skb = self.0.as_ref();
+            let network = bindings::srnic_skb_network_header(self.0.as_ptr());
+            let before = usize::try_from(skb.data.offset_from(network)).ok()?;
+            let linear = skb.len.saturating_sub(skb.data_len) as usize;
+            Some(core::slice::from_raw_parts(network, before + linear))
+        }
+    }
+
+    /// The interface index of the device the skb arrived on.
+    pub fn ifindex(&self) -> i32 {
+        // SAFETY: reads our skb's device pointer and, if set, its index.
+        unsafe {
+            let dev = bindings::srnic_skb_dev(self.0.as_ptr());
+            if dev.is_null() {
+                0
+            } else {
+                bindings::srnic_netdev_ifindex(dev)
+            }
+        }
+    }
+
+    pub(crate) fn as_raw(&self) -> *mut bindings::sk_buff {
+        self.0.as_ptr()
+    }
+}
+
+impl Drop for SkBuff {
+    fn drop(&mut self) {
+        // SAFETY: ours, freed once.
+        unsafe { bindings::srnic_kfree_skb(self.0.as_ptr()) };
+    }
+}

@@ -1,0 +1,55 @@
+# The RC transport over the RoCEv2 wire between srnic on two VMs:
+# ibv_rc_pingpong with data checked (--chk) below, at and far above the
+# path MTU, with and without CQ events, then perftest write, read, send and
+# atomic bandwidth and write/send latency; the port counters saw packets.
+# vms: 2
+# timeout: 900
+load_srnic
+must rdma link add srnic0 type srnic netdev eth0
+wait_roce_gid srnic0 1
+server=10.0.0.1
+port=18700
+
+# run_pair NAME SERVER-COMMAND... : the server on VM a, the client on VM b
+# (the same command with the server's address), each bounded.
+run_pair() {
+	name=$1
+	shift
+	port=$((port + 1))
+	case $SRNIC_VM in
+	a)
+		"$@" -p $port > /tmp/server.out 2>&1 &
+		pid=$!
+		barrier "$name.$port" 2
+		wait $pid || { cat /tmp/server.out; fail "$name: server failed"; }
+		cat /tmp/server.out
+		;;
+	b)
+		barrier "$name.$port" 2
+		sleep 1
+		"$@" -p $port $server > /tmp/client.out 2>&1 ||
+			{ cat /tmp/client.out; fail "$name: client failed"; }
+		cat /tmp/client.out
+		;;
+	esac
+	barrier "$name.$port.done" 2
+}
+
+for args in "-s 1 -n 200" "-s 1024 -n 100" "-s 4097 -n 50 -e" "-s 65536 -n 50" "-s 1048576 -n 5 -e"; do
+	step "ibv_rc_pingpong $args"
+	run_pair pingpong timeout 120 ibv_rc_pingpong -d srnic0 -g 1 -c $args
+	[ "$SRNIC_VM" = b ] && expect_match "$(cat /tmp/client.out)" "iters in" "the client finished its iterations"
+done
+
+for test in "ib_write_bw -s 65536 -n 200" "ib_read_bw -s 65536 -n 200" "ib_send_bw -s 65536 -n 200" \
+	"ib_atomic_bw -n 200" "ib_write_lat -s 64 -n 200" "ib_send_lat -s 8192 -n 100"; do
+	step "$test"
+	run_pair perftest timeout 300 $test -d srnic0 -x 1 -F
+done
+
+rdma statistic show link srnic0/1
+sent=$(rdma statistic show link srnic0/1 | tr ' ' '\n' | awk 'f { print; exit } $0 == "sent_packets" { f = 1 }')
+[ "${sent:-0}" -gt 1000 ] || fail "srnic0 sent $sent packets; expected the traffic above on the wire"
+barrier finished 2
+must rdma link delete srnic0
+unload_srnic
