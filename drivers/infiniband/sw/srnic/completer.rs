@@ -163,6 +163,7 @@ fn is_read_or_atomic(op: u32) -> bool {
 /// Completes every SEND and WRITE whose last packet is at or before
 /// `psn`, and the executed local operations among them, in order.
 fn acknowledge(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn, upcalls: &mut Upcalls) {
+    progress(state, psn);
     while let Some((_, wqe)) = oldest_sent(qp, state) {
         if wqe.state == wqe_state::DONE {
             if !retire_local(qp, state, &wqe, upcalls) {
@@ -178,6 +179,72 @@ fn acknowledge(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn, upcalls: &mu
         }
         complete_oldest(qp, state, &wqe, WcStatus::Success, upcalls);
     }
+}
+
+/// The peer has everything up to `psn`: the window moves and the
+/// retransmission timer starts over.
+fn progress(state: &mut QpInner, psn: Psn) {
+    let next = psn.next();
+    let req = &mut state.requester;
+    // Only forward, and never past what was sent.
+    if next.is_before(req.acked) || req.psn.is_before(next) {
+        return;
+    }
+    if next != req.acked {
+        req.acked = next;
+        req.last_progress = now_ns();
+        req.retry_left = state.attrs.retry_cnt;
+    }
+}
+
+/// How often the retransmission timers are looked at, in milliseconds.
+pub(crate) const TIMER_TICK_MS: u32 = 5;
+
+/// The retransmission timer of `qp`: if it sent packets the peer has not
+/// acknowledged within the QP's `timeout` (4.096 us x 2^timeout), resends
+/// from the first of them, or after `retry_cnt` such resends completes the
+/// oldest WQE with `RETRY_EXC_ERR`. Whether the timer still runs.
+pub(crate) fn check_timeout(qp: &Qp<SrnicDevice>) -> bool {
+    let this: &SrnicQp = qp;
+    let mut upcalls = Upcalls::default();
+    let mut resent = false;
+    let running = {
+        let mut state = this.state.lock();
+        let quiet = !matches!(state.attrs.state, QpState::Rts | QpState::Sqd)
+            || state.peer_local
+            || state.attrs.timeout == 0
+            || oldest_sent(qp, &state).is_none();
+        if quiet {
+            false
+        } else {
+            let timeout_ns = 4096u64 << state.attrs.timeout.min(31);
+            let now = now_ns();
+            if now.saturating_sub(state.requester.last_progress) < timeout_ns {
+                true
+            } else {
+                let counters = &qp.device().counters;
+                counters.inc(Counter::Timeouts);
+                if state.requester.retry_left == 0 {
+                    counters.inc(Counter::RetryExceeded);
+                    fail_oldest(qp, &mut state, WcStatus::RetryExceeded, &mut upcalls);
+                    false
+                } else {
+                    state.requester.retry_left -= 1;
+                    let from = state.requester.acked;
+                    resend_from(qp, &mut state, from);
+                    state.requester.last_progress = now;
+                    resent = true;
+                    true
+                }
+            }
+        }
+    };
+    upcalls.run(qp);
+    this.after_upcalls(qp);
+    if resent {
+        crate::transport::run_requester(qp);
+    }
+    running
 }
 
 /// Completes executed local operations at the head of the queue (called
@@ -311,6 +378,8 @@ fn receiver_not_ready(
     }
     resend_from(qp, state, psn);
     let wait_us = rnr_timer_us(code);
+    // Waiting out the RNR timer is not a transport timeout.
+    state.requester.last_progress = now_ns() + u64::from(wait_us) * 1000;
     state.requester.rnr_until = Some(now_ns() + u64::from(wait_us) * 1000);
     qp.device()
         .schedule_maintenance(wait_us.div_ceil(1000).max(1));
@@ -384,6 +453,7 @@ fn read_response(
             return false;
         }
     }
+    progress(state, psn);
     if ends {
         complete_oldest(qp, state, &wqe, WcStatus::Success, upcalls);
     }
@@ -416,6 +486,7 @@ fn atomic_acknowledge(
         fail_oldest(qp, state, WcStatus::LocalProtectionError, upcalls);
         return false;
     }
+    progress(state, packet.psn());
     complete_oldest(qp, state, &wqe, WcStatus::Success, upcalls);
     true
 }

@@ -475,11 +475,12 @@ impl Driver for SrnicDevice {
             dev.qps.for_each(&guard, |qp| {
                 sweep |= SrnicQp::sweep(qp);
                 waiting |= crate::transport::kick_waiting(qp);
+                waiting |= crate::completer::check_timeout(qp);
             });
         }
         if waiting {
-            // RNR waits are short; look again soon.
-            dev.schedule_maintenance(1);
+            // RNR waits and retransmission timers: look again soon.
+            dev.schedule_maintenance(crate::completer::TIMER_TICK_MS);
         } else if sweep {
             dev.schedule_maintenance(crate::qp::SWEEP_INTERVAL_MS);
         }

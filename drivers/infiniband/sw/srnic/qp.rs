@@ -285,6 +285,9 @@ impl SrnicQp {
             if mask.has(QpAttrMask::RNR_RETRY) {
                 state.requester.rnr_left = modify.attrs.rnr_retry;
             }
+            if mask.has(QpAttrMask::RETRY_CNT) {
+                state.requester.retry_left = modify.attrs.retry_cnt;
+            }
             this.needs_sweep.store(
                 next == QpState::Error && this.user && state.rq.is_some(),
                 Ordering::Release,

@@ -67,11 +67,25 @@ pub(crate) struct Requester {
     pub(crate) rnr_until: Option<u64>,
     /// RNR NAKs still tolerated for the oldest WQE.
     pub(crate) rnr_left: u8,
+    /// The first PSN not yet acknowledged.
+    pub(crate) acked: Psn,
+    /// Timeouts still tolerated without progress (from `retry_cnt`).
+    pub(crate) retry_left: u8,
+    /// When the peer last acknowledged something (`now_ns`), or the first
+    /// packet went out after a quiet time.
+    pub(crate) last_progress: u64,
 }
+
+/// Packets sent and not yet acknowledged, at most.
+const WINDOW: i32 = 256;
+/// A long message asks for an acknowledgement every so many packets, so
+/// that the window keeps moving.
+const ACK_EVERY: u32 = 32;
 
 impl Requester {
     pub(crate) fn set_psn(&mut self, psn: u32) {
         self.psn = Psn::new(psn);
+        self.acked = self.psn;
     }
 
     /// Starts over at WQE `index`, nothing of it sent and nothing
@@ -169,10 +183,22 @@ pub(crate) fn next_packet<'a>(
                 }
             }
         }
+        let req = &mut state.requester;
+        let in_flight = req.psn.distance_from(req.acked);
+        if in_flight >= WINDOW {
+            return None;
+        }
+        if in_flight <= 0 {
+            // Quiet until now: the retransmission timer starts here.
+            req.last_progress = now_ns();
+        }
         let (ip, remote) = state.path();
         let packet = build(qp, &mut state, index, &mut wqe).map(|mut p| {
             p.ip = Some(ip);
             p.remote = remote;
+            if p.psn().get() % ACK_EVERY == ACK_EVERY - 1 {
+                p.hdr.bth.ack_req = true;
+            }
             p
         });
         wqe::write_send(&this.work, index, &wqe).ok()?;

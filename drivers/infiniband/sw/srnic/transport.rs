@@ -157,6 +157,11 @@ fn send(
     let datagram_elsewhere =
         packet.hdr.deth.is_some() && !packet.ip.is_some_and(|ip| dev.has_gid(&ip.dgid));
     if packet.remote || datagram_elsewhere {
+        if packet.remote {
+            // The retransmission timer needs looking at while packets are
+            // out (a no-op while the check is already scheduled).
+            dev.schedule_maintenance(completer::TIMER_TICK_MS);
+        }
         let sport = wire::source_port(source.qp_num(), packet.hdr.bth.dest_qp);
         if wire::transmit(dev, guard, &packet, sport) == Err(wire::SendError::Source) {
             completer::source_fault(source, packet.psn());
