@@ -393,13 +393,18 @@ void srnic_ip4_select_ident(struct net *net, struct sk_buff *skb, struct iphdr *
  * route's reference. */
 int srnic_ip4_xmit(struct net *net, struct sock *sk, struct sk_buff *skb, struct rtable *rt)
 {
+	int ret;
+
 	skb_reset_network_header(skb);
 	skb_set_transport_header(skb, sizeof(struct iphdr));
 	skb->protocol = htons(ETH_P_IP);
 	skb->ignore_df = 1;
 	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 	skb_dst_set(skb, &rt->dst);
-	return ip_local_out(net, sk, skb);
+	ret = ip_local_out(net, sk, skb);
+	/* Congestion notification is not a drop (the macro evaluates its
+	 * argument twice: never call it on the send itself). */
+	return net_xmit_eval(ret);
 }
 
 int srnic_netdev_ifindex(const struct net_device *dev)

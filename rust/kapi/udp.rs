@@ -119,7 +119,8 @@ pub fn select_ident(skb: &mut SkBuff) {
     unsafe { bindings::srnic_ip4_select_ident(bindings::srnic_init_net(), skb.as_raw(), data) };
 }
 
-/// Sends `skb`, whose data is a complete IPv4 packet, along `route`.
+/// Sends `skb`, whose data is a complete IPv4 packet, along `route`;
+/// `EAGAIN` if it was dropped for lack of room on the way out.
 pub fn transmit(skb: SkBuff, route: Route4) -> Result {
     let rt = route.0.as_ptr();
     core::mem::forget(route);
@@ -133,5 +134,9 @@ pub fn transmit(skb: SkBuff, route: Route4) -> Result {
             rt,
         )
     };
+    // Positive: dropped on the way out (queue full).
+    if ret > 0 {
+        return Err(EAGAIN);
+    }
     kernel::error::to_result(ret)
 }

@@ -91,22 +91,26 @@ fn handle(
     match packet.hdr.info.operation {
         Operation::Acknowledge => match syndrome.flatten() {
             Some(Syndrome::Ack) => {
+                progress(state, psn);
                 acknowledge(qp, state, psn, upcalls);
                 true
             }
             Some(Syndrome::Rnr(code)) => {
                 counters.inc(Counter::RnrNaksReceived);
+                progress(state, before(psn));
                 acknowledge(qp, state, before(psn), upcalls);
                 receiver_not_ready(qp, state, psn, code, upcalls);
                 true
             }
             Some(Syndrome::Nak(NakCode::PsnSequence)) => {
                 counters.inc(Counter::SequenceNaksReceived);
+                progress(state, before(psn));
                 acknowledge(qp, state, before(psn), upcalls);
                 resend_from(qp, state, psn);
                 true
             }
             Some(Syndrome::Nak(code)) => {
+                progress(state, before(psn));
                 acknowledge(qp, state, before(psn), upcalls);
                 let (status, counter) = match code {
                     NakCode::RemoteAccess => {
@@ -131,7 +135,16 @@ fn handle(
             if matches!(syndrome, Some(Some(s)) if s != Syndrome::Ack) {
                 return false;
             }
+            // Responses come in order: the first one of a READ also says
+            // that everything before it arrived; any other must be the
+            // next PSN expected, or it is dropped (the timer re-requests
+            // what is missing).
             acknowledge(qp, state, before(psn), upcalls);
+            let first_of_oldest =
+                oldest_sent(qp, state).is_some_and(|(_, wqe)| Psn::new(wqe.first_psn) == psn);
+            if psn != state.requester.acked && !first_of_oldest {
+                return false;
+            }
             read_response(qp, state, guard, packet, upcalls)
         }
         Operation::AtomicAcknowledge => {
@@ -163,7 +176,6 @@ fn is_read_or_atomic(op: u32) -> bool {
 /// Completes every SEND and WRITE whose last packet is at or before
 /// `psn`, and the executed local operations among them, in order.
 fn acknowledge(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn, upcalls: &mut Upcalls) {
-    progress(state, psn);
     while let Some((_, wqe)) = oldest_sent(qp, state) {
         if wqe.state == wqe_state::DONE {
             if !retire_local(qp, state, &wqe, upcalls) {
@@ -201,9 +213,10 @@ fn progress(state: &mut QpInner, psn: Psn) {
 pub(crate) const TIMER_TICK_MS: u32 = 5;
 
 /// The retransmission timer of `qp`: if it sent packets the peer has not
-/// acknowledged within the QP's `timeout` (4.096 us x 2^timeout), resends
-/// from the first of them, or after `retry_cnt` such resends completes the
-/// oldest WQE with `RETRY_EXC_ERR`. Whether the timer still runs.
+/// acknowledged within the QP's `timeout` (4.096 us x 2^timeout, doubled
+/// after each resend that brought no progress), resends from the first of
+/// them, or after `retry_cnt` such resends completes the oldest WQE with
+/// `RETRY_EXC_ERR`. Whether the timer still runs.
 pub(crate) fn check_timeout(qp: &Qp<SrnicDevice>) -> bool {
     let this: &SrnicQp = qp;
     let mut upcalls = Upcalls::default();
@@ -217,7 +230,13 @@ pub(crate) fn check_timeout(qp: &Qp<SrnicDevice>) -> bool {
         if quiet {
             false
         } else {
-            let timeout_ns = 4096u64 << state.attrs.timeout.min(31);
+            // Each fruitless resend doubles the wait (a peer that is slow
+            // to answer is not made slower by a flood of resends).
+            let backoff = state
+                .attrs
+                .retry_cnt
+                .saturating_sub(state.requester.retry_left);
+            let timeout_ns = (4096u64 << state.attrs.timeout.min(31)) << backoff.min(6);
             let now = now_ns();
             if now.saturating_sub(state.requester.last_progress) < timeout_ns {
                 true
@@ -349,8 +368,13 @@ fn resend_from(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn) {
     qp.device().counters.inc(Counter::Resends);
     let req = &mut state.requester;
     req.rewind(index);
-    if offset > 0 && !is_read_or_atomic(wqe.wr.opcode) {
-        // Into the middle of a SEND or WRITE: from that packet on.
+    let atomic = matches!(
+        wqe.wr.opcode,
+        opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD
+    );
+    if offset > 0 && !atomic {
+        // Into the middle of a message: from that packet on (a READ asks
+        // again for the rest of its data).
         req.sent = (offset as u32).saturating_mul(mtu).min(wqe.dma.length);
         req.psn = psn;
     } else {

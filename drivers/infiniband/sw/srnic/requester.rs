@@ -77,7 +77,7 @@ pub(crate) struct Requester {
 }
 
 /// Packets sent and not yet acknowledged, at most.
-const WINDOW: i32 = 256;
+const WINDOW: i32 = 128;
 /// A long message asks for an acknowledgement every so many packets, so
 /// that the window keeps moving.
 const ACK_EVERY: u32 = 32;
@@ -371,10 +371,19 @@ fn build<'a>(
         opcode::RDMA_READ => {
             // SAFETY: plain integers in every view of the union.
             let (va, rkey) = unsafe { (wqe.wr.wr.rdma.remote_addr, wqe.wr.wr.rdma.rkey) };
-            let packets = packets_for(length, mtu)?;
-            let packet = Packet::new(RC_READ_REQUEST, dest, psn)?.with_reth(va, rkey, length);
-            wqe.first_psn = psn.get();
-            wqe.last_psn = psn.add(packets - 1).get();
+            // After lost responses, only the rest is asked for again.
+            let at = req.sent.min(length);
+            let rest = length - at;
+            let packets = packets_for(rest, mtu)?;
+            let packet = Packet::new(RC_READ_REQUEST, dest, psn)?.with_reth(
+                va.wrapping_add(u64::from(at)),
+                rkey,
+                rest,
+            );
+            if at == 0 {
+                wqe.first_psn = psn.get();
+                wqe.last_psn = psn.add(packets - 1).get();
+            }
             wqe.state = wqe_state::SENT;
             wqe.has_rd_atomic = 1;
             req.psn = psn.add(packets);
