@@ -14,7 +14,7 @@ use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::{QpState, WcOpcode, WcStatus};
 use crate::kapi::rdma::{wqe, Qp};
-use crate::payload::{self, CopyError, Extent, SgeList};
+use crate::payload::{self, CopyError};
 use crate::pure::aeth::{rnr_timer_us, NakCode, Syndrome, RNR_RETRY_FOREVER};
 use crate::pure::headers::Operation;
 use crate::pure::psn::{Psn, PSN_MASK};
@@ -88,6 +88,12 @@ fn handle(
     let psn = packet.psn();
     let syndrome = packet.hdr.aeth.map(|a| Syndrome::decode(a.syndrome));
     let counters = &qp.device().counters;
+    // An answer to a PSN not sent yet answers nothing (a forged or stale
+    // packet): it must not complete anything.
+    if !psn.is_before(state.requester.psn) {
+        counters.inc(Counter::MalformedPackets);
+        return false;
+    }
     match packet.hdr.info.operation {
         Operation::Acknowledge => match syndrome.flatten() {
             Some(Syndrome::Ack) => {
@@ -409,19 +415,6 @@ fn receiver_not_ready(
         .schedule_maintenance(wait_us.div_ceil(1000).max(1));
 }
 
-fn local_sges<'a>(qp: &'a Qp<SrnicDevice>, index: u32, wqe: &bindings::rxe_send_wqe) -> Extent<'a> {
-    let this: &'a SrnicQp = qp;
-    Extent::Local {
-        sges: SgeList::Work {
-            queue: &this.work,
-            index,
-            count: wqe.dma.num_sge,
-        },
-        pd: qp.pd_id(),
-        kernel: !this.user,
-    }
-}
-
 fn read_response(
     qp: &Qp<SrnicDevice>,
     state: &mut QpInner,
@@ -458,7 +451,7 @@ fn read_response(
             fail_oldest(qp, state, WcStatus::BadResponseError, upcalls);
             return false;
         };
-        let target = local_sges(qp, index, &wqe);
+        let target = crate::requester::wqe_sges(qp, index, &wqe);
         let copied = payload::copy(
             qp.device(),
             guard,
@@ -504,7 +497,7 @@ fn atomic_acknowledge(
     let Some(original) = packet.hdr.atomic_ack else {
         return false;
     };
-    let target = local_sges(qp, index, &wqe);
+    let target = crate::requester::wqe_sges(qp, index, &wqe);
     let bytes = original.to_ne_bytes();
     if payload::store(qp.device(), guard, &target, &bytes).is_err() {
         fail_oldest(qp, state, WcStatus::LocalProtectionError, upcalls);

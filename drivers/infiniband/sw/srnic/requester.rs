@@ -253,6 +253,40 @@ fn execute_local(
     wqe.state = wqe_state::DONE;
 }
 
+/// Where the data of the send WQE in slot `index` is: its inline bytes,
+/// or its SGEs.
+fn wqe_data<'a>(
+    qp: &'a Qp<SrnicDevice>,
+    index: u32,
+    wqe: &bindings::rxe_send_wqe,
+) -> Option<Extent<'a>> {
+    let this: &'a SrnicQp = qp;
+    if wqe.wr.send_flags & IB_SEND_INLINE != 0 {
+        let length = wqe.dma.length;
+        let data = wqe::send_inline(&this.work, index, length).ok()?;
+        return Some(Extent::Inline { data, len: length });
+    }
+    Some(wqe_sges(qp, index, wqe))
+}
+
+/// The SGEs of the send WQE in slot `index`, under the QP's PD.
+pub(crate) fn wqe_sges<'a>(
+    qp: &'a Qp<SrnicDevice>,
+    index: u32,
+    wqe: &bindings::rxe_send_wqe,
+) -> Extent<'a> {
+    let this: &'a SrnicQp = qp;
+    Extent::Local {
+        sges: SgeList::Work {
+            queue: &this.work,
+            index,
+            count: wqe.dma.num_sge,
+        },
+        pd: qp.pd_id(),
+        kernel: !this.user,
+    }
+}
+
 /// Q_Keys with the high bit set mean "the QP's own Q_Key".
 const QKEY_FROM_QP: u32 = 0x8000_0000;
 /// The Q_Key of QP1.
@@ -305,23 +339,7 @@ fn build_datagram<'a>(
     }
     packet.hdr.bth.solicited = wqe.wr.send_flags & IB_SEND_SOLICITED != 0;
     if length > 0 {
-        let extent = if wqe.wr.send_flags & IB_SEND_INLINE != 0 {
-            Extent::Inline {
-                data: wqe::send_inline(&this.work, index, length)
-                    .map_err(|_| WcStatus::LocalQpOperationError)?,
-                len: length,
-            }
-        } else {
-            Extent::Local {
-                sges: SgeList::Work {
-                    queue: &this.work,
-                    index,
-                    count: wqe.dma.num_sge,
-                },
-                pd: qp.pd_id(),
-                kernel: !this.user,
-            }
-        };
+        let extent = wqe_data(qp, index, wqe).ok_or(WcStatus::LocalQpOperationError)?;
         packet = packet.with_payload(extent, 0, length);
     }
     // Where it goes: a user AH by number. Kernel AHs carry no number yet,
@@ -433,23 +451,7 @@ fn build<'a>(
                 }
             }
             if size > 0 {
-                let extent = if wqe.wr.send_flags & IB_SEND_INLINE != 0 {
-                    Extent::Inline {
-                        data: wqe::send_inline(&this.work, index, length).ok()?,
-                        len: length,
-                    }
-                } else {
-                    Extent::Local {
-                        sges: SgeList::Work {
-                            queue: &this.work,
-                            index,
-                            count: wqe.dma.num_sge,
-                        },
-                        pd: qp.pd_id(),
-                        kernel: !this.user,
-                    }
-                };
-                packet = packet.with_payload(extent, u64::from(at), size);
+                packet = packet.with_payload(wqe_data(qp, index, wqe)?, u64::from(at), size);
             }
             if last {
                 // SAFETY: both views of the union are 32 bits.
