@@ -3,7 +3,7 @@
  * Every RC opcode between two nodes, with the data checked on the other
  * side. Each node runs
  *
- *   rc_data DEVICE GID_INDEX ROLE SHARED_DIR MIB
+ *   rc_data DEVICE GID_INDEX ROLE SHARED_DIR MIB [death]
  *
  * with ROLE a (the responder's side) or b (the requester's), where
  * SHARED_DIR is a directory both see: the nodes exchange their QP number,
@@ -11,6 +11,11 @@
  * of SEND (with immediate), RDMA WRITE and RDMA READ, and runs both
  * atomics, while a checks what arrives. The bytes follow a pattern both
  * sides compute, so every byte is checked without a second transfer.
+ *
+ * With "death", b keeps SENDs outstanding while a's side deletes its
+ * device (the script does, when a says "doomed"): b must see its oldest
+ * SEND fail with RETRY_EXC_ERR within the time timeout and retry_cnt
+ * give, and every later one flushed.
  *
  * Prints "ok: ..." lines, or "FAIL: ..." and exits 1.
  */
@@ -324,10 +329,47 @@ static void run_a(unsigned mib)
 	printf("ok: the atomic target ends at %llu\n", (unsigned long long)*counter);
 }
 
+/* b's side of "death": SENDs outstanding while the peer goes away. */
+static void death_b(void)
+{
+	const int count = 16;
+	int ok = 0, retry = 0, flushed = 0;
+
+	for (int i = 0; i < count; i++)
+		post_send(IBV_WR_SEND, i, buf + (i % DEPTH) * (size_t)CHUNK, 65536, 0, 0);
+	hear("gone", NULL, 0);
+	double t = now(), deadline = t + 60;
+	while (ok + retry + flushed < count && now() < deadline) {
+		struct ibv_wc wc;
+		int n = ibv_poll_cq(cq, 1, &wc);
+
+		if (n < 0)
+			FAIL("poll: %d", n);
+		if (!n)
+			continue;
+		if (wc.status == IBV_WC_SUCCESS && !retry && !flushed)
+			ok++;
+		else if (wc.status == IBV_WC_RETRY_EXC_ERR && !retry && !flushed) {
+			retry++;
+			printf("ok: SEND %llu failed with RETRY_EXC_ERR %.1f s after the peer went\n",
+			       (unsigned long long)wc.wr_id, now() - t);
+		} else if (wc.status == IBV_WC_WR_FLUSH_ERR && retry)
+			flushed++;
+		else
+			FAIL("completion %llu: %s after %d ok, %d retry, %d flushed",
+			     (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status), ok, retry,
+			     flushed);
+	}
+	if (retry != 1 || ok + retry + flushed != count)
+		FAIL("%d SENDs completed, %d retry-exceeded, %d flushed of %d within 60 s", ok, retry,
+		     flushed, count);
+	printf("ok: %d SENDs done before, 1 RETRY_EXC_ERR, %d flushed after\n", ok, flushed);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 6)
-		FAIL("usage: %s DEVICE GID_INDEX a|b SHARED_DIR MIB", argv[0]);
+	if (argc != 6 && argc != 7)
+		FAIL("usage: %s DEVICE GID_INDEX a|b SHARED_DIR MIB [death]", argv[0]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	int gid_index = atoi(argv[2]);
 	role = argv[3][0];
@@ -364,6 +406,17 @@ int main(int argc, char **argv)
 	connect_qp(gid_index);
 	say("connected", NULL, 0);
 	hear("connected", NULL, 0);
+	if (argc == 7) {
+		if (role == 'a') {
+			/* No receives: b's SENDs wait (RNR) until the device goes. */
+			say("doomed", NULL, 0);
+			hear("done", NULL, 0);
+		} else {
+			death_b();
+			say("done", NULL, 0);
+		}
+		return 0;
+	}
 	if (role == 'a')
 		run_a(mib);
 	else

@@ -220,7 +220,7 @@ pub(crate) const TIMER_TICK_MS: u32 = 5;
 
 /// The retransmission timer of `qp`: if it sent packets the peer has not
 /// acknowledged within the QP's `timeout` (4.096 us x 2^timeout, doubled
-/// after each resend that brought no progress), resends from the first of
+/// after each of the first two resends that brought no progress), resends from the first of
 /// them, or after `retry_cnt` such resends completes the oldest WQE with
 /// `RETRY_EXC_ERR`. Whether the timer still runs.
 pub(crate) fn check_timeout(qp: &Qp<SrnicDevice>) -> bool {
@@ -242,7 +242,7 @@ pub(crate) fn check_timeout(qp: &Qp<SrnicDevice>) -> bool {
                 .attrs
                 .retry_cnt
                 .saturating_sub(state.requester.retry_left);
-            let timeout_ns = (4096u64 << state.attrs.timeout.min(31)) << backoff.min(6);
+            let timeout_ns = (4096u64 << state.attrs.timeout.min(31)) << backoff.min(2);
             let now = now_ns();
             if now.saturating_sub(state.requester.last_progress) < timeout_ns {
                 true

@@ -37,6 +37,9 @@ pub(crate) struct SrnicQp {
     /// One CPU at a time runs the requester; others leave it a note.
     pub(crate) requester_busy: AtomicBool,
     pub(crate) requester_again: AtomicBool,
+    /// The requester stopped at its budget with work left; the device's
+    /// maintenance work goes on with it.
+    pub(crate) requester_pending: AtomicBool,
     /// A user QP in ERR with its own RQ: receives posted now reach the
     /// kernel by no call, so the device's maintenance work flushes them.
     needs_sweep: AtomicBool,
@@ -170,6 +173,7 @@ impl SrnicQp {
                 user: is_user,
                 requester_busy: AtomicBool::new(false),
                 requester_again: AtomicBool::new(false),
+                requester_pending: AtomicBool::new(false),
                 needs_sweep: AtomicBool::new(false),
             }? Error),
         ))

@@ -109,18 +109,30 @@ impl<'a> Packet<'a> {
     }
 }
 
+/// Packets one run of a requester sends at most: the caller may be a
+/// doorbell or a softirq, neither of which may run for long.
+const REQUESTER_BUDGET: u32 = 64;
+
 /// Runs the requester of `qp` until it has nothing to send (or has to wait
-/// for a response or a timer). If another CPU is running it, leaves that
-/// CPU a note to look again instead.
+/// for a response or a timer), or its budget is spent, in which case the
+/// device's maintenance work goes on with it. If another CPU is running
+/// it, leaves that CPU a note to look again instead.
 pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
     let this: &SrnicQp = qp;
     if this.requester_busy.swap(true, Ordering::AcqRel) {
         this.requester_again.store(true, Ordering::Release);
         return;
     }
+    let mut budget = REQUESTER_BUDGET;
     loop {
         this.requester_again.store(false, Ordering::Release);
         loop {
+            if budget == 0 {
+                this.requester_pending.store(true, Ordering::Release);
+                qp.device().schedule_maintenance(1);
+                break;
+            }
+            budget -= 1;
             let guard = RcuReadGuard::new();
             let mut upcalls = Upcalls::default();
             let packet = requester::next_packet(qp, &guard, &mut upcalls);
@@ -138,7 +150,9 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
             }
         }
         this.requester_busy.store(false, Ordering::Release);
-        if !this.requester_again.load(Ordering::Acquire)
+        // A spent budget leaves the rest to the maintenance work.
+        if budget == 0
+            || !this.requester_again.load(Ordering::Acquire)
             || this.requester_busy.swap(true, Ordering::AcqRel)
         {
             break;
@@ -263,6 +277,9 @@ fn count_hop(dev: &Device<SrnicDevice>, packet: &Packet<'_>) {
 /// waiting (the device's maintenance work calls this).
 pub(crate) fn kick_waiting(qp: &Qp<SrnicDevice>) -> bool {
     let this: &SrnicQp = qp;
+    if this.requester_pending.swap(false, Ordering::AcqRel) {
+        run_requester(qp);
+    }
     let until = this.state.lock().requester.rnr_until;
     match until {
         Some(until) if crate::requester::now_ns() < until => true,
