@@ -17,11 +17,11 @@ counter() {
 	rdma statistic show link srnic0/1 | tr ' ' '\n' | awk -v n="$1" 'f { print; exit } $0 == n { f = 1 }'
 }
 
-# exchange DEV TAG MIB [ROLE]: both VMs run rc_data over DEV; the one in
-# role a answers, the one in role b asks (by default VM a answers).
+# exchange DEV TAG MIB [ROLE [MODE]]: both VMs run rc_data over DEV; the
+# one in role a answers, the one in role b asks (by default VM a answers).
 exchange() {
 	mkdir -p "/mnt/shared/$2"
-	must timeout 900 "$prog" "$1" 1 "${4:-$SRNIC_VM}" "/mnt/shared/$2" "$3"
+	must timeout 900 "$prog" "$1" 1 "${4:-$SRNIC_VM}" "/mnt/shared/$2" "$3" $5
 }
 
 step "srnic to srnic"
@@ -55,7 +55,7 @@ step "srnic to srnic on a lossy wire"
 must modprobe sch_netem
 must tc qdisc add dev eth0 root netem loss 5% duplicate 1% delay 1ms reorder 10% 50%
 before=$(counter resends)
-exchange srnic0 lossy 16
+exchange srnic0 lossy 16 "$SRNIC_VM" lossy
 after=$(counter resends)
 rdma statistic show link srnic0/1
 tc -s qdisc show dev eth0

@@ -3,7 +3,7 @@
  * Every RC opcode between two nodes, with the data checked on the other
  * side. Each node runs
  *
- *   rc_data DEVICE GID_INDEX ROLE SHARED_DIR MIB [death]
+ *   rc_data DEVICE GID_INDEX ROLE SHARED_DIR MIB [death|lossy]
  *
  * with ROLE a (the responder's side) or b (the requester's), where
  * SHARED_DIR is a directory both see: the nodes exchange their QP number,
@@ -217,6 +217,10 @@ static void connect_qp(int gid_index)
 }
 
 /* The requester's side: SEND, WRITE, READ, atomics. */
+/* Bytes per RDMA READ: 1 MiB, or 64 KiB on a lossy wire (go-back-N
+ * replays the rest of a READ after each gap). */
+static size_t read_size = CHUNK;
+
 static void run_b(unsigned mib)
 {
 	double t = now();
@@ -256,8 +260,11 @@ static void run_b(unsigned mib)
 		unsigned char *at = buf + (i % DEPTH) * (size_t)CHUNK;
 
 		memset(at, 0, CHUNK);
-		post_send(IBV_WR_RDMA_READ, i, at, CHUNK, peer.addr + (i % DEPTH) * (uint64_t)CHUNK, 0);
-		wait_wc("READ");
+		for (size_t off = 0; off < CHUNK; off += read_size) {
+			post_send(IBV_WR_RDMA_READ, i, at + off, read_size,
+				  peer.addr + (i % DEPTH) * (uint64_t)CHUNK + off, 0);
+			wait_wc("READ");
+		}
 		check(at, 3, (uint64_t)(i % DEPTH) * CHUNK, CHUNK, "READ");
 	}
 	printf("ok: %u MiB of RDMA_READ, every byte as the peer wrote it, in %.1f s\n", mib,
@@ -369,7 +376,7 @@ static void death_b(void)
 int main(int argc, char **argv)
 {
 	if (argc != 6 && argc != 7)
-		FAIL("usage: %s DEVICE GID_INDEX a|b SHARED_DIR MIB [death]", argv[0]);
+		FAIL("usage: %s DEVICE GID_INDEX a|b SHARED_DIR MIB [death|lossy]", argv[0]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	int gid_index = atoi(argv[2]);
 	role = argv[3][0];
@@ -406,7 +413,9 @@ int main(int argc, char **argv)
 	connect_qp(gid_index);
 	say("connected", NULL, 0);
 	hear("connected", NULL, 0);
-	if (argc == 7) {
+	if (argc == 7 && !strcmp(argv[6], "lossy"))
+		read_size = 65536;
+	else if (argc == 7) {
 		if (role == 'a') {
 			/* No receives: b's SENDs wait (RNR) until the device goes. */
 			say("doomed", NULL, 0);

@@ -149,6 +149,14 @@ fn handle(
             let first_of_oldest =
                 oldest_sent(qp, state).is_some_and(|(_, wqe)| Psn::new(wqe.first_psn) == psn);
             if psn != state.requester.acked && !first_of_oldest {
+                let acked = state.requester.acked;
+                if acked.is_before(psn) && state.requester.rerequested != Some(acked) {
+                    // A response went missing: ask for the rest now rather
+                    // than at the timeout.
+                    state.requester.rerequested = Some(acked);
+                    resend_from(qp, state, acked);
+                    qp.device().counters.inc(Counter::OutOfSequenceResponses);
+                }
                 return false;
             }
             read_response(qp, state, guard, packet, upcalls)

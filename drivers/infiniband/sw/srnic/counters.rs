@@ -48,9 +48,11 @@ pub(crate) enum Counter {
     NoReceiveDrops,
     /// Datagrams for another node, dropped until the wire exists.
     UnroutableDatagrams,
+    /// READ responses after a gap (the rest is asked for again).
+    OutOfSequenceResponses,
 }
 
-const COUNT: usize = Counter::UnroutableDatagrams as usize + 1;
+const COUNT: usize = Counter::OutOfSequenceResponses as usize + 1;
 
 const DESCS: [bindings::rdma_stat_desc; COUNT] = [
     counter_desc(kernel::c_str!("sent_packets")),
@@ -79,6 +81,7 @@ const DESCS: [bindings::rdma_stat_desc; COUNT] = [
     counter_desc(kernel::c_str!("qkey_violations")),
     counter_desc(kernel::c_str!("no_receive_drops")),
     counter_desc(kernel::c_str!("unroutable_datagrams")),
+    counter_desc(kernel::c_str!("out_of_sequence_responses")),
 ];
 
 /// The names the core shows.

@@ -74,6 +74,10 @@ pub(crate) struct Requester {
     /// When the peer last acknowledged something (`now_ns`), or the first
     /// packet went out after a quiet time.
     pub(crate) last_progress: u64,
+    /// The PSN from which READ data was last asked for again after a gap
+    /// (once per gap: responses already on their way must not each cause
+    /// another replay).
+    pub(crate) rerequested: Option<Psn>,
 }
 
 /// Packets sent and not yet acknowledged, at most.

@@ -198,7 +198,8 @@ pub(crate) fn receive_from_wire(
     match packet.hdr.info.operation {
         Operation::Acknowledge | Operation::AtomicAcknowledge | Operation::ReadResponse => {
             completer::receive(dest, guard, &packet);
-            // Answers free the read/atomic depth and end waits.
+            // Answers free the read/atomic depth, end waits, or ask for a
+            // resend.
             run_requester(dest);
         }
         _ => {
