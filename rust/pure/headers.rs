@@ -102,6 +102,9 @@ pub enum Operation {
     CompareSwap,
     /// Fetch and add.
     FetchAdd,
+    /// RDMA ATOMIC WRITE: eight bytes stored at once (answered like a
+    /// zero-length READ).
+    AtomicWrite,
 }
 
 /// What an opcode carries.
@@ -220,6 +223,7 @@ const RC_ONLY: [OpcodeInfo; 10] = [
     op(0x16, Rc, Send, Last, hdr::IETH, true),
 ];
 const RC_SEND_ONLY_INV: OpcodeInfo = op(0x17, Rc, Send, Only, hdr::IETH, true);
+const RC_ATOMIC_WRITE: OpcodeInfo = op(0x1d, Rc, AtomicWrite, Only, hdr::RETH, true);
 const UD_OPS: [OpcodeInfo; 2] = [
     op(0x64, Ud, Send, Only, hdr::DETH, true),
     op(0x65, Ud, Send, Only, hdr::DETH | hdr::IMM, true),
@@ -231,6 +235,7 @@ pub fn opcode_info(opcode: u8) -> Option<OpcodeInfo> {
     match opcode >> 5 {
         0 if low < 12 => RC_COMMON.get(low).copied(),
         0 if opcode == RC_SEND_ONLY_INV.opcode => Some(RC_SEND_ONLY_INV),
+        0 if opcode == RC_ATOMIC_WRITE.opcode => Some(RC_ATOMIC_WRITE),
         0 => RC_ONLY.iter().find(|o| o.opcode == opcode).copied(),
         1 => UC_COMMON.get(low).copied(),
         3 => UD_OPS.iter().find(|o| o.opcode == opcode).copied(),

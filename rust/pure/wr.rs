@@ -89,6 +89,7 @@ pub fn opcode_allowed(qp: QpType, op: u32) -> bool {
                 | BIND_MW
                 | SEND_WITH_INV
                 | REG_MR
+                | ATOMIC_WRITE
         ),
         QpType::Uc => matches!(
             op,
@@ -102,7 +103,7 @@ fn carries_data(op: u32) -> bool {
     use opcode::*;
     matches!(
         op,
-        RDMA_WRITE | RDMA_WRITE_WITH_IMM | SEND | SEND_WITH_IMM | SEND_WITH_INV
+        RDMA_WRITE | RDMA_WRITE_WITH_IMM | SEND | SEND_WITH_IMM | SEND_WITH_INV | ATOMIC_WRITE
     )
 }
 
@@ -149,7 +150,7 @@ pub fn validate_send(
     } else {
         sge_total(limits.max_sge, num_sge, declared_length, sge_lengths)?
     };
-    if is_atomic(op) && total != 8 {
+    if (is_atomic(op) || op == opcode::ATOMIC_WRITE) && total != 8 {
         return Err(WqeError::BadAtomicLength);
     }
     if total > limits.max_message {

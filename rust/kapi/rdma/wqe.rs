@@ -334,7 +334,10 @@ pub fn fetch_user_send(
     let data_op = matches!(
         op,
         opcode::SEND | opcode::SEND_WITH_IMM | opcode::SEND_WITH_INV
-    ) || matches!(op, opcode::RDMA_WRITE | opcode::RDMA_WRITE_WITH_IMM);
+    ) || matches!(
+        op,
+        opcode::RDMA_WRITE | opcode::RDMA_WRITE_WITH_IMM | opcode::ATOMIC_WRITE
+    );
     // librxe's `ibv_wr_set_inline_data*` fill inline data without setting
     // the flag: an SGE-less WQE with a length is inline too.
     let inline = wqe.wr.send_flags & IB_SEND_INLINE != 0
@@ -396,7 +399,10 @@ pub fn fetch_user_send(
         wqe.wr.send_flags |= IB_SEND_INLINE;
     }
     match op {
-        opcode::RDMA_WRITE | opcode::RDMA_WRITE_WITH_IMM | opcode::RDMA_READ => {
+        opcode::RDMA_WRITE
+        | opcode::RDMA_WRITE_WITH_IMM
+        | opcode::RDMA_READ
+        | opcode::ATOMIC_WRITE => {
             // SAFETY: plain integers in every view.
             wqe.iova = unsafe { wqe.wr.wr.rdma.remote_addr };
         }

@@ -46,6 +46,7 @@ fn opcode_table() {
         BIND_MW,
         SEND_WITH_INV,
         REG_MR,
+        ATOMIC_WRITE,
     ];
     let uc = [
         RDMA_WRITE,
@@ -72,7 +73,6 @@ fn opcode_table() {
         RDMA_READ_WITH_INV,
         MASKED_ATOMIC_CMP_AND_SWP,
         FLUSH,
-        ATOMIC_WRITE,
         u32::MAX,
     ] {
         assert_eq!(
@@ -80,6 +80,17 @@ fn opcode_table() {
             Err(WqeError::BadOpcode)
         );
     }
+    // ATOMIC WRITE moves exactly eight bytes, inline or from one SGE.
+    assert_eq!(send(QpType::Rc, ATOMIC_WRITE, true, &[], 8), Ok(8));
+    assert_eq!(send(QpType::Rc, ATOMIC_WRITE, false, &[8], 8), Ok(8));
+    assert_eq!(
+        send(QpType::Rc, ATOMIC_WRITE, true, &[], 4),
+        Err(WqeError::BadAtomicLength)
+    );
+    assert_eq!(
+        send(QpType::Uc, ATOMIC_WRITE, true, &[], 8),
+        Err(WqeError::BadOpcode)
+    );
 }
 
 #[test]

@@ -180,10 +180,14 @@ fn oldest_sent(qp: &Qp<SrnicDevice>, state: &QpInner) -> Option<(u32, bindings::
     wqe::read_send(&this.work, index).ok().map(|w| (index, w))
 }
 
+/// Operations a response (not an ACK) completes.
 fn is_read_or_atomic(op: u32) -> bool {
     matches!(
         op,
-        opcode::RDMA_READ | opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD
+        opcode::RDMA_READ
+            | opcode::ATOMIC_CMP_AND_SWP
+            | opcode::ATOMIC_FETCH_AND_ADD
+            | opcode::ATOMIC_WRITE
     )
 }
 
@@ -417,8 +421,9 @@ fn receiver_not_ready(
     resend_from(qp, state, psn);
     let wait_us = rnr_timer_us(code);
     // Waiting out the RNR timer is not a transport timeout.
-    state.requester.last_progress = now_ns() + u64::from(wait_us) * 1000;
-    state.requester.rnr_until = Some(now_ns() + u64::from(wait_us) * 1000);
+    let until = now_ns() + u64::from(wait_us) * 1000;
+    state.requester.last_progress = until;
+    state.requester.rnr_until = Some(until);
     qp.device()
         .schedule_maintenance(wait_us.div_ceil(1000).max(1));
 }
@@ -435,6 +440,15 @@ fn read_response(
     };
     let psn = packet.psn();
     let first = Psn::new(wqe.first_psn);
+    if wqe.wr.opcode == opcode::ATOMIC_WRITE {
+        // Its answer is an empty READ response.
+        if psn != first || packet.hdr.payload_len != 0 {
+            return false;
+        }
+        progress(state, psn);
+        complete_oldest(qp, state, &wqe, WcStatus::Success, upcalls);
+        return true;
+    }
     let count = Psn::new(wqe.last_psn).distance_from(first) + 1;
     if wqe.wr.opcode != opcode::RDMA_READ || count <= 0 || !psn.is_within(first, count as u32) {
         // Not the response awaited (a duplicate, or out of order).

@@ -51,6 +51,7 @@ const IB_SEND_INLINE: u32 = bindings::ib_send_flags_IB_SEND_INLINE as u32;
 const RC_READ_REQUEST: u8 = 0x0c;
 const RC_COMPARE_SWAP: u8 = 0x13;
 const RC_FETCH_ADD: u8 = 0x14;
+const RC_ATOMIC_WRITE: u8 = 0x1d;
 
 /// Per-QP requester state.
 #[derive(Default)]
@@ -162,7 +163,10 @@ pub(crate) fn next_packet<'a>(
                     completer::retire(qp, &mut state, upcalls);
                     continue;
                 }
-                opcode::RDMA_READ | opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD => {
+                opcode::RDMA_READ
+                | opcode::ATOMIC_CMP_AND_SWP
+                | opcode::ATOMIC_FETCH_AND_ADD
+                | opcode::ATOMIC_WRITE => {
                     let depth = u32::from(state.attrs.max_rd_atomic).max(1);
                     if state.requester.rd_atomic >= depth {
                         return None;
@@ -409,6 +413,24 @@ fn build<'a>(
             wqe.state = wqe_state::SENT;
             wqe.has_rd_atomic = 1;
             req.psn = psn.add(packets);
+            req.rd_atomic += 1;
+            req.index = next_index;
+            req.sent = 0;
+            Some(packet)
+        }
+        opcode::ATOMIC_WRITE => {
+            // Eight bytes with a RETH, answered like a READ.
+            // SAFETY: plain integers in every view of the union.
+            let (va, rkey) = unsafe { (wqe.wr.wr.rdma.remote_addr, wqe.wr.wr.rdma.rkey) };
+            let mut packet = Packet::new(RC_ATOMIC_WRITE, dest, psn)?
+                .with_reth(va, rkey, length)
+                .with_payload(wqe_data(qp, index, wqe)?, 0, length);
+            packet.hdr.bth.ack_req = true;
+            wqe.first_psn = psn.get();
+            wqe.last_psn = psn.get();
+            wqe.state = wqe_state::SENT;
+            wqe.has_rd_atomic = 1;
+            req.psn = psn.next();
             req.rd_atomic += 1;
             req.index = next_index;
             req.sent = 0;

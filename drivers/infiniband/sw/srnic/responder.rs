@@ -288,6 +288,7 @@ fn handle<'a>(
         Operation::Write => write(qp, state, guard, packet, upcalls),
         Operation::ReadRequest => read(qp, state, guard, packet, upcalls, false),
         Operation::CompareSwap | Operation::FetchAdd => atomic(qp, state, guard, packet, upcalls),
+        Operation::AtomicWrite => atomic_write(qp, state, guard, packet, upcalls),
         _ => refuse(qp, state, psn, NakCode::InvalidRequest, upcalls),
     }
 }
@@ -304,6 +305,8 @@ fn duplicate<'a>(
     match packet.hdr.info.operation {
         // Reads have no side effects: answered again.
         Operation::ReadRequest => read(qp, state, guard, packet, upcalls, true),
+        // Storing the same eight bytes again changes nothing: answered.
+        Operation::AtomicWrite => empty_read_response(state, psn),
         Operation::CompareSwap | Operation::FetchAdd => match state.responder.last_atomic {
             Some((done, original)) if done == psn => atomic_acknowledge(state, psn, original),
             _ => Reply::None,
@@ -775,6 +778,73 @@ fn read<'a>(
         msn: msn & PSN_MASK,
         ip: None,
     })
+}
+
+/// The answer to an ATOMIC WRITE: a READ response without data.
+fn empty_read_response<'a>(state: &QpInner, psn: Psn) -> Reply<'a> {
+    match Packet::new(RC_READ_RESPONSE_ONLY, state.attrs.dest_qp_num, psn) {
+        Some(p) => {
+            Reply::Packet(p.with_aeth(Syndrome::Ack.encode(), state.responder.msn & PSN_MASK))
+        }
+        None => Reply::None,
+    }
+}
+
+/// RDMA ATOMIC WRITE: eight bytes stored in one go at an aligned target
+/// the rkey grants remote write to.
+fn atomic_write<'a>(
+    qp: &'a Qp<SrnicDevice>,
+    state: &mut QpInner,
+    guard: &'a RcuReadGuard,
+    packet: &Packet<'_>,
+    upcalls: &mut Upcalls,
+) -> Reply<'a> {
+    let psn = packet.psn();
+    let (Some(reth), Some(source)) = (packet.hdr.reth, packet.payload.as_ref()) else {
+        return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
+    };
+    if packet.hdr.payload_len != 8 || reth.dma_len != 8 || reth.va % 8 != 0 {
+        return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
+    }
+    if state.attrs.qp_access_flags & REMOTE_WRITE == 0 {
+        return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
+    }
+    let Some((mr, offset)) = remote_region(qp, guard, reth.rkey, reth.va, 8, REMOTE_WRITE) else {
+        return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
+    };
+    let target = mr
+        .translate(guard, offset)
+        .filter(|(ptr, n)| *n >= 8 && (*ptr as usize) % 8 == 0);
+    let Some((ptr, _)) = target else {
+        return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
+    };
+    let mut value = [0u8; 8];
+    let staging = Extent::Inline {
+        data: value.as_mut_ptr(),
+        len: 8,
+    };
+    if payload::copy(
+        qp.device(),
+        guard,
+        source,
+        packet.payload_at,
+        &staging,
+        0,
+        8,
+    )
+    .is_err()
+    {
+        return Reply::SourceFault;
+    }
+    // SAFETY: eight aligned bytes (checked) the rkey grants write access
+    // to, kept alive by `guard` or their kernel owner; atomics there are
+    // atomic.
+    let cell = unsafe { AtomicU64::from_ptr(ptr.cast::<u64>()) };
+    cell.store(u64::from_ne_bytes(value), Ordering::Release);
+    let resp = &mut state.responder;
+    resp.psn = psn.next();
+    resp.msn = resp.msn.wrapping_add(1);
+    empty_read_response(state, psn)
 }
 
 fn atomic_acknowledge<'a>(state: &QpInner, psn: Psn, original: u64) -> Reply<'a> {

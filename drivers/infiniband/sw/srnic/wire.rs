@@ -66,11 +66,11 @@ pub(crate) fn install() -> Result {
 /// Closes the socket and frees the state, at module exit after every
 /// device is gone.
 pub(crate) fn remove() {
-    // SAFETY: the receive callback is the only other user of `WIRE.get`;
-    // dropping the tunnel (inside) waits for running callbacks, and none
-    // starts after it is closed. Devices, which also call `get` from their
-    // drop, are all gone.
-    drop(unsafe { WIRE.remove() });
+    // Devices, which also call `WIRE.get` from their drop, are all gone.
+    // SAFETY: the receive callback is the other user of `WIRE.get`;
+    // dropping the tunnel (inside) waits for running callbacks.
+    let wire = unsafe { WIRE.remove() };
+    drop(wire);
 }
 
 /// Makes `dev` reachable from the wire: opens the socket if there is none
