@@ -88,9 +88,9 @@ fn handle(
     let psn = packet.psn();
     let syndrome = packet.hdr.aeth.map(|a| Syndrome::decode(a.syndrome));
     let counters = &qp.device().counters;
-    // An answer to a PSN not sent yet answers nothing (a forged or stale
-    // packet): it must not complete anything.
-    if !psn.is_before(state.requester.psn) {
+    // An answer to a PSN never sent answers nothing (a forged packet): it
+    // must not complete anything.
+    if !psn.is_before(state.requester.sent_end) {
         counters.inc(Counter::MalformedPackets);
         return false;
     }

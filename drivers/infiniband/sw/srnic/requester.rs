@@ -75,6 +75,9 @@ pub(crate) struct Requester {
     /// When the peer last acknowledged something (`now_ns`), or the first
     /// packet went out after a quiet time.
     pub(crate) last_progress: u64,
+    /// One past the highest PSN ever sent (a resend rewinds `psn`, not
+    /// this): answers beyond it answer nothing.
+    pub(crate) sent_end: Psn,
     /// The PSN from which READ data was last asked for again after a gap
     /// (once per gap: responses already on their way must not each cause
     /// another replay).
@@ -91,6 +94,7 @@ impl Requester {
     pub(crate) fn set_psn(&mut self, psn: u32) {
         self.psn = Psn::new(psn);
         self.acked = self.psn;
+        self.sent_end = self.psn;
     }
 
     /// Starts over at WQE `index`, nothing of it sent and nothing
@@ -209,6 +213,10 @@ pub(crate) fn next_packet<'a>(
             }
             p
         });
+        let req = &mut state.requester;
+        if req.sent_end.is_before(req.psn) {
+            req.sent_end = req.psn;
+        }
         wqe::write_send(&this.work, index, &wqe).ok()?;
         return packet;
     }
