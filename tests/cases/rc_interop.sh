@@ -21,12 +21,12 @@ serve_on() {
 	if [ "$SRNIC_VM" = "$vm" ]; then
 		"$@" -d "$dev" -p $port > /tmp/server.out 2>&1 &
 		pid=$!
+		wait_until 60 listening $port || { cat /tmp/server.out; fail "$name: $dev never listened"; }
 		barrier "$name.$port" 2
 		wait $pid || { cat /tmp/server.out; fail "$name: $dev serving failed"; }
 		cat /tmp/server.out
 	else
 		barrier "$name.$port" 2
-		sleep 1
 		peer=10.0.0.1
 		[ "$vm" = b ] && peer=10.0.0.2
 		"$@" -d "$dev" -p $port $peer > /tmp/client.out 2>&1 ||

@@ -36,7 +36,7 @@ pingpong() {
 	timeout 120 ibv_rc_pingpong -d srnic0 -g 1 -p $port -s "$size" -n "$iters" -c "$@" \
 		> /tmp/pp_server.out 2>&1 &
 	server=$!
-	sleep 1
+	wait_until 60 listening $port || { cat /tmp/pp_server.out; fail "ibv_rc_pingpong server never listened"; }
 	if ! timeout 120 ibv_rc_pingpong -d srnic0 -g 1 -p $port -s "$size" -n "$iters" -c "$@" \
 		localhost > /tmp/pp_client.out 2>&1; then
 		cat /tmp/pp_client.out /tmp/pp_server.out
@@ -61,7 +61,7 @@ perftest() {
 	step "$name $*"
 	timeout 300 "$name" -d srnic0 -x 1 -p $port -F "$@" > /tmp/pt_server.out 2>&1 &
 	server=$!
-	sleep 2
+	wait_until 60 listening $port || { cat /tmp/pt_server.out; fail "$name server never listened"; }
 	if ! timeout 300 "$name" -d srnic0 -x 1 -p $port -F "$@" localhost > /tmp/pt_client.out 2>&1; then
 		cat /tmp/pt_client.out /tmp/pt_server.out
 		fail "$name $*: the client failed"

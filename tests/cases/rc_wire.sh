@@ -20,13 +20,13 @@ run_pair() {
 	a)
 		"$@" -p $port > /tmp/server.out 2>&1 &
 		pid=$!
+		wait_until 60 listening $port || { cat /tmp/server.out; fail "$name: the server never listened"; }
 		barrier "$name.$port" 2
 		wait $pid || { cat /tmp/server.out; fail "$name: server failed"; }
 		cat /tmp/server.out
 		;;
 	b)
 		barrier "$name.$port" 2
-		sleep 1
 		"$@" -p $port $server > /tmp/client.out 2>&1 ||
 			{ cat /tmp/client.out; fail "$name: client failed"; }
 		cat /tmp/client.out

@@ -44,6 +44,12 @@ expect_match() {
 }
 
 # wait_until SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
+# listening PORT: whether a TCP socket listens on PORT (a test server's
+# out-of-band exchange is up, so its client may connect).
+listening() {
+	ss -ltnH "sport = :$1" | grep -q .
+}
+
 wait_until() {
 	_deadline=$(($(date +%s) + $1))
 	shift
