@@ -97,6 +97,19 @@ impl Requester {
         self.sent_end = self.psn;
     }
 
+    /// Accounts for a one-packet request its responder answers (an atomic
+    /// or ATOMIC WRITE) at the current PSN; moves on to `next_index`.
+    fn sent_one_answered(&mut self, wqe: &mut bindings::rxe_send_wqe, next_index: u32) {
+        wqe.first_psn = self.psn.get();
+        wqe.last_psn = self.psn.get();
+        wqe.state = wqe_state::SENT;
+        wqe.has_rd_atomic = 1;
+        self.psn = self.psn.next();
+        self.rd_atomic += 1;
+        self.index = next_index;
+        self.sent = 0;
+    }
+
     /// Starts over at WQE `index`, nothing of it sent and nothing
     /// outstanding (after a flush, or to resend from there).
     pub(crate) fn rewind(&mut self, index: u32) {
@@ -434,14 +447,7 @@ fn build<'a>(
                 .with_reth(va, rkey, length)
                 .with_payload(wqe_data(qp, index, wqe)?, 0, length);
             packet.hdr.bth.ack_req = true;
-            wqe.first_psn = psn.get();
-            wqe.last_psn = psn.get();
-            wqe.state = wqe_state::SENT;
-            wqe.has_rd_atomic = 1;
-            req.psn = psn.next();
-            req.rd_atomic += 1;
-            req.index = next_index;
-            req.sent = 0;
+            req.sent_one_answered(wqe, next_index);
             Some(packet)
         }
         opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD => {
@@ -459,14 +465,7 @@ fn build<'a>(
                 compare,
             });
             packet.hdr.bth.ack_req = true;
-            wqe.first_psn = psn.get();
-            wqe.last_psn = psn.get();
-            wqe.state = wqe_state::SENT;
-            wqe.has_rd_atomic = 1;
-            req.psn = psn.next();
-            req.rd_atomic += 1;
-            req.index = next_index;
-            req.sent = 0;
+            req.sent_one_answered(wqe, next_index);
             Some(packet)
         }
         _ => {

@@ -790,6 +790,27 @@ fn empty_read_response<'a>(state: &QpInner, psn: Psn) -> Reply<'a> {
     }
 }
 
+/// The eight bytes at `va` behind `rkey` as one atomic word, if the key
+/// grants `access` and the memory is 8-byte aligned; else the NAK to send.
+fn atomic_target<'g>(
+    qp: &Qp<SrnicDevice>,
+    guard: &'g RcuReadGuard,
+    rkey: u32,
+    va: u64,
+    access: u32,
+) -> core::result::Result<&'g AtomicU64, NakCode> {
+    let (mr, offset) =
+        remote_region(qp, guard, rkey, va, 8, access).ok_or(NakCode::RemoteAccess)?;
+    let (ptr, _) = mr
+        .translate(guard, offset)
+        .filter(|(ptr, n)| *n >= 8 && (*ptr as usize) % 8 == 0)
+        .ok_or(NakCode::InvalidRequest)?;
+    // SAFETY: eight aligned bytes (checked) of memory the rkey grants
+    // `access` to, kept alive while `guard` lives (regions) or by their
+    // kernel owner; srnic reaches them only atomically.
+    Ok(unsafe { AtomicU64::from_ptr(ptr.cast::<u64>()) })
+}
+
 /// RDMA ATOMIC WRITE: eight bytes stored in one go at an aligned target
 /// the rkey grants remote write to.
 fn atomic_write<'a>(
@@ -809,14 +830,9 @@ fn atomic_write<'a>(
     if state.attrs.qp_access_flags & REMOTE_WRITE == 0 {
         return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
     }
-    let Some((mr, offset)) = remote_region(qp, guard, reth.rkey, reth.va, 8, REMOTE_WRITE) else {
-        return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
-    };
-    let target = mr
-        .translate(guard, offset)
-        .filter(|(ptr, n)| *n >= 8 && (*ptr as usize) % 8 == 0);
-    let Some((ptr, _)) = target else {
-        return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
+    let cell = match atomic_target(qp, guard, reth.rkey, reth.va, REMOTE_WRITE) {
+        Ok(cell) => cell,
+        Err(code) => return refuse(qp, state, psn, code, upcalls),
     };
     let mut value = [0u8; 8];
     let staging = Extent::Inline {
@@ -836,10 +852,6 @@ fn atomic_write<'a>(
     {
         return Reply::SourceFault;
     }
-    // SAFETY: eight aligned bytes (checked) the rkey grants write access
-    // to, kept alive by `guard` or their kernel owner; atomics there are
-    // atomic.
-    let cell = unsafe { AtomicU64::from_ptr(ptr.cast::<u64>()) };
     cell.store(u64::from_ne_bytes(value), Ordering::Release);
     let resp = &mut state.responder;
     resp.psn = psn.next();
@@ -875,20 +887,10 @@ fn atomic<'a>(
     if state.attrs.qp_access_flags & REMOTE_ATOMIC == 0 {
         return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
     }
-    let Some((mr, offset)) = remote_region(qp, guard, request.rkey, request.va, 8, REMOTE_ATOMIC)
-    else {
-        return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
+    let cell = match atomic_target(qp, guard, request.rkey, request.va, REMOTE_ATOMIC) {
+        Ok(cell) => cell,
+        Err(code) => return refuse(qp, state, psn, code, upcalls),
     };
-    let target = mr
-        .translate(guard, offset)
-        .filter(|(ptr, n)| *n >= 8 && (*ptr as usize) % 8 == 0);
-    let Some((ptr, _)) = target else {
-        return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
-    };
-    // SAFETY: eight bytes of memory the rkey grants atomic access to,
-    // aligned (checked), kept alive by `guard` or their kernel owner; every
-    // srnic access to it for atomics is atomic.
-    let cell = unsafe { AtomicU64::from_ptr(ptr.cast::<u64>()) };
     let original = if packet.hdr.info.operation == Operation::CompareSwap {
         match cell.compare_exchange(
             request.compare,
