@@ -40,7 +40,7 @@ bool srnic_netdev_is_registered(const struct net_device *dev)
 	return READ_ONCE(dev->reg_state) == NETREG_REGISTERED;
 }
 
-const void *srnic_netdev_net(const struct net_device *dev)
+struct net *srnic_netdev_net(const struct net_device *dev)
 {
 	return dev_net(dev);
 }
@@ -295,15 +295,18 @@ void *srnic_xa_next(struct xarray *xa, unsigned long *index, bool first)
 	return xa_find_after(xa, index, ULONG_MAX, XA_PRESENT);
 }
 
-struct socket *srnic_udp_tunnel_open(struct net *net, u16 port,
+struct socket *srnic_udp_tunnel_open(struct net *net, bool ipv6, u16 port,
 				     int (*rcv)(struct sock *sk, struct sk_buff *skb),
-				     int *err)
+				     void *user_data, int *err)
 {
 	struct udp_port_cfg port_cfg = {
-		.family = AF_INET,
+		.family = ipv6 ? AF_INET6 : AF_INET,
 		.local_udp_port = htons(port),
+		/* The IPv4 socket takes IPv4; this one only IPv6. */
+		.ipv6_v6only = ipv6,
 	};
 	struct udp_tunnel_sock_cfg tunnel_cfg = {
+		.sk_user_data = user_data,
 		.encap_type = 1,
 		.encap_rcv = rcv,
 	};
@@ -316,6 +319,11 @@ struct socket *srnic_udp_tunnel_open(struct net *net, u16 port,
 	return sock;
 }
 
+void *srnic_sk_user_data(struct sock *sk)
+{
+	return rcu_dereference_sk_user_data(sk);
+}
+
 void srnic_udp_tunnel_close(struct socket *sock)
 {
 	udp_tunnel_sock_release(sock);
@@ -324,6 +332,16 @@ void srnic_udp_tunnel_close(struct socket *sock)
 struct net *srnic_init_net(void)
 {
 	return &init_net;
+}
+
+int srnic_register_pernet(struct pernet_operations *ops)
+{
+	return register_pernet_subsys(ops);
+}
+
+void srnic_unregister_pernet(struct pernet_operations *ops)
+{
+	unregister_pernet_subsys(ops);
 }
 
 struct sk_buff *srnic_alloc_skb(unsigned int headroom, unsigned int len)
@@ -355,8 +373,8 @@ struct net_device *srnic_skb_dev(const struct sk_buff *skb)
 	return skb->dev;
 }
 
-struct rtable *srnic_route4(struct net *net, __be32 daddr, __be32 saddr, u8 tos,
-			    int oif, int *err)
+struct dst_entry *srnic_route4(struct net *net, __be32 daddr, __be32 saddr, u8 tos,
+				int oif, int *err)
 {
 	struct flowi4 fl = {
 		.flowi4_oif = oif,
@@ -371,17 +389,42 @@ struct rtable *srnic_route4(struct net *net, __be32 daddr, __be32 saddr, u8 tos,
 		*err = PTR_ERR(rt);
 		return NULL;
 	}
-	return rt;
+	return &rt->dst;
 }
 
-void srnic_rt_put(struct rtable *rt)
+struct dst_entry *srnic_route6(struct net *net, const struct in6_addr *daddr,
+			       const struct in6_addr *saddr, u8 tclass, u32 flow_label,
+			       int oif, int *err)
 {
-	ip_rt_put(rt);
+	struct flowi6 fl = {
+		.flowi6_oif = oif,
+		.flowi6_proto = IPPROTO_UDP,
+		.daddr = *daddr,
+		.saddr = *saddr,
+		.flowlabel = ip6_make_flowinfo(tclass, htonl(flow_label & 0xfffff)),
+	};
+	struct dst_entry *dst = ip6_dst_lookup_flow(net, NULL, &fl, NULL);
+
+	if (IS_ERR(dst)) {
+		*err = PTR_ERR(dst);
+		return NULL;
+	}
+	return dst;
 }
 
-int srnic_rt_dev_ifindex(const struct rtable *rt)
+void srnic_dst_release(struct dst_entry *dst)
 {
-	return rt->dst.dev ? rt->dst.dev->ifindex : 0;
+	dst_release(dst);
+}
+
+int srnic_dst_dev_ifindex(const struct dst_entry *dst)
+{
+	return dst->dev ? dst->dev->ifindex : 0;
+}
+
+bool srnic_dst_dev_is_loopback(const struct dst_entry *dst)
+{
+	return dst->dev && (dst->dev->flags & IFF_LOOPBACK);
 }
 
 void srnic_ip4_select_ident(struct net *net, struct sk_buff *skb, struct iphdr *iph)
@@ -391,7 +434,7 @@ void srnic_ip4_select_ident(struct net *net, struct sk_buff *skb, struct iphdr *
 
 /* Sends an skb whose data starts with a complete IPv4 header; takes the
  * route's reference. */
-int srnic_ip4_xmit(struct net *net, struct sock *sk, struct sk_buff *skb, struct rtable *rt)
+int srnic_ip4_xmit(struct net *net, struct sock *sk, struct sk_buff *skb, struct dst_entry *dst)
 {
 	int ret;
 
@@ -400,10 +443,25 @@ int srnic_ip4_xmit(struct net *net, struct sock *sk, struct sk_buff *skb, struct
 	skb->protocol = htons(ETH_P_IP);
 	skb->ignore_df = 1;
 	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
-	skb_dst_set(skb, &rt->dst);
+	skb_dst_set(skb, dst);
 	ret = ip_local_out(net, sk, skb);
 	/* Congestion notification is not a drop (the macro evaluates its
 	 * argument twice: never call it on the send itself). */
+	return net_xmit_eval(ret);
+}
+
+/* The same for an skb whose data starts with a complete IPv6 header. */
+int srnic_ip6_xmit(struct net *net, struct sock *sk, struct sk_buff *skb, struct dst_entry *dst)
+{
+	int ret;
+
+	skb_reset_network_header(skb);
+	skb_set_transport_header(skb, sizeof(struct ipv6hdr));
+	skb->protocol = htons(ETH_P_IPV6);
+	skb->ignore_df = 1;
+	memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
+	skb_dst_set(skb, dst);
+	ret = ip6_local_out(net, sk, skb);
 	return net_xmit_eval(ret);
 }
 

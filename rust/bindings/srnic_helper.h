@@ -24,6 +24,9 @@
 #include <linux/workqueue.h>
 #include <net/addrconf.h>
 #include <net/ip.h>
+#include <net/ip6_route.h>
+#include <net/ipv6.h>
+#include <net/net_namespace.h>
 #include <net/route.h>
 #include <net/udp_tunnel.h>
 #include <rdma/ib_cache.h>
@@ -51,7 +54,7 @@ struct net_device *srnic_netdev_notifier_info_to_dev(void *info);
 bool srnic_netif_running(const struct net_device *dev);
 bool srnic_netif_carrier_ok(const struct net_device *dev);
 bool srnic_netdev_is_registered(const struct net_device *dev);
-const void *srnic_netdev_net(const struct net_device *dev);
+struct net *srnic_netdev_net(const struct net_device *dev);
 void srnic_dev_hold(struct net_device *dev);
 void srnic_dev_put(struct net_device *dev);
 void srnic_ib_device_get(struct ib_device *ibdev);
@@ -117,24 +120,33 @@ void *srnic_xa_next(struct xarray *xa, unsigned long *index, bool first);
 
 /*
  * The RoCEv2 wire: a UDP tunnel socket whose receive callback gets each
- * datagram, and IPv4 transmission of packets whose headers srnic writes.
+ * datagram, IPv4 and IPv6 transmission of packets whose headers srnic
+ * writes, and the end of a network namespace.
  */
-struct socket *srnic_udp_tunnel_open(struct net *net, u16 port,
+struct socket *srnic_udp_tunnel_open(struct net *net, bool ipv6, u16 port,
 				     int (*rcv)(struct sock *sk, struct sk_buff *skb),
-				     int *err);
+				     void *user_data, int *err);
+void *srnic_sk_user_data(struct sock *sk);
 void srnic_udp_tunnel_close(struct socket *sock);
 struct net *srnic_init_net(void);
+int srnic_register_pernet(struct pernet_operations *ops);
+void srnic_unregister_pernet(struct pernet_operations *ops);
 struct sk_buff *srnic_alloc_skb(unsigned int headroom, unsigned int len);
 void srnic_kfree_skb(struct sk_buff *skb);
 int srnic_skb_linearize(struct sk_buff *skb);
 unsigned char *srnic_skb_network_header(const struct sk_buff *skb);
 struct net_device *srnic_skb_dev(const struct sk_buff *skb);
-struct rtable *srnic_route4(struct net *net, __be32 daddr, __be32 saddr, u8 tos,
-			    int oif, int *err);
-void srnic_rt_put(struct rtable *rt);
-int srnic_rt_dev_ifindex(const struct rtable *rt);
+struct dst_entry *srnic_route4(struct net *net, __be32 daddr, __be32 saddr, u8 tos,
+				int oif, int *err);
+struct dst_entry *srnic_route6(struct net *net, const struct in6_addr *daddr,
+			       const struct in6_addr *saddr, u8 tclass, u32 flow_label,
+			       int oif, int *err);
+void srnic_dst_release(struct dst_entry *dst);
+int srnic_dst_dev_ifindex(const struct dst_entry *dst);
+bool srnic_dst_dev_is_loopback(const struct dst_entry *dst);
 void srnic_ip4_select_ident(struct net *net, struct sk_buff *skb, struct iphdr *iph);
-int srnic_ip4_xmit(struct net *net, struct sock *sk, struct sk_buff *skb, struct rtable *rt);
+int srnic_ip4_xmit(struct net *net, struct sock *sk, struct sk_buff *skb, struct dst_entry *dst);
+int srnic_ip6_xmit(struct net *net, struct sock *sk, struct sk_buff *skb, struct dst_entry *dst);
 int srnic_netdev_ifindex(const struct net_device *dev);
 
 /* Mapping offset of an mmap entry. */

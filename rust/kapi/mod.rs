@@ -24,6 +24,7 @@
 pub mod global;
 #[macro_use]
 pub mod print;
+pub mod net;
 pub mod netdev;
 pub mod percpu;
 pub mod rcu;

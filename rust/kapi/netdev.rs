@@ -44,8 +44,14 @@ impl NetDevice {
 
     /// The network namespace the netdev is in, as an opaque identity.
     pub fn namespace(&self) -> usize {
-        // SAFETY: the netdev is valid.
-        unsafe { bindings::srnic_netdev_net(self.as_raw()) as usize }
+        self.net().identity()
+    }
+
+    /// The network namespace the netdev is in; it outlives the borrow,
+    /// since a namespace's netdevs leave it before it goes.
+    pub fn net(&self) -> &super::net::Net {
+        // SAFETY: the netdev is valid, and so is the namespace it is in.
+        unsafe { super::net::Net::from_raw(bindings::srnic_netdev_net(self.as_raw())) }
     }
 
     /// The interface index.

@@ -1,23 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A UDP tunnel socket (encapsulation receive: each datagram goes to a
-//! callback in softirq context) and IPv4 transmission through the kernel's
-//! routing and neighbour tables.
+//! UDP tunnel sockets (encapsulation receive: each datagram goes to a
+//! callback in softirq context) and IPv4 and IPv6 transmission through the
+//! kernel's routing and neighbour tables.
 
+use super::net::Net;
 use super::skb::SkBuff;
 use crate::bindings;
 use core::ptr::NonNull;
 use kernel::prelude::*;
 
-/// What receives the tunnel's datagrams.
-pub trait UdpReceiver {
+/// What receives a tunnel's datagrams.
+pub trait UdpReceiver: Sync {
     /// Takes one datagram; `skb.data()` starts at its UDP header. Runs in
     /// softirq context.
-    fn receive(skb: SkBuff);
+    fn receive(&self, skb: SkBuff);
 }
 
-/// A kernel UDP socket bound to a port of the initial network namespace,
-/// delivering to `R`.
+/// The address family of a socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// IPv4.
+    V4,
+    /// IPv6 only.
+    V6,
+}
+
+/// A kernel UDP socket bound to a port of a namespace, delivering to a
+/// receiver.
 pub struct UdpTunnel {
     sock: NonNull<bindings::socket>,
 }
@@ -28,30 +38,50 @@ unsafe impl Send for UdpTunnel {}
 unsafe impl Sync for UdpTunnel {}
 
 unsafe extern "C" fn receive_cb<R: UdpReceiver>(
-    _sk: *mut bindings::sock,
+    sk: *mut bindings::sock,
     skb: *mut bindings::sk_buff,
 ) -> core::ffi::c_int {
     // SAFETY: the UDP layer hands the skb over; returning 0 says it was
-    // consumed, and `R::receive` owns (and frees) it.
-    if let Some(skb) = unsafe { SkBuff::from_raw(skb) } {
-        R::receive(skb);
+    // consumed, and `R::receive` owns (and frees) it, or `SkBuff` frees it
+    // on drop.
+    let Some(skb) = (unsafe { SkBuff::from_raw(skb) }) else {
+        return 0;
+    };
+    // SAFETY: `sk` is our tunnel socket, whose user data `open` set to an
+    // `R` that outlives the socket.
+    let receiver = unsafe { bindings::srnic_sk_user_data(sk) }.cast::<R>();
+    // SAFETY: as above; the pointer is valid or null.
+    if let Some(receiver) = unsafe { receiver.as_ref() } {
+        receiver.receive(skb);
     }
     0
 }
 
 impl UdpTunnel {
-    /// Binds `port` in the initial namespace; `EADDRINUSE` if another
-    /// socket (rdma_rxe's) has it.
-    pub fn open<R: UdpReceiver>(port: u16) -> Result<Self> {
+    /// Binds `port` of `family` in `net`; `EADDRINUSE` if another socket
+    /// (rdma_rxe's) has it.
+    ///
+    /// # Safety
+    ///
+    /// `receiver` must stay valid, at the same address, until the tunnel
+    /// is dropped.
+    pub unsafe fn open<R: UdpReceiver>(
+        net: &Net,
+        family: Family,
+        port: u16,
+        receiver: *const R,
+    ) -> Result<Self> {
         let mut err = 0;
         // SAFETY: creates and configures a kernel socket; `receive_cb::<R>`
-        // stays valid while the module is loaded, and the socket is closed
-        // before that ends.
+        // stays valid while the module is loaded, the socket is closed
+        // before that ends, and the caller keeps `receiver` valid as long.
         let sock = unsafe {
             bindings::srnic_udp_tunnel_open(
-                bindings::srnic_init_net(),
+                net.as_raw(),
+                family == Family::V6,
                 port,
                 Some(receive_cb::<R>),
+                receiver.cast_mut().cast(),
                 &mut err,
             )
         };
@@ -66,25 +96,38 @@ impl Drop for UdpTunnel {
     fn drop(&mut self) {
         // SAFETY: opened in `open`, released once. Receive callbacks run
         // under RCU; waiting for a grace period lets any running one finish
-        // before the module's code may go.
+        // before its receiver or the module's code may go.
         unsafe { bindings::srnic_udp_tunnel_close(self.sock.as_ptr()) };
         super::rcu::synchronize();
     }
 }
 
-/// A route to an IPv4 destination, holding its reference.
-pub struct Route4(NonNull<bindings::rtable>);
+/// A route to a destination, holding its reference.
+pub struct Route {
+    dst: NonNull<bindings::dst_entry>,
+    family: Family,
+}
 
-impl Route4 {
-    /// Looks up the route from `saddr` to `daddr` (network order) with
-    /// `tos`, out of interface `oif` (0: any).
-    pub fn lookup(daddr: [u8; 4], saddr: [u8; 4], tos: u8, oif: i32) -> Result<Self> {
+fn route_from(
+    dst: *mut bindings::dst_entry,
+    err: core::ffi::c_int,
+    family: Family,
+) -> Result<Route> {
+    NonNull::new(dst)
+        .map(|dst| Route { dst, family })
+        .ok_or_else(|| Error::from_errno(if err < 0 { err } else { -22 }))
+}
+
+impl Route {
+    /// The IPv4 route from `saddr` to `daddr` (network order) with `tos`,
+    /// out of interface `oif` (0: any).
+    pub fn lookup4(net: &Net, daddr: [u8; 4], saddr: [u8; 4], tos: u8, oif: i32) -> Result<Self> {
         let mut err = 0;
-        // SAFETY: a route lookup in the initial namespace; the result holds
-        // a reference we drop in `drop` (or hand to `transmit`).
-        let rt = unsafe {
+        // SAFETY: a route lookup in a live namespace; the result holds a
+        // reference we drop in `drop` (or hand to `transmit`).
+        let dst = unsafe {
             bindings::srnic_route4(
-                bindings::srnic_init_net(),
+                net.as_raw(),
                 u32::from_ne_bytes(daddr),
                 u32::from_ne_bytes(saddr),
                 tos,
@@ -92,47 +135,89 @@ impl Route4 {
                 &mut err,
             )
         };
-        NonNull::new(rt)
-            .map(Self)
-            .ok_or_else(|| Error::from_errno(if err < 0 { err } else { -22 }))
+        route_from(dst, err, Family::V4)
+    }
+
+    /// The IPv6 route from `saddr` to `daddr` with a traffic class and
+    /// flow label, out of interface `oif` (0: any; link-local addresses
+    /// need it).
+    pub fn lookup6(
+        net: &Net,
+        daddr: &[u8; 16],
+        saddr: &[u8; 16],
+        traffic_class: u8,
+        flow_label: u32,
+        oif: i32,
+    ) -> Result<Self> {
+        let mut err = 0;
+        let daddr = in6_addr(daddr);
+        let saddr = in6_addr(saddr);
+        // SAFETY: as in `lookup4`; the addresses are read during the call.
+        let dst = unsafe {
+            bindings::srnic_route6(
+                net.as_raw(),
+                &daddr,
+                &saddr,
+                traffic_class,
+                flow_label,
+                oif,
+                &mut err,
+            )
+        };
+        route_from(dst, err, Family::V6)
     }
 
     /// The interface the route leaves through.
     pub fn ifindex(&self) -> i32 {
         // SAFETY: our route is valid while we hold it.
-        unsafe { bindings::srnic_rt_dev_ifindex(self.0.as_ptr()) }
+        unsafe { bindings::srnic_dst_dev_ifindex(self.dst.as_ptr()) }
+    }
+
+    /// Whether the destination is an address of this host (the route goes
+    /// through the loopback interface).
+    pub fn is_local(&self) -> bool {
+        // SAFETY: our route is valid while we hold it.
+        unsafe { bindings::srnic_dst_dev_is_loopback(self.dst.as_ptr()) }
     }
 }
 
-impl Drop for Route4 {
+impl Drop for Route {
     fn drop(&mut self) {
         // SAFETY: our reference, dropped once.
-        unsafe { bindings::srnic_rt_put(self.0.as_ptr()) };
+        unsafe { bindings::srnic_dst_release(self.dst.as_ptr()) };
     }
+}
+
+fn in6_addr(bytes: &[u8; 16]) -> bindings::in6_addr {
+    let mut addr = bindings::in6_addr::default();
+    // The byte view of the address union covers all 16 bytes.
+    addr.in6_u.u6_addr8 = *bytes;
+    addr
 }
 
 /// Picks the IPv4 identification for the header at the start of `skb`'s
 /// data (it must be there: the ICRC covers it).
-pub fn select_ident(skb: &mut SkBuff) {
+pub fn select_ident(net: &Net, skb: &mut SkBuff) {
     let data = skb.data().as_ptr().cast_mut().cast::<bindings::iphdr>();
     // SAFETY: the caller pushed a complete IPv4 header at `data`.
-    unsafe { bindings::srnic_ip4_select_ident(bindings::srnic_init_net(), skb.as_raw(), data) };
+    unsafe { bindings::srnic_ip4_select_ident(net.as_raw(), skb.as_raw(), data) };
 }
 
-/// Sends `skb`, whose data is a complete IPv4 packet, along `route`;
-/// `EAGAIN` if it was dropped for lack of room on the way out.
-pub fn transmit(skb: SkBuff, route: Route4) -> Result {
-    let rt = route.0.as_ptr();
+/// Sends `skb`, whose data is a complete IP packet of the route's family,
+/// along `route`; `EAGAIN` if it was dropped for lack of room on the way
+/// out.
+pub fn transmit(net: &Net, skb: SkBuff, route: Route) -> Result {
+    let dst = route.dst.as_ptr();
+    let family = route.family;
     core::mem::forget(route);
+    let (net, sk, skb) = (net.as_raw(), core::ptr::null_mut(), skb.into_raw());
     // SAFETY: hands the skb and the route reference to the IP stack, which
     // owns both from here on.
     let ret = unsafe {
-        bindings::srnic_ip4_xmit(
-            bindings::srnic_init_net(),
-            core::ptr::null_mut(),
-            skb.into_raw(),
-            rt,
-        )
+        match family {
+            Family::V4 => bindings::srnic_ip4_xmit(net, sk, skb, dst),
+            Family::V6 => bindings::srnic_ip6_xmit(net, sk, skb, dst),
+        }
     };
     // Positive: dropped on the way out (queue full).
     if ret > 0 {

@@ -100,22 +100,53 @@ impl IpHeader {
         h
     }
 
-    /// The GRH area of a UD receive.
-    pub fn grh(&self) -> [u8; GRH_LEN] {
+    /// The IPv6 header of the packet (no extension headers).
+    pub fn ipv6_header(&self) -> [u8; GRH_LEN] {
         let mut out = [0u8; GRH_LEN];
-        if self.is_ipv4() {
-            out[20..].copy_from_slice(&self.ipv4_header());
-        } else {
-            let flow = self.flow_label & 0x000f_ffff;
-            let word = (6u32 << 28) | (u32::from(self.traffic_class) << 20) | flow;
-            out[0..4].copy_from_slice(&word.to_be_bytes());
-            out[4..6].copy_from_slice(&self.ip_payload_len.to_be_bytes());
-            out[6] = 17;
-            out[7] = self.hop_limit;
-            out[8..24].copy_from_slice(&self.sgid);
-            out[24..40].copy_from_slice(&self.dgid);
-        }
+        let flow = self.flow_label & 0x000f_ffff;
+        let word = (6u32 << 28) | (u32::from(self.traffic_class) << 20) | flow;
+        out[0..4].copy_from_slice(&word.to_be_bytes());
+        out[4..6].copy_from_slice(&self.ip_payload_len.to_be_bytes());
+        out[6] = 17;
+        out[7] = self.hop_limit;
+        out[8..24].copy_from_slice(&self.sgid);
+        out[24..40].copy_from_slice(&self.dgid);
         out
+    }
+
+    /// The header fields of an IPv6 header (the first 40 bytes of
+    /// `bytes`); `None` if it is not IPv6 or is followed by anything but
+    /// UDP.
+    pub fn from_ipv6(bytes: &[u8]) -> Option<Self> {
+        let h = bytes.get(..GRH_LEN)?;
+        let word = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+        if word >> 28 != 6 || h[6] != 17 {
+            return None;
+        }
+        let mut sgid = [0u8; 16];
+        let mut dgid = [0u8; 16];
+        sgid.copy_from_slice(&h[8..24]);
+        dgid.copy_from_slice(&h[24..40]);
+        Some(Self {
+            sgid,
+            dgid,
+            traffic_class: (word >> 20) as u8,
+            hop_limit: h[7],
+            flow_label: word & 0x000f_ffff,
+            ip_payload_len: u16::from_be_bytes([h[4], h[5]]),
+        })
+    }
+
+    /// The GRH area of a UD receive: the IPv6 header, or for IPv4 the
+    /// IPv4 header in its last 20 bytes.
+    pub fn grh(&self) -> [u8; GRH_LEN] {
+        if self.is_ipv4() {
+            let mut out = [0u8; GRH_LEN];
+            out[20..].copy_from_slice(&self.ipv4_header());
+            out
+        } else {
+            self.ipv6_header()
+        }
     }
 }
 
@@ -181,5 +212,28 @@ mod tests {
         assert_eq!(grh[7], 1);
         assert_eq!(&grh[8..24], &sgid);
         assert_eq!(&grh[24..40], &dgid);
+    }
+
+    #[test]
+    fn ipv6_header_round_trips_through_its_parser() {
+        let header = IpHeader {
+            sgid: [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+            dgid: [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+            traffic_class: 0xa5,
+            hop_limit: 7,
+            flow_label: 0x1_2345,
+            ip_payload_len: 1234,
+        };
+        let bytes = header.ipv6_header();
+        assert_eq!(bytes[0] >> 4, 6);
+        assert_eq!(bytes[6], 17);
+        assert_eq!(IpHeader::from_ipv6(&bytes), Some(header));
+        let mut not_udp = bytes;
+        not_udp[6] = 6;
+        assert_eq!(IpHeader::from_ipv6(&not_udp), None);
+        assert_eq!(IpHeader::from_ipv6(&bytes[..39]), None);
+        let mut ipv4 = bytes;
+        ipv4[0] = 0x45;
+        assert_eq!(IpHeader::from_ipv6(&ipv4), None);
     }
 }

@@ -1,8 +1,9 @@
 # Interoperation on the wire: srnic on VM a, the kernel's rxe on VM b.
-# ibv_rc_pingpong with data checked (--chk), each side serving in turn, and
-# perftest write, read, send and atomic bandwidth with rxe as the client
-# and as the server: every packet srnic sends must be one rxe accepts (rxe
-# drops a packet with a bad ICRC or header), and the reverse.
+# ibv_rc_pingpong with data checked (--chk), each side serving in turn, over
+# IPv4 and IPv6 GIDs, ibv_uc_pingpong, and perftest write, read, send and
+# atomic bandwidth with rxe as the client and as the server: every packet
+# srnic sends must be one rxe accepts (rxe drops a packet with a bad ICRC
+# or header), and the reverse.
 # vms: 2
 # timeout: 900
 case $SRNIC_VM in
@@ -10,6 +11,10 @@ a) dev=srnic0; load_srnic; must rdma link add srnic0 type srnic netdev eth0 ;;
 b) dev=rxe0; must modprobe rdma_rxe; must rdma link add rxe0 type rxe netdev eth0 ;;
 esac
 wait_roce_gid "$dev" 1
+case $SRNIC_VM in
+a) must ip addr add fd00::1/64 dev eth0 nodad; gid6=$(gid_index "$dev" fd00::1) ;;
+b) must ip addr add fd00::2/64 dev eth0 nodad; gid6=$(gid_index "$dev" fd00::2) ;;
+esac
 port=18800
 
 # serve_on VM NAME COMMAND...: COMMAND serves on VM, and the other VM runs
@@ -40,6 +45,14 @@ for vm in a b; do
 	for args in "-s 100 -n 100" "-s 4096 -n 50" "-s 65536 -n 20 -e" "-s 1048576 -n 3"; do
 		step "ibv_rc_pingpong $args, server on $vm"
 		serve_on $vm pingpong timeout 120 ibv_rc_pingpong -g 1 -c $args
+	done
+	for args in "-s 100 -n 100" "-s 65536 -n 20 -e"; do
+		step "ibv_rc_pingpong $args over IPv6, server on $vm"
+		serve_on $vm pingpong6 timeout 120 ibv_rc_pingpong -g "$gid6" -c $args
+	done
+	for args in "-s 100 -n 100" "-s 4000 -n 50 -e"; do
+		step "ibv_uc_pingpong $args, server on $vm"
+		serve_on $vm ucpingpong timeout 120 ibv_uc_pingpong -g 1 -c $args
 	done
 	for test in "ib_write_bw -s 65536 -n 100" "ib_read_bw -s 65536 -n 100" \
 		"ib_send_bw -s 65536 -n 100" "ib_atomic_bw -n 100" "ib_atomic_bw -A CMP_AND_SWAP -n 100" \

@@ -119,3 +119,38 @@ wait_roce_gid() {
 	wait_until 60 grep -q 'RoCE v2' "/sys/class/infiniband/$1/ports/1/gid_attrs/types/$2" ||
 		fail "$1 has no RoCEv2 GID at index $2"
 }
+
+# find_gid DEV ADDRESS: the index of ADDRESS (IPv4 or IPv6) among DEV's
+# RoCEv2 GIDs; fails if it is not there.
+find_gid() {
+	python3 - "$1" "$2" <<'EOF'
+import ipaddress, os, sys
+dev, address = sys.argv[1:]
+wanted = ipaddress.ip_address(address)
+if wanted.version == 4:
+    wanted = ipaddress.IPv6Address(b"\0" * 10 + b"\xff\xff" + wanted.packed)
+port = f"/sys/class/infiniband/{dev}/ports/1"
+for name in sorted(os.listdir(f"{port}/gids"), key=int):
+    try:
+        gid = open(f"{port}/gids/{name}").read().strip()
+        kind = open(f"{port}/gid_attrs/types/{name}").read()
+    except OSError:
+        continue
+    if "RoCE v2" in kind and ipaddress.IPv6Address(gid) == wanted:
+        print(name)
+        sys.exit(0)
+sys.exit(1)
+EOF
+}
+
+# gid_index DEV ADDRESS: wait until ADDRESS is a RoCEv2 GID of DEV and
+# print its index.
+gid_index() {
+	wait_until 60 find_gid "$1" "$2" || fail "$1 has no RoCEv2 GID for $2"
+	find_gid "$1" "$2"
+}
+
+# counter_of DEV NAME: a port counter of `rdma statistic show link DEV/1`.
+counter_of() {
+	rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v n="$2" 'f { print; exit } $0 == n { f = 1 }'
+}

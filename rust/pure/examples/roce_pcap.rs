@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Checks every RoCEv2 packet (IPv4, UDP port 4791) of a pcap capture:
-//! its ICRC and its transport headers, with srnic's own codec.
+//! Checks every RoCEv2 packet (UDP port 4791 over IPv4 or IPv6) of a pcap
+//! capture: its ICRC and its transport headers, with srnic's own codec.
 //!
 //!     cargo run --example roce_pcap -- CAPTURE.pcap
 //!
 //! Prints how many packets were checked and exits 1 if any is bad.
 
 use srnic_pure::headers;
-use srnic_pure::icrc::{icrc_ipv4, IPV4_HEADER_LEN, UDP_HEADER_LEN};
+use srnic_pure::icrc::{icrc_ipv4, icrc_ipv6, IPV4_HEADER_LEN, IPV6_HEADER_LEN, UDP_HEADER_LEN};
 use std::process::ExitCode;
 
 fn u32_at(b: &[u8], at: usize, little: bool) -> Option<u32> {
@@ -20,18 +20,35 @@ fn u32_at(b: &[u8], at: usize, little: bool) -> Option<u32> {
     })
 }
 
+/// The IP version of a RoCEv2 packet.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Version {
+    V4,
+    V6,
+}
+
 /// What is wrong with the Ethernet frame `frame`, if it is RoCEv2;
 /// `Ok(None)` for other traffic.
-fn check(frame: &[u8]) -> Result<Option<()>, String> {
+fn check(frame: &[u8]) -> Result<Option<Version>, String> {
     const ETHERTYPE_IPV4: [u8; 2] = [0x08, 0x00];
-    if frame.get(12..14) != Some(&ETHERTYPE_IPV4[..]) {
-        return Ok(None);
-    }
+    const ETHERTYPE_IPV6: [u8; 2] = [0x86, 0xdd];
     let ip = frame.get(14..).ok_or("short frame")?;
-    if ip.first() != Some(&0x45) || ip.get(9) != Some(&17) {
-        return Ok(None);
-    }
-    let udp = ip.get(IPV4_HEADER_LEN..).ok_or("short IP")?;
+    let (version, ip_len) = match frame.get(12..14) {
+        Some(t) if t == ETHERTYPE_IPV4 => {
+            if ip.first() != Some(&0x45) || ip.get(9) != Some(&17) {
+                return Ok(None);
+            }
+            (Version::V4, IPV4_HEADER_LEN)
+        }
+        Some(t) if t == ETHERTYPE_IPV6 => {
+            if ip.get(6) != Some(&17) {
+                return Ok(None);
+            }
+            (Version::V6, IPV6_HEADER_LEN)
+        }
+        _ => return Ok(None),
+    };
+    let udp = ip.get(ip_len..).ok_or("short IP")?;
     let dport = u16::from_be_bytes([udp[2], udp[3]]);
     if dport != 4791 {
         return Ok(None);
@@ -40,13 +57,17 @@ fn check(frame: &[u8]) -> Result<Option<()>, String> {
     let datagram = udp.get(..udp_len).ok_or("UDP length past the frame")?;
     let crc_at = datagram.len().checked_sub(4).ok_or("no ICRC")?;
     let (covered, crc) = datagram.split_at(crc_at);
-    let want = icrc_ipv4(&ip[..IPV4_HEADER_LEN], covered).map_err(|e| format!("{e:?}"))?;
+    let want = match version {
+        Version::V4 => icrc_ipv4(&ip[..ip_len], covered),
+        Version::V6 => icrc_ipv6(&ip[..ip_len], covered),
+    }
+    .map_err(|e| format!("{e:?}"))?;
     let got = u32::from_le_bytes(crc.try_into().map_err(|_| "ICRC")?);
     if want != got {
         return Err(format!("ICRC {got:#010x}, expected {want:#010x}"));
     }
     headers::parse(&datagram[UDP_HEADER_LEN..]).map_err(|e| format!("headers: {e:?}"))?;
-    Ok(Some(()))
+    Ok(Some(version))
 }
 
 fn main() -> ExitCode {
@@ -69,7 +90,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let (mut at, mut checked, mut bad, mut index) = (24usize, 0u64, 0u64, 0u64);
+    let (mut at, mut bad, mut index) = (24usize, 0u64, 0u64);
+    let (mut checked4, mut checked6) = (0u64, 0u64);
     while let Some(caplen) = u32_at(&data, at + 8, little) {
         index += 1;
         let start = at + 16;
@@ -78,7 +100,8 @@ fn main() -> ExitCode {
             break;
         };
         match check(frame) {
-            Ok(Some(())) => checked += 1,
+            Ok(Some(Version::V4)) => checked4 += 1,
+            Ok(Some(Version::V6)) => checked6 += 1,
             Ok(None) => {}
             Err(why) => {
                 bad += 1;
@@ -89,7 +112,9 @@ fn main() -> ExitCode {
         }
         at = start + caplen as usize;
     }
-    println!("{checked} RoCEv2 packets with a correct ICRC and well-formed headers, {bad} bad");
+    println!(
+        "{checked4} IPv4 and {checked6} IPv6 RoCEv2 packets with a correct ICRC and well-formed headers, {bad} bad"
+    );
     if bad > 0 {
         ExitCode::FAILURE
     } else {

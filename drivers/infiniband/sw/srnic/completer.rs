@@ -18,10 +18,10 @@ use crate::payload::{self, CopyError};
 use crate::pure::aeth::{rnr_timer_us, NakCode, Syndrome, RNR_RETRY_FOREVER};
 use crate::pure::headers::Operation;
 use crate::pure::psn::{Psn, PSN_MASK};
-use crate::pure::wr::opcode;
+use crate::pure::wr::{opcode, QpType};
 use crate::qp::{QpInner, SrnicQp, Upcalls};
 use crate::requester::{local_status, mtu_bytes, now_ns, wqe_state};
-use crate::transport::Packet;
+use crate::transport::{Hop, Packet};
 
 const IB_SEND_SIGNALED: u32 = bindings::ib_send_flags_IB_SEND_SIGNALED as u32;
 
@@ -38,9 +38,9 @@ pub(crate) fn receive(qp: &Qp<SrnicDevice>, guard: &RcuReadGuard, packet: &Packe
     taken
 }
 
-/// The datagrams the requester has sent are complete (UD has no
-/// acknowledgements).
-pub(crate) fn datagram_sent(qp: &Qp<SrnicDevice>) {
+/// The datagrams and UC messages the requester has sent are complete
+/// (neither is acknowledged).
+pub(crate) fn unanswered_sent(qp: &Qp<SrnicDevice>) {
     let this: &SrnicQp = qp;
     let mut upcalls = Upcalls::default();
     {
@@ -88,6 +88,11 @@ fn handle(
     let psn = packet.psn();
     let syndrome = packet.hdr.aeth.map(|a| Syndrome::decode(a.syndrome));
     let counters = &qp.device().counters;
+    // Only RC is answered.
+    if qp.qp_type() != QpType::Rc {
+        counters.inc(Counter::MalformedPackets);
+        return false;
+    }
     // An answer to a PSN never sent answers nothing (a forged packet): it
     // must not complete anything.
     if !psn.is_before(state.requester.sent_end) {
@@ -242,7 +247,7 @@ pub(crate) fn check_timeout(qp: &Qp<SrnicDevice>) -> bool {
     let running = {
         let mut state = this.state.lock();
         let quiet = !matches!(state.attrs.state, QpState::Rts | QpState::Sqd)
-            || state.peer_local
+            || state.peer == Hop::ThisDevice
             || state.attrs.timeout == 0
             || oldest_sent(qp, &state).is_none();
         if quiet {
@@ -475,7 +480,6 @@ fn read_response(
         };
         let target = crate::requester::wqe_sges(qp, index, &wqe);
         let copied = payload::copy(
-            qp.device(),
             guard,
             source,
             packet.payload_at,
@@ -521,7 +525,7 @@ fn atomic_acknowledge(
     };
     let target = crate::requester::wqe_sges(qp, index, &wqe);
     let bytes = original.to_ne_bytes();
-    if payload::store(qp.device(), guard, &target, &bytes).is_err() {
+    if payload::store(guard, &target, &bytes).is_err() {
         fail_oldest(qp, state, WcStatus::LocalProtectionError, upcalls);
         return false;
     }

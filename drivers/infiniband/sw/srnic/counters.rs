@@ -46,13 +46,16 @@ pub(crate) enum Counter {
     QkeyViolations,
     /// Datagrams that found no receive WQE.
     NoReceiveDrops,
-    /// Datagrams for another node, dropped until the wire exists.
+    /// Packets with no route to their destination.
     UnroutableDatagrams,
     /// READ responses after a gap (the rest is asked for again).
     OutOfSequenceResponses,
+    /// UC messages dropped by the responder (a lost packet, no receive
+    /// WQE, or a request it may not execute).
+    DroppedMessages,
 }
 
-const COUNT: usize = Counter::OutOfSequenceResponses as usize + 1;
+const COUNT: usize = Counter::DroppedMessages as usize + 1;
 
 const DESCS: [bindings::rdma_stat_desc; COUNT] = [
     counter_desc(kernel::c_str!("sent_packets")),
@@ -82,6 +85,7 @@ const DESCS: [bindings::rdma_stat_desc; COUNT] = [
     counter_desc(kernel::c_str!("no_receive_drops")),
     counter_desc(kernel::c_str!("unroutable_datagrams")),
     counter_desc(kernel::c_str!("out_of_sequence_responses")),
+    counter_desc(kernel::c_str!("dropped_messages")),
 ];
 
 /// The names the core shows.

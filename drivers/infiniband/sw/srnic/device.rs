@@ -26,6 +26,7 @@ use crate::srq::SrnicSrq;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 /// The only port of an srnic device.
 const PORT: u32 = 1;
@@ -141,12 +142,15 @@ pub(crate) struct SrnicDevice {
     pub(crate) counters: Counters,
     /// The netdev's interface index, under which the wire finds the device.
     pub(crate) ifindex: i32,
+    /// The devices of the netdev's namespace, this one among them once
+    /// attached.
+    pub(crate) neighbourhood: Arc<crate::wire::Neighbourhood>,
 }
 
 impl Drop for SrnicDevice {
     fn drop(&mut self) {
         // Before anything else goes: waits for receivers that found us.
-        crate::wire::detach(self.ifindex);
+        crate::wire::leave(&self.neighbourhood, self.ifindex);
     }
 }
 
@@ -162,6 +166,7 @@ impl SrnicDevice {
             key_byte: AtomicU32::new(0),
             counters: Counters::new()?,
             ifindex: netdev.ifindex(),
+            neighbourhood: crate::wire::join(netdev)?,
         })
     }
 

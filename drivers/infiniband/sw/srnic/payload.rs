@@ -55,8 +55,10 @@ impl SgeList<'_> {
 /// Where the bytes of a message are, counted from the message's start.
 #[derive(Clone, Copy)]
 pub(crate) enum Extent<'a> {
-    /// The SGEs of a local WQE, keys checked against the QP's `pd`.
+    /// The SGEs of a local WQE, keys of `dev` checked against the QP's
+    /// `pd`.
     Local {
+        dev: &'a Device<SrnicDevice>,
         sges: SgeList<'a>,
         pd: usize,
         /// A kernel QP, which may use the local DMA key.
@@ -86,7 +88,6 @@ impl Extent<'_> {
     /// length (at most `want`); `access` is what a local key must grant.
     fn chunk(
         &self,
-        dev: &Device<SrnicDevice>,
         guard: &RcuReadGuard,
         at: u64,
         want: usize,
@@ -103,7 +104,12 @@ impl Extent<'_> {
                 let (ptr, n) = mr.translate(guard, offset.checked_add(at)?)?;
                 Some((ptr, n.min(want)))
             }
-            Self::Local { sges, pd, kernel } => {
+            Self::Local {
+                dev,
+                sges,
+                pd,
+                kernel,
+            } => {
                 let mut start = 0u64;
                 let mut n = 0;
                 let sge = loop {
@@ -141,7 +147,6 @@ impl Extent<'_> {
 /// Copies `len` bytes from byte `src_at` of `src` to byte `dst_at` of
 /// `dst`: the only time these bytes are touched.
 pub(crate) fn copy(
-    dev: &Device<SrnicDevice>,
     guard: &RcuReadGuard,
     src: &Extent<'_>,
     src_at: u64,
@@ -154,10 +159,10 @@ pub(crate) fn copy(
     while done < len {
         let want = (len - done) as usize;
         let (from, n) = src
-            .chunk(dev, guard, src_at + done, want, 0)
+            .chunk(guard, src_at + done, want, 0)
             .ok_or(CopyError::Source)?;
         let (to, m) = dst
-            .chunk(dev, guard, dst_at + done, n, LOCAL_WRITE)
+            .chunk(guard, dst_at + done, n, LOCAL_WRITE)
             .ok_or(CopyError::Destination)?;
         let step = n.min(m);
         if step == 0 {
@@ -173,15 +178,10 @@ pub(crate) fn copy(
 }
 
 /// Writes `bytes` (an atomic's original value) to the start of `dst`.
-pub(crate) fn store(
-    dev: &Device<SrnicDevice>,
-    guard: &RcuReadGuard,
-    dst: &Extent<'_>,
-    bytes: &[u8],
-) -> Result<(), CopyError> {
+pub(crate) fn store(guard: &RcuReadGuard, dst: &Extent<'_>, bytes: &[u8]) -> Result<(), CopyError> {
     let src = Extent::Inline {
         data: bytes.as_ptr(),
         len: bytes.len() as u32,
     };
-    copy(dev, guard, &src, 0, dst, 0, bytes.len() as u32)
+    copy(guard, &src, 0, dst, 0, bytes.len() as u32)
 }

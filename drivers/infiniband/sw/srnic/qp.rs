@@ -19,6 +19,7 @@ use crate::pure::ring::RingGeometry;
 use crate::pure::wr::{QpType, SendLimits};
 use crate::requester::Requester;
 use crate::responder::Responder;
+use crate::transport::Hop;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
 
@@ -71,14 +72,14 @@ pub(crate) struct QpInner {
     pub(crate) rq: Option<RecvQueue>,
     pub(crate) requester: Requester,
     pub(crate) responder: Responder,
-    /// The connected peer (RC, UC) is a QP of this device.
-    pub(crate) peer_local: bool,
+    /// Where the connected peer (RC, UC) is.
+    pub(crate) peer: Hop,
 }
 
 impl QpInner {
     /// The IP header of the connection's packets (payload length left for
-    /// the wire to fill), and whether they must go over the wire.
-    pub(crate) fn path(&self) -> (IpHeader, bool) {
+    /// the wire to fill), and where they go.
+    pub(crate) fn path(&self) -> (IpHeader, Hop) {
         let av = &self.attrs.av;
         let ip = IpHeader {
             sgid: av.sgid,
@@ -88,7 +89,7 @@ impl QpInner {
             flow_label: av.flow_label,
             ip_payload_len: 0,
         };
-        (ip, !self.peer_local)
+        (ip, self.peer)
     }
 }
 
@@ -165,7 +166,7 @@ impl SrnicQp {
                     rq,
                     requester: Requester::default(),
                     responder: Responder::new(recv_copy),
-                    peer_local: false,
+                    peer: Hop::Wire,
                 }),
                 work,
                 caps: actual,
@@ -255,9 +256,11 @@ impl SrnicQp {
         let this: &SrnicQp = qp;
         let mask = modify.mask;
         validate(qp, modify)?;
-        // A destination that is one of this device's own GIDs is reached
+        // A destination that is one of this node's srnic GIDs is reached
         // without the wire.
-        let peer_local = mask.has(QpAttrMask::AV) && qp.device().has_gid(&modify.attrs.av.dgid);
+        let peer = mask
+            .has(QpAttrMask::AV)
+            .then(|| crate::transport::hop_to(qp.device(), &modify.attrs.av.dgid));
         let mut upcalls = Upcalls::default();
         {
             let mut state = this.state.lock();
@@ -277,8 +280,8 @@ impl SrnicQp {
             }
             apply(&mut state.attrs, modify);
             state.attrs.state = next;
-            if mask.has(QpAttrMask::AV) {
-                state.peer_local = peer_local;
+            if let Some(peer) = peer {
+                state.peer = peer;
             }
             if mask.has(QpAttrMask::SQ_PSN) {
                 state.requester.set_psn(modify.attrs.sq_psn);

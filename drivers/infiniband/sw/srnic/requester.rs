@@ -139,10 +139,10 @@ pub(crate) fn next_packet<'a>(
     upcalls: &mut Upcalls,
 ) -> Option<Packet<'a>> {
     let this: &'a SrnicQp = qp;
-    let datagram = match qp.qp_type() {
-        QpType::Rc => false,
-        QpType::Ud | QpType::Gsi => true,
-        QpType::Uc => return None,
+    let (datagram, unreliable) = match qp.qp_type() {
+        QpType::Rc => (false, false),
+        QpType::Uc => (false, true),
+        QpType::Ud | QpType::Gsi => (true, false),
     };
     let mut state = this.state.lock();
     loop {
@@ -217,16 +217,20 @@ pub(crate) fn next_packet<'a>(
             // Quiet until now: the retransmission timer starts here.
             req.last_progress = now_ns();
         }
-        let (ip, remote) = state.path();
-        let packet = build(qp, &mut state, index, &mut wqe).map(|mut p| {
+        let (ip, hop) = state.path();
+        let packet = build(qp, &mut state, index, &mut wqe, unreliable).map(|mut p| {
             p.ip = Some(ip);
-            p.remote = remote;
-            if p.psn().get() % ACK_EVERY == ACK_EVERY - 1 {
-                p.hdr.bth.ack_req = true;
-            }
+            p.hop = hop;
+            // UC is never acknowledged.
+            p.hdr.bth.ack_req =
+                !unreliable && (p.hdr.bth.ack_req || p.psn().get() % ACK_EVERY == ACK_EVERY - 1);
             p
         });
         let req = &mut state.requester;
+        if unreliable {
+            // Nothing is outstanding once sent.
+            req.acked = req.psn;
+        }
         if req.sent_end.is_before(req.psn) {
             req.sent_end = req.psn;
         }
@@ -306,6 +310,7 @@ pub(crate) fn wqe_sges<'a>(
 ) -> Extent<'a> {
     let this: &'a SrnicQp = qp;
     Extent::Local {
+        dev: qp.device(),
         sges: SgeList::Work {
             queue: &this.work,
             index,
@@ -399,12 +404,13 @@ fn build_datagram<'a>(
 }
 
 /// Makes the next packet of the WQE in slot `index` and moves the
-/// requester on.
+/// requester on; `unreliable` for UC.
 fn build<'a>(
     qp: &'a Qp<SrnicDevice>,
     state: &mut QpInner,
     index: u32,
     wqe: &mut bindings::rxe_send_wqe,
+    unreliable: bool,
 ) -> Option<Packet<'a>> {
     let this: &'a SrnicQp = qp;
     let mtu = mtu_bytes(state.attrs.path_mtu);
@@ -473,7 +479,7 @@ fn build<'a>(
             let size = (length - at.min(length)).min(mtu);
             let first = at == 0;
             let last = at + size >= length;
-            let code = request_opcode(false, op, first, last)?;
+            let code = request_opcode(unreliable, op, first, last)?;
             let mut packet = Packet::new(code, dest, psn)?;
             if first {
                 wqe.first_psn = psn.get();

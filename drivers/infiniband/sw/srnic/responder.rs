@@ -74,6 +74,9 @@ pub(crate) struct Responder {
     in_message: Option<Operation>,
     /// A PSN sequence NAK went out and the expected PSN has not come since.
     nak_sent: bool,
+    /// UC: the message in progress was lost; packets are dropped until the
+    /// first packet of the next message.
+    dropping: bool,
     /// The PSN and original value of the last atomic, for a duplicate.
     last_atomic: Option<(Psn, u64)>,
 }
@@ -115,7 +118,6 @@ impl<'a> ReadResponse<'a> {
             };
             let mut packet = Packet::new(code, self.dest, self.psn.add(n))?;
             packet.ip = self.ip;
-            packet.remote = true;
             if n == 0 || n + 1 == count {
                 packet = packet.with_aeth(Syndrome::Ack.encode(), self.msn);
             }
@@ -144,6 +146,7 @@ impl Responder {
             write: None,
             in_message: None,
             nak_sent: false,
+            dropping: false,
             last_atomic: None,
         }
     }
@@ -161,7 +164,16 @@ impl Responder {
         self.write = None;
         self.in_message = None;
         self.nak_sent = false;
+        self.dropping = false;
         self.last_atomic = None;
+    }
+
+    /// Forgets what was placed of the message in progress; a receive WQE
+    /// it had taken stays for the next message.
+    fn abandon_message(&mut self) {
+        self.in_message = None;
+        self.write = None;
+        self.recv_placed = 0;
     }
 
     /// Gives up the receive WQE of a message in progress; its ID if it came
@@ -187,12 +199,9 @@ pub(crate) fn receive<'a>(
         let mut state = this.state.lock();
         let mut reply = handle(qp, &mut state, guard, packet, &mut upcalls);
         // Answers go back along the connection.
-        let (ip, remote) = state.path();
+        let (ip, _) = state.path();
         match &mut reply {
-            Reply::Packet(p) => {
-                p.ip = Some(ip);
-                p.remote = remote;
-            }
+            Reply::Packet(p) => p.ip = Some(ip),
             Reply::Read(read) => read.ip = Some(ip),
             _ => {}
         }
@@ -220,6 +229,11 @@ fn refuse<'a>(
     code: NakCode,
     upcalls: &mut Upcalls,
 ) -> Reply<'a> {
+    if qp.qp_type() == QpType::Uc {
+        // UC has no NAKs: the message is dropped and the QP goes on.
+        drop_message(qp, state);
+        return Reply::None;
+    }
     qp.device().counters.inc(match code {
         NakCode::RemoteAccess => Counter::AccessNaksSent,
         NakCode::RemoteOperation => Counter::OperationNaksSent,
@@ -246,6 +260,7 @@ fn handle<'a>(
     }
     match (qp.qp_type(), packet.hdr.info.transport) {
         (QpType::Rc, Transport::Rc) => {}
+        (QpType::Uc, Transport::Uc) => return unreliable(qp, state, guard, packet, upcalls),
         (QpType::Ud | QpType::Gsi, Transport::Ud) => {
             datagram(qp, state, guard, packet, upcalls);
             return Reply::None;
@@ -290,6 +305,72 @@ fn handle<'a>(
         Operation::CompareSwap | Operation::FetchAdd => atomic(qp, state, guard, packet, upcalls),
         Operation::AtomicWrite => atomic_write(qp, state, guard, packet, upcalls),
         _ => refuse(qp, state, psn, NakCode::InvalidRequest, upcalls),
+    }
+}
+
+/// Drops the UC message in progress, up to the next first packet.
+fn drop_message(qp: &Qp<SrnicDevice>, state: &mut QpInner) {
+    qp.device().counters.inc(Counter::DroppedMessages);
+    state.responder.abandon_message();
+    state.responder.dropping = true;
+}
+
+/// A UC request. Nothing is acknowledged. After a gap in the PSNs the
+/// message in progress is lost, and the responder picks up again at the
+/// first packet of a later message (with a receive WQE that the lost
+/// message had taken, if any). A message the responder cannot take is
+/// dropped and counted; the QP goes on.
+fn unreliable<'a>(
+    qp: &'a Qp<SrnicDevice>,
+    state: &mut QpInner,
+    guard: &'a RcuReadGuard,
+    packet: &Packet<'_>,
+    upcalls: &mut Upcalls,
+) -> Reply<'a> {
+    let info = packet.hdr.info;
+    let starts = matches!(info.position, Position::First | Position::Only);
+    let psn = packet.psn();
+    let counters = &qp.device().counters;
+    let resp = &mut state.responder;
+    if psn != resp.psn {
+        counters.inc(Counter::OutOfSequenceRequests);
+        if resp.in_message.is_some() && !resp.dropping {
+            counters.inc(Counter::DroppedMessages);
+        }
+        resp.abandon_message();
+        resp.dropping = true;
+    }
+    resp.psn = psn;
+    if starts {
+        if resp.in_message.is_some() {
+            // The last packet of the message in progress never came.
+            counters.inc(Counter::DroppedMessages);
+            resp.abandon_message();
+        }
+        resp.dropping = false;
+    } else if resp.in_message != Some(info.operation) {
+        resp.dropping = true;
+    }
+    if resp.dropping {
+        resp.psn = psn.next();
+        return Reply::None;
+    }
+    let reply = match info.operation {
+        Operation::Send => send(qp, state, guard, packet, upcalls),
+        Operation::Write => write(qp, state, guard, packet, upcalls),
+        _ => {
+            drop_message(qp, state);
+            Reply::None
+        }
+    };
+    if state.responder.dropping {
+        state.responder.psn = psn.next();
+    }
+    match reply {
+        // Loopback: the requester's own memory failed.
+        Reply::SourceFault => Reply::SourceFault,
+        // An acknowledgement someone asked for: UC has none.
+        _ => Reply::None,
     }
 }
 
@@ -481,16 +562,16 @@ fn datagram(
         return;
     }
     let target = Extent::Local {
+        dev: qp.device(),
         sges: SgeList::Copied(&state.responder.recv.sges),
         pd: qp.pd_id(),
         kernel: !this.user,
     };
     let grh = ip.grh();
-    let mut placed = payload::store(qp.device(), guard, &target, &grh);
+    let mut placed = payload::store(guard, &target, &grh);
     if placed.is_ok() && len > 0 {
         placed = match packet.payload.as_ref() {
             Some(source) => payload::copy(
-                qp.device(),
                 guard,
                 source,
                 packet.payload_at,
@@ -519,7 +600,12 @@ fn datagram(
     state.responder.psn = packet.psn().next();
 }
 
-fn rnr<'a>(qp: &Qp<SrnicDevice>, state: &QpInner, psn: Psn) -> Reply<'a> {
+fn rnr<'a>(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn) -> Reply<'a> {
+    if qp.qp_type() == QpType::Uc {
+        qp.device().counters.inc(Counter::NoReceiveDrops);
+        drop_message(qp, state);
+        return Reply::None;
+    }
     qp.device().counters.inc(Counter::RnrNaksSent);
     acknowledge(state, psn, Syndrome::Rnr(state.attrs.min_rnr_timer))
 }
@@ -561,12 +647,12 @@ fn send<'a>(
             return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
         };
         let target = Extent::Local {
+            dev: qp.device(),
             sges: SgeList::Copied(&state.responder.recv.sges),
             pd: qp.pd_id(),
             kernel: !this.user,
         };
         match payload::copy(
-            qp.device(),
             guard,
             source,
             packet.payload_at,
@@ -689,15 +775,7 @@ fn write<'a>(
             return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
         };
         let region = Extent::Region { mr, offset };
-        match payload::copy(
-            qp.device(),
-            guard,
-            source,
-            packet.payload_at,
-            &region,
-            0,
-            len,
-        ) {
+        match payload::copy(guard, source, packet.payload_at, &region, 0, len) {
             Ok(()) => {}
             Err(CopyError::Source) => return Reply::SourceFault,
             Err(CopyError::Destination) => {
@@ -839,17 +917,7 @@ fn atomic_write<'a>(
         data: value.as_mut_ptr(),
         len: 8,
     };
-    if payload::copy(
-        qp.device(),
-        guard,
-        source,
-        packet.payload_at,
-        &staging,
-        0,
-        8,
-    )
-    .is_err()
-    {
+    if payload::copy(guard, source, packet.payload_at, &staging, 0, 8).is_err() {
         return Reply::SourceFault;
     }
     cell.store(u64::from_ne_bytes(value), Ordering::Release);

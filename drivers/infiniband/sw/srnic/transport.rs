@@ -7,9 +7,10 @@
 //!
 //! A packet here is its decoded headers (exactly what the RoCEv2 codec in
 //! `pure::headers` parses off the wire) plus where its payload lies in
-//! memory. Between QPs of one device (loopback) a packet is handed straight
-//! from one role to the next, and its payload is copied once, from the
-//! sender's memory into the receiver's.
+//! memory. Between QPs of one device (loopback), or of two devices of one
+//! namespace, a packet is handed straight from one role to the next, and
+//! its payload is copied once, from the sender's memory into the
+//! receiver's.
 //!
 //! Each QP's requester runs on one CPU at a time (`requester_busy`); the
 //! roles of one QP share its lock, and no role holds a lock while another
@@ -22,8 +23,8 @@ use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::{Device, Qp};
 use crate::payload::Extent;
 use crate::pure::grh::IpHeader;
-use crate::pure::headers::Operation;
 use crate::pure::headers::{self, Aeth, AtomicEth, Bth, Reth};
+use crate::pure::headers::{Operation, Transport};
 use crate::pure::psn::Psn;
 use crate::qp::{SrnicQp, Upcalls};
 use crate::requester;
@@ -46,8 +47,31 @@ pub(crate) struct Packet<'a> {
     /// The IP header the packet travels with (a datagram's receiver
     /// finds it in its GRH area).
     pub(crate) ip: Option<IpHeader>,
-    /// Whether it goes over the wire (its destination is another node).
-    pub(crate) remote: bool,
+    /// Where a connection's request goes (datagrams find out per packet).
+    pub(crate) hop: Hop,
+}
+
+/// Where a packet goes from the device that sends it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Hop {
+    /// To a QP of the same device (loopback).
+    ThisDevice,
+    /// To the srnic device of the same namespace whose netdev has this
+    /// interface index: through the engine, without the wire.
+    Device(i32),
+    /// Over the wire, to another node.
+    Wire,
+}
+
+/// Where packets from `dev` to `dgid` go.
+pub(crate) fn hop_to(dev: &Device<SrnicDevice>, dgid: &[u8; 16]) -> Hop {
+    if dev.has_gid(dgid) {
+        Hop::ThisDevice
+    } else if let Some(ifindex) = wire::neighbour_with_gid(dev, dgid) {
+        Hop::Device(ifindex)
+    } else {
+        Hop::Wire
+    }
 }
 
 impl<'a> Packet<'a> {
@@ -78,7 +102,7 @@ impl<'a> Packet<'a> {
             payload: None,
             payload_at: 0,
             ip: None,
-            remote: false,
+            hop: Hop::Wire,
         })
     }
 
@@ -139,11 +163,14 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
             upcalls.run(qp);
             match packet {
                 Some(packet) => {
-                    let datagram = packet.hdr.deth.is_some();
+                    // Datagrams and UC messages are done once sent: their
+                    // payload has been read, and no answer will come.
+                    let done = packet.hdr.deth.is_some()
+                        || (packet.hdr.info.transport == Transport::Uc
+                            && packet.hdr.info.ends_message());
                     send(qp.device(), &guard, qp, packet);
-                    if datagram {
-                        // Its payload has been read: the WQE is done.
-                        completer::datagram_sent(qp);
+                    if done {
+                        completer::unanswered_sent(qp);
                     }
                 }
                 None => break,
@@ -161,28 +188,38 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
 }
 
 /// Sends a request `source`'s requester made: over the wire, or straight
-/// to its destination on this device.
+/// to its destination on this node.
 fn send(
     dev: &Device<SrnicDevice>,
     guard: &RcuReadGuard,
     source: &Qp<SrnicDevice>,
     packet: Packet<'_>,
 ) {
-    let datagram_elsewhere =
-        packet.hdr.deth.is_some() && !packet.ip.is_some_and(|ip| dev.has_gid(&ip.dgid));
-    if packet.remote || datagram_elsewhere {
-        if packet.remote {
-            // The retransmission timer needs looking at while packets are
-            // out (a no-op while the check is already scheduled).
-            dev.schedule_maintenance(completer::TIMER_TICK_MS);
-        }
-        let sport = wire::source_port(source.qp_num(), packet.hdr.bth.dest_qp);
-        if wire::transmit(dev, guard, &packet, sport) == Err(wire::SendError::Source) {
-            completer::source_fault(source, packet.psn());
-        }
-        return;
+    let datagram = packet.hdr.deth.is_some();
+    let hop = match packet.ip {
+        // Each datagram has its own destination.
+        Some(ip) if datagram => hop_to(dev, &ip.dgid),
+        _ => packet.hop,
+    };
+    if !datagram && hop != Hop::ThisDevice {
+        // The retransmission timer needs looking at while packets are
+        // out (a no-op while the check is already scheduled).
+        dev.schedule_maintenance(completer::TIMER_TICK_MS);
     }
-    deliver(dev, guard, source, packet);
+    match hop {
+        Hop::ThisDevice => deliver(dev, dev, guard, source, packet),
+        Hop::Device(ifindex) => match wire::neighbour(dev, guard, ifindex) {
+            Some(peer) => deliver(dev, peer, guard, source, packet),
+            // Gone: like a packet lost on the wire.
+            None => dev.counters.inc(Counter::UnroutableDatagrams),
+        },
+        Hop::Wire => {
+            let sport = wire::source_port(source.qp_num(), packet.hdr.bth.dest_qp);
+            if wire::transmit(dev, guard, &packet, sport) == Err(wire::SendError::Source) {
+                completer::source_fault(source, packet.psn());
+            }
+        }
+    }
 }
 
 /// Takes a packet that came over the wire to `dev`.
@@ -221,29 +258,31 @@ pub(crate) fn receive_from_wire(
     }
 }
 
-/// Hands `packet`, which `source`'s requester made, to its destination QP
-/// on this device, and the answers back.
+/// Hands `packet`, which `source`'s requester on `dev` made, to its
+/// destination QP on `peer` (`dev` itself, or another device of this node),
+/// and the answers back.
 fn deliver(
     dev: &Device<SrnicDevice>,
+    peer: &Device<SrnicDevice>,
     guard: &RcuReadGuard,
     source: &Qp<SrnicDevice>,
     packet: Packet<'_>,
 ) {
-    count_hop(dev, &packet);
-    let Some(dest) = dev.qps.get(guard, packet.hdr.bth.dest_qp) else {
+    count_hop(dev, peer, &packet);
+    let Some(dest) = peer.qps.get(guard, packet.hdr.bth.dest_qp) else {
         // No such QP: a real wire would drop the packet too; the requester
         // finds out when its retries run out.
-        dev.counters.inc(Counter::UnknownQpPackets);
+        peer.counters.inc(Counter::UnknownQpPackets);
         return;
     };
     match responder::receive(dest, guard, &packet) {
         Reply::None => {}
         Reply::Packet(answer) => {
-            answer_to(dev, guard, answer);
+            answer_to(peer, dev, guard, answer);
         }
         Reply::Read(read) => {
             for answer in read.packets() {
-                if !answer_to(dev, guard, answer) {
+                if !answer_to(peer, dev, guard, answer) {
                     break;
                 }
             }
@@ -252,9 +291,15 @@ fn deliver(
     }
 }
 
-/// Hands a response to the completer of its QP; whether it was taken.
-fn answer_to(dev: &Device<SrnicDevice>, guard: &RcuReadGuard, answer: Packet<'_>) -> bool {
-    count_hop(dev, &answer);
+/// Hands a response from `peer` to the completer of its QP on `dev`;
+/// whether it was taken.
+fn answer_to(
+    peer: &Device<SrnicDevice>,
+    dev: &Device<SrnicDevice>,
+    guard: &RcuReadGuard,
+    answer: Packet<'_>,
+) -> bool {
+    count_hop(peer, dev, &answer);
     match dev.qps.get(guard, answer.hdr.bth.dest_qp) {
         Some(requester) => completer::receive(requester, guard, &answer),
         None => {
@@ -264,14 +309,14 @@ fn answer_to(dev: &Device<SrnicDevice>, guard: &RcuReadGuard, answer: Packet<'_>
     }
 }
 
-/// A loopback packet is one sent and one received by this device.
-fn count_hop(dev: &Device<SrnicDevice>, packet: &Packet<'_>) {
+/// A packet that stays on this node is one sent by `from` and one
+/// received by `to` (the same device for loopback).
+fn count_hop(from: &Device<SrnicDevice>, to: &Device<SrnicDevice>, packet: &Packet<'_>) {
     let bytes = packet.hdr.payload_len as u64;
-    let counters = &dev.counters;
-    counters.inc(Counter::SentPackets);
-    counters.add(Counter::SentBytes, bytes);
-    counters.inc(Counter::ReceivedPackets);
-    counters.add(Counter::ReceivedBytes, bytes);
+    from.counters.inc(Counter::SentPackets);
+    from.counters.add(Counter::SentBytes, bytes);
+    to.counters.inc(Counter::ReceivedPackets);
+    to.counters.add(Counter::ReceivedBytes, bytes);
 }
 
 /// Restarts `qp`'s requester if an RNR wait has ended; whether it is still

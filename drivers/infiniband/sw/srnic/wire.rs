@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The RoCEv2 wire: packets to and from other nodes as UDP datagrams on
-//! port 4791 over IPv4, routed and resolved by the kernel's own IP stack.
+//! port 4791 over IPv4 or IPv6, routed and resolved by the kernel's own IP
+//! stack.
 //!
 //! Transmission writes the transport headers with the pure codec, copies
 //! the payload once from the sender's memory into the skb, adds the UDP
@@ -10,27 +11,31 @@
 //! device by the interface the packet came in on, and hands the packet to
 //! the engine, whose copy out of the skb is the payload's only one.
 //!
-//! The socket is opened with the first device. If the port is taken (the
-//! kernel's rxe has it while loaded), srnic says so, and its devices reach
-//! only their own GIDs until a later device finds the port free.
+//! Each network namespace with srnic devices has its own pair of sockets
+//! (IPv4 and IPv6), opened with its first device and closed with its last
+//! one, or when the namespace goes. If the port is taken (the kernel's rxe
+//! has it while loaded), srnic says so, and the namespace's devices reach
+//! only this node's GIDs until a later device finds the port free.
 
 use crate::counters::Counter;
 use crate::device::SrnicDevice;
 use crate::kapi::global::ModuleGlobal;
+use crate::kapi::net::{NamespaceHandler, NamespaceWatcher, Net};
+use crate::kapi::netdev::NetDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::table::ObjectTable;
 use crate::kapi::rdma::Device;
 use crate::kapi::skb::SkBuff;
-use crate::kapi::udp::{self, Route4, UdpReceiver, UdpTunnel};
+use crate::kapi::udp::{self, Family, Route, UdpReceiver, UdpTunnel};
 use crate::payload::{self, CopyError, Extent};
-use crate::pure::grh::{ipv4_mapped, is_ipv4_mapped, udp_header, IpHeader};
+use crate::pure::grh::{ipv4_mapped, is_ipv4_mapped, udp_header, IpHeader, GRH_LEN};
 use crate::pure::headers::{self, pad_for, ICRC_LEN};
-use crate::pure::icrc::{icrc_ipv4, IPV4_HEADER_LEN, UDP_HEADER_LEN};
-use crate::transport::{self, Packet};
+use crate::pure::icrc::{icrc_ipv4, icrc_ipv6, IPV4_HEADER_LEN, UDP_HEADER_LEN};
+use crate::transport::{self, Hop, Packet};
 use core::ptr::NonNull;
 use kernel::new_mutex;
 use kernel::prelude::*;
-use kernel::sync::Mutex;
+use kernel::sync::{Arc, Mutex};
 
 /// The RoCEv2 UDP port.
 pub(crate) const ROCE_PORT: u16 = 4791;
@@ -38,15 +43,50 @@ pub(crate) const ROCE_PORT: u16 = 4791;
 /// Room before the IP header for the link layer (Ethernet, VLAN tags).
 const LINK_HEADROOM: u32 = 64;
 
+/// The srnic devices of one network namespace: where its sockets deliver,
+/// and where a packet for another device of the namespace finds it.
+pub(crate) struct Neighbourhood {
+    /// Devices by the interface index of their netdev.
+    by_ifindex: ObjectTable<Device<SrnicDevice>>,
+}
+
+impl Neighbourhood {
+    /// The device of this namespace that has `gid`, other than `except`.
+    fn device_with_gid<'g>(
+        &self,
+        guard: &'g RcuReadGuard,
+        gid: &[u8; 16],
+        except: &Device<SrnicDevice>,
+    ) -> Option<&'g Device<SrnicDevice>> {
+        let mut found = None;
+        self.by_ifindex.for_each(guard, |dev| {
+            if found.is_none() && !core::ptr::eq(dev, except) && dev.has_gid(gid) {
+                found = Some(dev);
+            }
+        });
+        found
+    }
+}
+
+/// The wire state of a namespace that has devices.
+struct NamespaceWire {
+    /// Its sockets, closed first when it goes: they deliver to
+    /// `neighbourhood`.
+    sockets: KVec<UdpTunnel>,
+    /// The namespace, as an identity (entries leave before it goes).
+    net: usize,
+    devices: usize,
+    neighbourhood: Arc<Neighbourhood>,
+}
+
 /// Module-wide wire state.
 #[pin_data]
 pub(crate) struct Wire {
-    /// The socket, once one could be opened.
+    /// Hears namespaces go; dropped first, closing every socket.
+    watcher: NamespaceWatcher<Wire>,
+    /// Namespaces with devices; a free slot is reused by the next one.
     #[pin]
-    tunnel: Mutex<Option<UdpTunnel>>,
-    /// Devices by the interface index of their netdev: where received
-    /// packets find their device.
-    by_ifindex: ObjectTable<Device<SrnicDevice>>,
+    namespaces: Mutex<KVec<Option<NamespaceWire>>>,
 }
 
 static WIRE: ModuleGlobal<Wire> = ModuleGlobal::new();
@@ -55,50 +95,127 @@ static WIRE: ModuleGlobal<Wire> = ModuleGlobal::new();
 pub(crate) fn install() -> Result {
     let wire = KBox::pin_init(
         try_pin_init!(Wire {
-            tunnel <- new_mutex!(None),
-            by_ifindex: ObjectTable::new(1, i32::MAX as u32)?,
+            watcher: NamespaceWatcher::register()?,
+            namespaces <- new_mutex!(KVec::new()),
         }? Error),
         GFP_KERNEL,
     )?;
     WIRE.install(wire)
 }
 
-/// Closes the socket and frees the state, at module exit after every
+/// Closes the sockets and frees the state, at module exit after every
 /// device is gone.
 pub(crate) fn remove() {
     // Devices, which also call `WIRE.get` from their drop, are all gone.
-    // SAFETY: the receive callback is the other user of `WIRE.get`;
-    // dropping the tunnel (inside) waits for running callbacks.
+    // SAFETY: the namespace watcher is the other user of `WIRE.get`; it
+    // is unregistered in the drop below, and its exits that run from
+    // there find the global empty.
     let wire = unsafe { WIRE.remove() };
     drop(wire);
 }
 
-/// Makes `dev` reachable from the wire: opens the socket if there is none
-/// yet, and lists the device under its netdev's interface index.
-pub(crate) fn attach(dev: &Device<SrnicDevice>) {
-    let Some(wire) = WIRE.get() else {
-        return;
-    };
-    {
-        let mut tunnel = wire.tunnel.lock();
-        if tunnel.is_none() {
-            match UdpTunnel::open::<Wire>(ROCE_PORT) {
-                Ok(socket) => *tunnel = Some(socket),
-                Err(err) => pr_warn!(
-                    "{}: UDP port {} is taken ({:?}; is rdma_rxe loaded?): the device reaches only its own GIDs\n",
-                    dev.name(),
-                    ROCE_PORT,
-                    err
-                ),
+impl NamespaceHandler for Wire {
+    fn exit(net: &Net) {
+        let Some(wire) = WIRE.get() else {
+            return;
+        };
+        let gone = wire
+            .namespaces
+            .lock()
+            .iter_mut()
+            .find(|slot| slot.as_ref().is_some_and(|n| n.net == net.identity()))
+            .and_then(Option::take);
+        // Its devices are gone or leaving (their netdevs left the
+        // namespace first); the sockets close here, outside the lock.
+        drop(gone);
+    }
+}
+
+/// Opens the sockets of `net`, saying which cannot be opened.
+fn open_sockets(
+    net: &Net,
+    neighbourhood: &Arc<Neighbourhood>,
+    name: &NetDevice,
+) -> KVec<UdpTunnel> {
+    let mut sockets = KVec::new();
+    for (family, label) in [(Family::V4, "IPv4"), (Family::V6, "IPv6")] {
+        let receiver: *const Neighbourhood = &**neighbourhood;
+        // SAFETY: the sockets live in the `NamespaceWire` that also holds
+        // a reference to `neighbourhood`, and are dropped before it.
+        match unsafe { UdpTunnel::open(net, family, ROCE_PORT, receiver) } {
+            Ok(socket) => {
+                if sockets.push(socket, GFP_KERNEL).is_err() {
+                    pr_warn!("{}: out of memory for the {} socket\n", name.name(), label);
+                }
             }
+            Err(err) => pr_warn!(
+                "{}: UDP port {} ({}) is taken ({:?}; is rdma_rxe loaded?): devices on this network namespace reach only this node's GIDs over {}\n",
+                name.name(),
+                ROCE_PORT,
+                label,
+                err,
+                label
+            ),
         }
     }
-    let ifindex = dev.ifindex;
-    // SAFETY: the device leaves the table in its data's drop (`detach`),
+    sockets
+}
+
+/// Joins a device on `netdev` to its namespace's wire: opens the sockets if
+/// it is the first. The device leaves with [`leave`].
+pub(crate) fn join(netdev: &NetDevice) -> Result<Arc<Neighbourhood>> {
+    let wire = WIRE.get().ok_or(ENODEV)?;
+    let net = netdev.net();
+    let mut namespaces = wire.namespaces.lock();
+    if let Some(entry) = namespaces
+        .iter_mut()
+        .flatten()
+        .find(|n| n.net == net.identity())
+    {
+        entry.devices += 1;
+        if entry.sockets.len() < 2 {
+            // The port may be free by now (rxe unloaded): try again.
+            drop(core::mem::take(&mut entry.sockets));
+            entry.sockets = open_sockets(net, &entry.neighbourhood, netdev);
+        }
+        return Ok(entry.neighbourhood.clone());
+    }
+    let free = namespaces.iter().position(Option::is_none);
+    if free.is_none() {
+        namespaces.reserve(1, GFP_KERNEL)?;
+    }
+    let neighbourhood = Arc::new(
+        Neighbourhood {
+            by_ifindex: ObjectTable::new(1, i32::MAX as u32)?,
+        },
+        GFP_KERNEL,
+    )?;
+    let sockets = open_sockets(net, &neighbourhood, netdev);
+    let entry = NamespaceWire {
+        sockets,
+        net: net.identity(),
+        devices: 1,
+        neighbourhood: neighbourhood.clone(),
+    };
+    match free.and_then(|at| namespaces.get_mut(at)) {
+        Some(slot) => *slot = Some(entry),
+        // Cannot fail: room was reserved above.
+        None => {
+            let _ = namespaces.push(Some(entry), GFP_KERNEL);
+        }
+    }
+    Ok(neighbourhood)
+}
+
+/// Makes `dev` reachable from the wire: lists it under its netdev's
+/// interface index in its namespace.
+pub(crate) fn attach(dev: &Device<SrnicDevice>) {
+    // SAFETY: the device leaves the table in its data's drop (`leave`),
     // which waits for lookups to end, before its memory goes.
     let listed = unsafe {
-        wire.by_ifindex
-            .insert_at(ifindex as u32, NonNull::from(dev))
+        dev.neighbourhood
+            .by_ifindex
+            .insert_at(dev.ifindex as u32, NonNull::from(dev))
     };
     if listed.is_err() {
         pr_warn!(
@@ -108,12 +225,31 @@ pub(crate) fn attach(dev: &Device<SrnicDevice>) {
     }
 }
 
-/// Takes the device with netdev `ifindex` off the wire; waits for
-/// receivers that may have found it.
-pub(crate) fn detach(ifindex: i32) {
-    if let Some(wire) = WIRE.get() {
-        wire.by_ifindex.remove(ifindex as u32);
-    }
+/// Takes the device with netdev `ifindex` off the wire of `neighbourhood`
+/// (waiting for receivers that may have found it), and closes the
+/// namespace's sockets if it was the last device there.
+pub(crate) fn leave(neighbourhood: &Arc<Neighbourhood>, ifindex: i32) {
+    neighbourhood.by_ifindex.remove(ifindex as u32);
+    let Some(wire) = WIRE.get() else {
+        return;
+    };
+    let gone = {
+        let mut namespaces = wire.namespaces.lock();
+        let slot = namespaces.iter_mut().find(|slot| {
+            slot.as_ref()
+                .is_some_and(|n| Arc::ptr_eq(&n.neighbourhood, neighbourhood))
+        });
+        // None: the namespace went first and took its sockets along.
+        match slot {
+            Some(Some(entry)) if entry.devices > 1 => {
+                entry.devices -= 1;
+                None
+            }
+            Some(slot) => slot.take(),
+            None => None,
+        }
+    };
+    drop(gone);
 }
 
 /// The UDP source port of a connection: a hash of its QP numbers, in the
@@ -128,8 +264,62 @@ pub(crate) fn source_port(qpn: u32, dest_qpn: u32) -> u16 {
 pub(crate) enum SendError {
     /// The sender's memory could not be read.
     Source,
-    /// No route, no memory, or not IPv4: dropped (the sender retries).
+    /// No route, no memory, or addresses of two families: dropped (the
+    /// sender retries).
     Dropped,
+}
+
+/// The device of `dev`'s namespace, other than `dev`, that has `gid`: the
+/// engine takes packets to it without the wire.
+pub(crate) fn neighbour_with_gid(dev: &Device<SrnicDevice>, gid: &[u8; 16]) -> Option<i32> {
+    let guard = RcuReadGuard::new();
+    dev.neighbourhood
+        .device_with_gid(&guard, gid, dev)
+        .map(|peer| peer.ifindex)
+}
+
+/// The device of `dev`'s namespace with netdev `ifindex`, if it is there.
+pub(crate) fn neighbour<'g>(
+    dev: &Device<SrnicDevice>,
+    guard: &'g RcuReadGuard,
+    ifindex: i32,
+) -> Option<&'g Device<SrnicDevice>> {
+    dev.neighbourhood.by_ifindex.get(guard, ifindex as u32)
+}
+
+/// The route to the destination of `ip`.
+fn route_for(dev: &Device<SrnicDevice>, ip: &IpHeader) -> core::result::Result<Route, SendError> {
+    let net = dev.netdev().net();
+    let route = if ip.is_ipv4() {
+        let address = |gid: &[u8; 16]| {
+            gid.get(12..16)
+                .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                .ok_or(SendError::Dropped)
+        };
+        Route::lookup4(
+            net,
+            address(&ip.dgid)?,
+            address(&ip.sgid)?,
+            ip.traffic_class,
+            dev.ifindex,
+        )
+    } else if !is_ipv4_mapped(&ip.sgid) && !is_ipv4_mapped(&ip.dgid) {
+        Route::lookup6(
+            net,
+            &ip.dgid,
+            &ip.sgid,
+            ip.traffic_class,
+            ip.flow_label,
+            dev.ifindex,
+        )
+    } else {
+        // An IPv4 GID talking to an IPv6 one.
+        Err(EINVAL)
+    };
+    route.map_err(|_| {
+        dev.counters.inc(Counter::UnroutableDatagrams);
+        SendError::Dropped
+    })
 }
 
 /// Sends `packet` to the address in `packet.ip` from UDP port `sport`.
@@ -143,11 +333,15 @@ pub(crate) fn transmit(
     let Some(ip) = packet.ip else {
         return Err(SendError::Dropped);
     };
-    if !is_ipv4_mapped(&ip.sgid) || !is_ipv4_mapped(&ip.dgid) {
-        // IPv6 GIDs are not carried yet.
+    let route = route_for(dev, &ip)?;
+    if route.is_local() {
+        // An address of this node that no srnic device has (the engine
+        // takes those): nobody would take the packet.
         counters.inc(Counter::UnroutableDatagrams);
         return Err(SendError::Dropped);
     }
+    let ipv4 = ip.is_ipv4();
+    let ip_len = if ipv4 { IPV4_HEADER_LEN } else { GRH_LEN };
     let mut hdr = packet.hdr;
     let payload_len = hdr.payload_len;
     let pad = pad_for(payload_len);
@@ -155,7 +349,7 @@ pub(crate) fn transmit(
     let header_len = hdr.info.header_len();
     let transport_len = header_len + payload_len + usize::from(pad) + ICRC_LEN;
     let udp_len = UDP_HEADER_LEN + transport_len;
-    let total_len = IPV4_HEADER_LEN + udp_len;
+    let total_len = ip_len + udp_len;
     let (Ok(transport_len32), Ok(udp_len16), Ok(_)) = (
         u32::try_from(transport_len),
         u16::try_from(udp_len),
@@ -163,18 +357,7 @@ pub(crate) fn transmit(
     ) else {
         return Err(SendError::Dropped);
     };
-    let address = |gid: &[u8; 16]| {
-        gid.get(12..16)
-            .and_then(|b| <[u8; 4]>::try_from(b).ok())
-            .ok_or(SendError::Dropped)
-    };
-    let daddr = address(&ip.dgid)?;
-    let saddr = address(&ip.sgid)?;
-    let route = Route4::lookup(daddr, saddr, ip.traffic_class, dev.ifindex).map_err(|_| {
-        counters.inc(Counter::UnroutableDatagrams);
-        SendError::Dropped
-    })?;
-    let headroom = LINK_HEADROOM + (IPV4_HEADER_LEN + UDP_HEADER_LEN) as u32;
+    let headroom = LINK_HEADROOM + (ip_len + UDP_HEADER_LEN) as u32;
     let mut skb = SkBuff::alloc(headroom, transport_len32).ok_or(SendError::Dropped)?;
     {
         let body = skb.put(transport_len32).map_err(|_| SendError::Dropped)?;
@@ -187,7 +370,6 @@ pub(crate) fn transmit(
                 len: payload_len as u32,
             };
             payload::copy(
-                dev,
                 guard,
                 source,
                 packet.payload_at,
@@ -206,33 +388,42 @@ pub(crate) fn transmit(
         ip_payload_len: udp_len16,
         ..ip
     };
+    let net = dev.netdev().net();
     skb.push_bytes(&udp_header(sport, ROCE_PORT, udp_len16))
-        .and_then(|()| skb.push_bytes(&wire_ip.ipv4_header()))
         .map_err(|_| SendError::Dropped)?;
-    udp::select_ident(&mut skb);
+    if ipv4 {
+        skb.push_bytes(&wire_ip.ipv4_header())
+            .map_err(|_| SendError::Dropped)?;
+        udp::select_ident(net, &mut skb);
+    } else {
+        skb.push_bytes(&wire_ip.ipv6_header())
+            .map_err(|_| SendError::Dropped)?;
+    }
     {
         let data = skb.data_mut();
         let crc_at = data.len().checked_sub(ICRC_LEN).ok_or(SendError::Dropped)?;
         let (covered, crc) = data.split_at_mut(crc_at);
-        let (ip_bytes, rest) = covered.split_at(IPV4_HEADER_LEN);
-        let icrc = icrc_ipv4(ip_bytes, rest).map_err(|_| SendError::Dropped)?;
+        let (ip_bytes, rest) = covered.split_at(ip_len);
+        let icrc = if ipv4 {
+            icrc_ipv4(ip_bytes, rest)
+        } else {
+            icrc_ipv6(ip_bytes, rest)
+        };
+        let icrc = icrc.map_err(|_| SendError::Dropped)?;
         crc.copy_from_slice(&icrc.to_le_bytes());
     }
     counters.inc(Counter::SentPackets);
     counters.add(Counter::SentBytes, payload_len as u64);
-    udp::transmit(skb, route).map_err(|_| SendError::Dropped)
+    udp::transmit(net, skb, route).map_err(|_| SendError::Dropped)
 }
 
-impl UdpReceiver for Wire {
-    fn receive(mut skb: SkBuff) {
-        let Some(wire) = WIRE.get() else {
-            return;
-        };
+impl UdpReceiver for Neighbourhood {
+    fn receive(&self, mut skb: SkBuff) {
         if skb.linearize().is_err() {
             return;
         }
         let guard = RcuReadGuard::new();
-        let Some(dev) = wire.by_ifindex.get(&guard, skb.ifindex() as u32) else {
+        let Some(dev) = self.by_ifindex.get(&guard, skb.ifindex() as u32) else {
             return;
         };
         match parse(&skb) {
@@ -255,7 +446,7 @@ impl UdpReceiver for Wire {
                     payload,
                     payload_at: 0,
                     ip: Some(ip),
-                    remote: true,
+                    hop: Hop::Wire,
                 };
                 transport::receive_from_wire(dev, &guard, packet);
             }
@@ -269,15 +460,36 @@ impl UdpReceiver for Wire {
 /// checks, and its IP header; the counter to bump if it is refused.
 fn parse(skb: &SkBuff) -> core::result::Result<(&[u8], IpHeader), Counter> {
     let bytes = skb.from_network_header().ok_or(Counter::MalformedPackets)?;
-    let ip = bytes
-        .get(..IPV4_HEADER_LEN)
-        .ok_or(Counter::MalformedPackets)?;
-    // IPv4 without options (IPv6 is not carried yet).
-    if ip.first() != Some(&0x45) {
-        return Err(Counter::MalformedPackets);
-    }
-    let datagram = bytes
-        .get(IPV4_HEADER_LEN..)
+    let (ip_len, mut header) = match bytes.first().map(|b| b >> 4) {
+        // IPv4 without options.
+        Some(4) if bytes.first() == Some(&0x45) => {
+            let field = |at: usize| bytes.get(at).copied().ok_or(Counter::MalformedPackets);
+            let address = |at: usize| {
+                bytes
+                    .get(at..at + 4)
+                    .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                    .map(ipv4_mapped)
+                    .ok_or(Counter::MalformedPackets)
+            };
+            let header = IpHeader {
+                sgid: address(12)?,
+                dgid: address(16)?,
+                traffic_class: field(1)?,
+                hop_limit: field(8)?,
+                flow_label: 0,
+                ip_payload_len: 0,
+            };
+            (IPV4_HEADER_LEN, header)
+        }
+        // IPv6 with UDP right after the header.
+        Some(6) => (
+            GRH_LEN,
+            IpHeader::from_ipv6(bytes).ok_or(Counter::MalformedPackets)?,
+        ),
+        _ => return Err(Counter::MalformedPackets),
+    };
+    let (ip, datagram) = bytes
+        .split_at_checked(ip_len)
         .ok_or(Counter::MalformedPackets)?;
     let udp_len = datagram
         .get(4..6)
@@ -292,26 +504,18 @@ fn parse(skb: &SkBuff) -> core::result::Result<(&[u8], IpHeader), Counter> {
         .filter(|at| *at >= UDP_HEADER_LEN)
         .ok_or(Counter::MalformedPackets)?;
     let (covered, crc) = datagram.split_at(crc_at);
-    let expected = icrc_ipv4(ip, covered).map_err(|_| Counter::MalformedPackets)?;
+    let expected = if ip_len == IPV4_HEADER_LEN {
+        icrc_ipv4(ip, covered)
+    } else {
+        icrc_ipv6(ip, covered)
+    }
+    .map_err(|_| Counter::MalformedPackets)?;
     let mut received = [0u8; 4];
     received.copy_from_slice(crc);
     if u32::from_le_bytes(received) != expected {
         return Err(Counter::IcrcErrors);
     }
-    let address = |at: usize| {
-        ip.get(at..at + 4)
-            .and_then(|b| <[u8; 4]>::try_from(b).ok())
-            .map(ipv4_mapped)
-            .ok_or(Counter::MalformedPackets)
-    };
-    let header = IpHeader {
-        sgid: address(12)?,
-        dgid: address(16)?,
-        traffic_class: ip.get(1).copied().unwrap_or(0),
-        hop_limit: ip.get(8).copied().unwrap_or(0),
-        flow_label: 0,
-        ip_payload_len: udp_len as u16,
-    };
+    header.ip_payload_len = udp_len as u16;
     let transport_bytes = datagram
         .get(UDP_HEADER_LEN..)
         .ok_or(Counter::MalformedPackets)?;

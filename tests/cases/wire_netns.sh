@@ -1,0 +1,136 @@
+# The wire beyond one namespace and IPv4: two srnic devices in two network
+# namespaces joined by a veth pair, each namespace with its own RoCEv2
+# socket, talking RC and UC over IPv4 and IPv6 GIDs (ibv_rc_pingpong and
+# ibv_uc_pingpong with data checked, perftest over UC); two devices of one
+# namespace reaching each other through the engine without the wire; and a
+# namespace deleted under its device, after which a new one gets a socket
+# again.
+# cpus: 2
+# timeout: 1500
+load_srnic
+must ip netns add peer
+must ip link add va type veth peer name vb
+must ip link set vb netns peer
+must ip addr add 10.1.0.1/24 dev va
+must ip addr add fd01::1/64 dev va nodad
+must ip link set va up
+must ip netns exec peer ip addr add 10.1.0.2/24 dev vb
+must ip netns exec peer ip addr add fd01::2/64 dev vb nodad
+must ip netns exec peer ip link set vb up
+must ip netns exec peer ip link set lo up
+must rdma link add srnic0 type srnic netdev va
+must ip netns exec peer rdma link add srnic1 type srnic netdev vb
+a4=$(gid_index srnic0 10.1.0.1)
+a6=$(gid_index srnic0 fd01::1)
+b4=$(gid_index srnic1 10.1.0.2)
+b6=$(gid_index srnic1 fd01::2)
+echo "GIDs: srnic0 IPv4 $a4 IPv6 $a6, srnic1 IPv4 $b4 IPv6 $b6"
+dmesg | grep -q "port 4791.*taken" && fail "a namespace's socket could not be opened: $(dmesg | grep 'taken')"
+
+port=19000
+# across TOOL SERVER-GID CLIENT-GID ARGS...: TOOL serves on srnic1 in the
+# peer namespace, its client runs on srnic0; both bounded, data checked
+# where the tool can.
+across() {
+	tool=$1 server_gid=$2 client_gid=$3
+	shift 3
+	port=$((port + 1))
+	step "$tool $* (server GID $server_gid, client GID $client_gid)"
+	ip netns exec peer timeout 120 $tool -d srnic1 -g "$server_gid" -p $port "$@" \
+		> /tmp/server.out 2>&1 &
+	server=$!
+	wait_until 60 ip netns exec peer sh -c "ss -ltnH 'sport = :$port' | grep -q ." ||
+		{ cat /tmp/server.out; fail "$tool server never listened"; }
+	if ! timeout 120 $tool -d srnic0 -g "$client_gid" -p $port "$@" 10.1.0.2 > /tmp/client.out 2>&1; then
+		cat /tmp/client.out /tmp/server.out
+		fail "$tool $*: the client failed"
+	fi
+	wait $server || { cat /tmp/server.out; fail "$tool $*: the server failed"; }
+	cat /tmp/client.out
+}
+
+sent6_before=$(counter_of srnic0 sent_packets)
+for gids in "$b4 $a4" "$b6 $a6"; do
+	for args in "-s 1 -n 100" "-s 4097 -n 50 -e" "-s 1048576 -n 3"; do
+		across ibv_rc_pingpong $gids -c $args
+		expect_match "$(cat /tmp/client.out)" "iters in" "the RC client finished"
+	done
+	for args in "-s 1 -n 100" "-s 1024 -n 100 -e"; do
+		across ibv_uc_pingpong $gids -c $args
+		expect_match "$(cat /tmp/client.out)" "iters in" "the UC client finished"
+	done
+done
+for test in "ib_send_bw -c UC -s 4096 -n 200" "ib_write_bw -c UC -s 65536 -n 200"; do
+	for gids in "$b4 $a4" "$b6 $a6"; do
+		set -- $gids
+		port=$((port + 1))
+		step "$test over GIDs $1/$2"
+		ip netns exec peer timeout 120 $test -d srnic1 -x "$1" -p $port -F > /tmp/server.out 2>&1 &
+		server=$!
+		wait_until 60 ip netns exec peer sh -c "ss -ltnH 'sport = :$port' | grep -q ." ||
+			{ cat /tmp/server.out; fail "$test server never listened"; }
+		timeout 120 $test -d srnic0 -x "$2" -p $port -F 10.1.0.2 > /tmp/client.out 2>&1 ||
+			{ cat /tmp/client.out /tmp/server.out; fail "$test: the client failed"; }
+		wait $server || { cat /tmp/server.out; fail "$test: the server failed"; }
+		cat /tmp/client.out
+	done
+done
+rdma statistic show link srnic0/1
+rdma statistic show link srnic1/1
+for dev in srnic0 srnic1; do
+	for name in icrc_errors malformed_packets unroutable_datagrams; do
+		expect_eq "$(counter_of $dev $name)" 0 "$dev counter $name"
+	done
+done
+
+step "two devices of one namespace, without the wire"
+must ip link add vc type veth peer name vd
+must ip addr add 10.2.0.1/24 dev vc
+must ip addr add 10.2.0.2/24 dev vd
+must ip link set vc up
+must ip link set vd up
+# The RDMA core resolves the peer's MAC when a QP connects (ARP from vc to
+# vd), which between two interfaces of one host needs accept_local; the
+# RDMA traffic itself must not touch the veth.
+must sysctl -qw net.ipv4.conf.vc.accept_local=1 net.ipv4.conf.vd.accept_local=1
+must rdma link add srnic2 type srnic netdev vc
+must rdma link add srnic3 type srnic netdev vd
+c4=$(gid_index srnic2 10.2.0.1)
+d4=$(gid_index srnic3 10.2.0.2)
+lo_before=$(cat /sys/class/net/lo/statistics/tx_packets)
+vc_before=$(cat /sys/class/net/vc/statistics/tx_packets)
+port=$((port + 1))
+timeout 120 ibv_rc_pingpong -d srnic2 -g "$c4" -p $port -s 8192 -n 200 -c > /tmp/server.out 2>&1 &
+server=$!
+wait_until 60 listening $port || { cat /tmp/server.out; fail "the srnic2 server never listened"; }
+timeout 120 ibv_rc_pingpong -d srnic3 -g "$d4" -p $port -s 8192 -n 200 -c 10.2.0.1 > /tmp/client.out 2>&1 ||
+	{ cat /tmp/client.out /tmp/server.out; fail "ibv_rc_pingpong from srnic3 to srnic2 failed"; }
+wait $server || { cat /tmp/server.out; fail "ibv_rc_pingpong server on srnic2 failed"; }
+cat /tmp/client.out
+lo_sent=$(($(cat /sys/class/net/lo/statistics/tx_packets) - lo_before))
+vc_sent=$(($(cat /sys/class/net/vc/statistics/tx_packets) - vc_before))
+received=$(counter_of srnic2 received_packets)
+echo "srnic2 received $received packets; lo sent $lo_sent, vc sent $vc_sent"
+[ "$received" -ge 1600 ] || fail "srnic2 received $received packets; expected at least 1600 (200 round trips of 8 KiB)"
+# The pingpong's own TCP exchange uses lo: a few dozen packets at most.
+[ "$lo_sent" -lt 200 ] || fail "lo sent $lo_sent packets: RDMA traffic between srnic3 and srnic2 went through the IP stack"
+[ "$vc_sent" -lt 50 ] || fail "vc sent $vc_sent packets: RDMA traffic between srnic3 and srnic2 went on the veth"
+must rdma link delete srnic2
+must rdma link delete srnic3
+
+step "a namespace deleted under its device"
+# Deleting the namespace destroys vb, and with it its peer va.
+must ip netns del peer
+wait_until 60 device_absent srnic1 || fail "srnic1 is still there after its namespace was deleted"
+wait_until 60 device_absent srnic0 || fail "srnic0 is still there after its veth peer was deleted"
+must ip netns add again
+must ip link add vg type veth peer name vh
+must ip link set vh netns again
+must ip netns exec again ip addr add 10.3.0.2/24 dev vh
+must ip netns exec again ip link set vh up
+must ip netns exec again rdma link add srnic4 type srnic netdev vh
+gid_index srnic4 10.3.0.2 > /dev/null
+dmesg | grep -q "port 4791.*taken" && fail "the new namespace's socket could not be opened: $(dmesg | grep 'taken')"
+must ip netns del again
+wait_until 60 device_absent srnic4 || fail "srnic4 is still there after its namespace was deleted"
+unload_srnic
