@@ -5,9 +5,11 @@
 //! and the payload, with the fields routers may change masked to ones and
 //! 64 bits of ones standing in for the InfiniBand LRH (RoCEv2, annex A17).
 
-/// CRC-32 lookup table for the reflected polynomial 0xEDB88320.
-const TABLE: [u32; 256] = {
-    let mut table = [0u32; 256];
+/// CRC-32 lookup tables for the reflected polynomial 0xEDB88320, for
+/// eight bytes at a time: `TABLES[0]` advances the CRC by one byte, and
+/// `TABLES[k]` gives the effect of a byte followed by `k` zero bytes.
+const TABLES: [[u32; 256]; 8] = {
+    let mut tables = [[0u32; 256]; 8];
     let mut i = 0;
     while i < 256 {
         let mut crc = i as u32;
@@ -20,11 +22,31 @@ const TABLE: [u32; 256] = {
             };
             bit += 1;
         }
-        table[i] = crc;
+        tables[0][i] = crc;
         i += 1;
     }
-    table
+    let mut k = 1;
+    while k < 8 {
+        let mut i = 0;
+        while i < 256 {
+            let prev = tables[k - 1][i];
+            tables[k][i] = (prev >> 8) ^ tables[0][(prev & 0xff) as usize];
+            i += 1;
+        }
+        k += 1;
+    }
+    tables
 };
+
+/// One table entry; the index is masked to a byte, so always inside.
+#[inline(always)]
+fn entry(table: usize, index: u32) -> u32 {
+    TABLES
+        .get(table)
+        .and_then(|t| t.get((index & 0xff) as usize))
+        .copied()
+        .unwrap_or(0)
+}
 
 /// A running CRC-32.
 #[derive(Debug, Clone, Copy)]
@@ -42,13 +64,25 @@ impl Crc32 {
         Self(0xffff_ffff)
     }
 
-    /// Adds `bytes`.
+    /// Adds `bytes`, eight at a time (payloads are most of the bytes a
+    /// RoCEv2 node checks and signs).
     pub fn update(&mut self, bytes: &[u8]) {
         let mut crc = self.0;
-        for b in bytes {
-            // The index is masked to a byte: always inside the table.
-            let entry = TABLE.get(((crc ^ u32::from(*b)) & 0xff) as usize);
-            crc = entry.copied().unwrap_or(0) ^ (crc >> 8);
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            let low = u32::from_le_bytes([word[0], word[1], word[2], word[3]]) ^ crc;
+            let high = u32::from_le_bytes([word[4], word[5], word[6], word[7]]);
+            crc = entry(7, low)
+                ^ entry(6, low >> 8)
+                ^ entry(5, low >> 16)
+                ^ entry(4, low >> 24)
+                ^ entry(3, high)
+                ^ entry(2, high >> 8)
+                ^ entry(1, high >> 16)
+                ^ entry(0, high >> 24);
+        }
+        for b in words.remainder() {
+            crc = entry(0, crc ^ u32::from(*b)) ^ (crc >> 8);
         }
         self.0 = crc;
     }
@@ -137,6 +171,41 @@ pub fn icrc_ipv6(ip: &[u8], udp_to_pad: &[u8]) -> Result<u32, IcrcError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The CRC one bit at a time, straight from the definition.
+    fn crc32_bitwise(bytes: &[u8]) -> u32 {
+        let mut crc = 0xffff_ffffu32;
+        for b in bytes {
+            crc ^= u32::from(*b);
+            for _ in 0..8 {
+                crc = if crc & 1 != 0 {
+                    (crc >> 1) ^ 0xedb8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+
+    #[test]
+    fn eight_bytes_at_a_time_matches_the_definition() {
+        // Every length up to a few words, every split point, varied bytes.
+        let data: Vec<u8> = (0u32..300)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        for len in 0..data.len() {
+            let want = crc32_bitwise(&data[..len]);
+            let mut whole = Crc32::new();
+            whole.update(&data[..len]);
+            assert_eq!(whole.finish(), want, "length {len}");
+            let split = len / 3;
+            let mut parts = Crc32::new();
+            parts.update(&data[..split]);
+            parts.update(&data[split..len]);
+            assert_eq!(parts.finish(), want, "length {len} split at {split}");
+        }
+    }
 
     #[test]
     fn crc32_check_value() {

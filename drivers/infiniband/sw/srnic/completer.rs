@@ -117,6 +117,7 @@ fn handle(
                 counters.inc(Counter::SequenceNaksReceived);
                 progress(state, before(psn));
                 acknowledge(qp, state, before(psn), upcalls);
+                state.requester.lost();
                 resend_from(qp, state, psn);
                 true
             }
@@ -159,6 +160,7 @@ fn handle(
                     // A response went missing: ask for the rest now rather
                     // than at the timeout.
                     state.requester.rerequested = Some(acked);
+                    state.requester.lost();
                     resend_from(qp, state, acked);
                     qp.device().counters.inc(Counter::OutOfSequenceResponses);
                 }
@@ -229,6 +231,7 @@ fn progress(state: &mut QpInner, psn: Psn) {
         req.acked = next;
         req.last_progress = now_ns();
         req.retry_left = state.attrs.retry_cnt;
+        req.delivered();
     }
 }
 
@@ -273,6 +276,7 @@ pub(crate) fn check_timeout(qp: &Qp<SrnicDevice>) -> bool {
                 } else {
                     state.requester.retry_left -= 1;
                     let from = state.requester.acked;
+                    state.requester.lost();
                     resend_from(qp, &mut state, from);
                     state.requester.last_progress = now;
                     resent = true;

@@ -82,10 +82,16 @@ pub(crate) struct Requester {
     /// (once per gap: responses already on their way must not each cause
     /// another replay).
     pub(crate) rerequested: Option<Psn>,
+    /// Packets that may be out unacknowledged now: halved by every loss,
+    /// grown by one with every acknowledgement that moves the window, so
+    /// that a lossy path does not resend a whole window per lost packet.
+    pub(crate) window: i32,
 }
 
 /// Packets sent and not yet acknowledged, at most.
 const WINDOW: i32 = 128;
+/// The window is never cut below this many packets.
+const MIN_WINDOW: i32 = 4;
 /// A long message asks for an acknowledgement every so many packets, so
 /// that the window keeps moving.
 const ACK_EVERY: u32 = 32;
@@ -95,6 +101,23 @@ impl Requester {
         self.psn = Psn::new(psn);
         self.acked = self.psn;
         self.sent_end = self.psn;
+        self.window = WINDOW;
+    }
+
+    /// Packets that may be out now.
+    fn window(&self) -> i32 {
+        self.window.clamp(MIN_WINDOW, WINDOW)
+    }
+
+    /// A packet was lost (a sequence NAK, a gap in READ responses, a
+    /// timeout): fewer packets go out at once.
+    pub(crate) fn lost(&mut self) {
+        self.window = (self.window() / 2).max(MIN_WINDOW);
+    }
+
+    /// The window moved: one more packet may go out at once.
+    pub(crate) fn delivered(&mut self) {
+        self.window = (self.window() + 1).min(WINDOW);
     }
 
     /// Accounts for a one-packet request its responder answers (an atomic
@@ -210,7 +233,8 @@ pub(crate) fn next_packet<'a>(
         }
         let req = &mut state.requester;
         let in_flight = req.psn.distance_from(req.acked);
-        if in_flight >= WINDOW {
+        let window = req.window();
+        if in_flight >= window {
             return None;
         }
         if in_flight <= 0 {
@@ -221,9 +245,12 @@ pub(crate) fn next_packet<'a>(
         let packet = build(qp, &mut state, index, &mut wqe, unreliable).map(|mut p| {
             p.ip = Some(ip);
             p.hop = hop;
-            // UC is never acknowledged.
-            p.hdr.bth.ack_req =
-                !unreliable && (p.hdr.bth.ack_req || p.psn().get() % ACK_EVERY == ACK_EVERY - 1);
+            // UC is never acknowledged. The packet that fills the window
+            // asks for an acknowledgement, or the window would never move.
+            p.hdr.bth.ack_req = !unreliable
+                && (p.hdr.bth.ack_req
+                    || p.psn().get() % ACK_EVERY == ACK_EVERY - 1
+                    || in_flight + 1 >= window);
             p
         });
         let req = &mut state.requester;
