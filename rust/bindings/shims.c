@@ -353,6 +353,45 @@ struct sk_buff *srnic_alloc_skb(unsigned int headroom, unsigned int len)
 	return skb;
 }
 
+int srnic_skb_append_page_bytes(struct sk_buff *skb, const void *addr, unsigned int len)
+{
+	struct page *page;
+	unsigned int offset = offset_in_page(addr);
+
+	if (!virt_addr_valid(addr) || offset + len > PAGE_SIZE)
+		return -EINVAL;
+	page = virt_to_page(addr);
+	/* The skb must be able to hold a plain reference on it. */
+	if (!sendpage_ok(page))
+		return -EINVAL;
+	if (skb_shinfo(skb)->nr_frags >= MAX_SKB_FRAGS)
+		return -EMSGSIZE;
+	get_page(page);
+	skb_fill_page_desc(skb, skb_shinfo(skb)->nr_frags, page, offset, len);
+	skb->len += len;
+	skb->data_len += len;
+	skb->truesize += len;
+	return 0;
+}
+
+int srnic_skb_append_trailer(struct sk_buff *skb, const void *bytes, unsigned int len)
+{
+	struct page *page;
+	void *piece;
+
+	if (skb_shinfo(skb)->nr_frags >= MAX_SKB_FRAGS)
+		return -EMSGSIZE;
+	piece = netdev_alloc_frag(len);
+	if (!piece)
+		return -ENOMEM;
+	memcpy(piece, bytes, len);
+	page = virt_to_head_page(piece);
+	/* The piece's reference passes to the skb. */
+	skb_add_rx_frag(skb, skb_shinfo(skb)->nr_frags, page,
+			piece - page_address(page), len, len);
+	return 0;
+}
+
 void srnic_kfree_skb(struct sk_buff *skb)
 {
 	kfree_skb(skb);

@@ -133,6 +133,8 @@ int srnic_register_pernet(struct pernet_operations *ops);
 void srnic_unregister_pernet(struct pernet_operations *ops);
 struct sk_buff *srnic_alloc_skb(unsigned int headroom, unsigned int len);
 void srnic_kfree_skb(struct sk_buff *skb);
+int srnic_skb_append_page_bytes(struct sk_buff *skb, const void *addr, unsigned int len);
+int srnic_skb_append_trailer(struct sk_buff *skb, const void *bytes, unsigned int len);
 int srnic_skb_linearize(struct sk_buff *skb);
 unsigned char *srnic_skb_network_header(const struct sk_buff *skb);
 struct net_device *srnic_skb_dev(const struct sk_buff *skb);

@@ -88,6 +88,34 @@ impl SkBuff {
         }
     }
 
+    /// Appends the `len` bytes at `addr` as a page fragment, which holds a
+    /// reference on the page they are in: `EINVAL` if they are not in a
+    /// page that may be referenced this way (vmalloc, slab, stack memory)
+    /// or cross a page boundary, `EMSGSIZE` if the skb has
+    /// no room for another fragment. The bytes are not read here.
+    ///
+    /// # Safety
+    ///
+    /// `addr..addr + len` must be valid kernel memory now.
+    pub unsafe fn append_page_bytes(&mut self, addr: *const u8, len: u32) -> Result {
+        // SAFETY: the skb is ours; the caller vouches for the address,
+        // which the shim checks before taking its page.
+        kernel::error::to_result(unsafe {
+            bindings::srnic_skb_append_page_bytes(self.0.as_ptr(), addr.cast(), len)
+        })
+    }
+
+    /// Appends `bytes` (a few: a trailer) as a fragment of a freshly
+    /// allocated page piece, after any page fragments.
+    pub fn append_trailer(&mut self, bytes: &[u8]) -> Result {
+        let len = u32::try_from(bytes.len()).map_err(|_| EINVAL)?;
+        // SAFETY: the skb is ours; the shim copies `len` bytes from
+        // `bytes`, which is valid for reads.
+        kernel::error::to_result(unsafe {
+            bindings::srnic_skb_append_trailer(self.0.as_ptr(), bytes.as_ptr().cast(), len)
+        })
+    }
+
     /// Makes all data contiguous.
     pub fn linearize(&mut self) -> Result {
         // SAFETY: the skb is ours.

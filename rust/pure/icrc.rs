@@ -107,9 +107,10 @@ pub enum IcrcError {
     Truncated,
 }
 
-/// Adds the UDP header and transport packet (BTH to payload and pad,
-/// without the ICRC) with their variant fields masked.
-fn transport_part(crc: &mut Crc32, udp_to_pad: &[u8]) -> Result<(), IcrcError> {
+/// Adds the UDP header and the BTH with their variant fields masked: the
+/// first `UDP_HEADER_LEN + BTH_LEN` bytes of `udp_to_pad`; the rest of the
+/// packet is added as it is. Returns that rest.
+fn masked_headers<'a>(crc: &mut Crc32, udp_to_pad: &'a [u8]) -> Result<&'a [u8], IcrcError> {
     // UDP header with its checksum masked, then the BTH with its
     // FECN/BECN/reserved byte masked.
     const BTH_MASKED_BYTE: usize = UDP_HEADER_LEN + 4;
@@ -125,8 +126,68 @@ fn transport_part(crc: &mut Crc32, udp_to_pad: &[u8]) -> Result<(), IcrcError> {
     let (bth_head, bth_tail) = rest.split_at(4);
     crc.update(bth_head);
     crc.update(&[0xff]);
-    crc.update(bth_tail.get(1..).unwrap_or(&[]));
+    Ok(bth_tail.get(1..).unwrap_or(&[]))
+}
+
+/// The IP header with the fields routers may change masked.
+fn masked_ip(crc: &mut Crc32, ip: &[u8]) -> Result<(), IcrcError> {
+    crc.update(&[0xff; 8]);
+    match ip.first().map(|b| b >> 4) {
+        Some(4) => {
+            let ip = ip.get(..IPV4_HEADER_LEN).ok_or(IcrcError::Truncated)?;
+            let mut header = [0u8; IPV4_HEADER_LEN];
+            header.copy_from_slice(ip);
+            // Type of service, time to live and header checksum.
+            header[1] = 0xff;
+            header[8] = 0xff;
+            header[10] = 0xff;
+            header[11] = 0xff;
+            crc.update(&header);
+        }
+        Some(6) => {
+            let ip = ip.get(..IPV6_HEADER_LEN).ok_or(IcrcError::Truncated)?;
+            let mut header = [0u8; IPV6_HEADER_LEN];
+            header.copy_from_slice(ip);
+            // Traffic class and flow label (all but the version nibble),
+            // and the hop limit.
+            header[0] |= 0x0f;
+            header[1] = 0xff;
+            header[2] = 0xff;
+            header[3] = 0xff;
+            header[7] = 0xff;
+            crc.update(&header);
+        }
+        _ => return Err(IcrcError::Truncated),
+    }
     Ok(())
+}
+
+/// An ICRC computed piece by piece, for packets whose payload is not next
+/// to their headers (page fragments).
+#[derive(Debug, Clone, Copy)]
+pub struct Icrc(Crc32);
+
+impl Icrc {
+    /// Starts the ICRC of a packet with IP header `ip` (IPv4 or IPv6, told
+    /// by its version) and first bytes `head`, from the UDP header on; at
+    /// least the UDP header and the BTH must be there.
+    pub fn start(ip: &[u8], head: &[u8]) -> Result<Self, IcrcError> {
+        let mut crc = Crc32::new();
+        masked_ip(&mut crc, ip)?;
+        let rest = masked_headers(&mut crc, head)?;
+        crc.update(rest);
+        Ok(Self(crc))
+    }
+
+    /// Adds the next bytes of the packet (payload, pad).
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// The ICRC, which the wire carries little-endian.
+    pub fn finish(self) -> u32 {
+        self.0.finish()
+    }
 }
 
 /// The ICRC of a RoCEv2 packet over IPv4: `ip` is the 20-byte IPv4
@@ -134,38 +195,19 @@ fn transport_part(crc: &mut Crc32, udp_to_pad: &[u8]) -> Result<(), IcrcError> {
 /// pad, before the ICRC. The wire carries the result little-endian.
 pub fn icrc_ipv4(ip: &[u8], udp_to_pad: &[u8]) -> Result<u32, IcrcError> {
     let ip = ip.get(..IPV4_HEADER_LEN).ok_or(IcrcError::Truncated)?;
-    let mut crc = Crc32::new();
-    crc.update(&[0xff; 8]);
-    let mut header = [0u8; IPV4_HEADER_LEN];
-    header.copy_from_slice(ip);
-    // Type of service, time to live and header checksum may change on
-    // the way.
-    header[1] = 0xff;
-    header[8] = 0xff;
-    header[10] = 0xff;
-    header[11] = 0xff;
-    crc.update(&header);
-    transport_part(&mut crc, udp_to_pad)?;
-    Ok(crc.finish())
+    if ip.first().map(|b| b >> 4) != Some(4) {
+        return Err(IcrcError::Truncated);
+    }
+    Ok(Icrc::start(ip, udp_to_pad)?.finish())
 }
 
 /// The ICRC of a RoCEv2 packet over IPv6 (see [`icrc_ipv4`]).
 pub fn icrc_ipv6(ip: &[u8], udp_to_pad: &[u8]) -> Result<u32, IcrcError> {
     let ip = ip.get(..IPV6_HEADER_LEN).ok_or(IcrcError::Truncated)?;
-    let mut crc = Crc32::new();
-    crc.update(&[0xff; 8]);
-    let mut header = [0u8; IPV6_HEADER_LEN];
-    header.copy_from_slice(ip);
-    // Traffic class and flow label (all but the version nibble), and the
-    // hop limit.
-    header[0] |= 0x0f;
-    header[1] = 0xff;
-    header[2] = 0xff;
-    header[3] = 0xff;
-    header[7] = 0xff;
-    crc.update(&header);
-    transport_part(&mut crc, udp_to_pad)?;
-    Ok(crc.finish())
+    if ip.first().map(|b| b >> 4) != Some(6) {
+        return Err(IcrcError::Truncated);
+    }
+    Ok(Icrc::start(ip, udp_to_pad)?.finish())
 }
 
 #[cfg(test)]
@@ -205,6 +247,26 @@ mod tests {
             parts.update(&data[split..len]);
             assert_eq!(parts.finish(), want, "length {len} split at {split}");
         }
+    }
+
+    #[test]
+    fn piece_by_piece_matches_one_pass() {
+        let mut ip = [0u8; IPV6_HEADER_LEN];
+        ip[0] = 0x60;
+        ip[6] = 17;
+        let packet: Vec<u8> = (0u32..200).map(|i| (i * 7 + 3) as u8).collect();
+        let whole = icrc_ipv6(&ip, &packet).unwrap();
+        for split in 20..packet.len() {
+            let mut icrc = Icrc::start(&ip, &packet[..20]).unwrap();
+            icrc.update(&packet[20..split]);
+            icrc.update(&packet[split..]);
+            assert_eq!(icrc.finish(), whole, "split at {split}");
+        }
+        let mut ip4 = [0u8; IPV4_HEADER_LEN];
+        ip4[0] = 0x45;
+        let mut icrc = Icrc::start(&ip4, &packet[..40]).unwrap();
+        icrc.update(&packet[40..]);
+        assert_eq!(icrc.finish(), icrc_ipv4(&ip4, &packet).unwrap());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 # Malformed RoCEv2 packets at a live QP (tests/lib/roce_hostile.py, from
 # the peer VM through a raw socket): bad ICRC, truncated headers, unknown
 # and wrong-transport opcodes, PSNs far outside the window, wrong rkeys and
-# lengths, unaligned atomics, bad pad counts, forged ACKs, unknown QPs.
+# lengths, unaligned atomics, bad pad counts, forged ACKs, unknown QPs,
+# a packet from an address other than the peer's.
 # Each is dropped or NAKed and counted, the kernel stays clean, and the
 # QP's real traffic (rc_data, every byte checked) completes.
 # vms: 2
@@ -16,9 +17,11 @@ counter() {
 mkdir -p /mnt/shared/hostile
 case $SRNIC_VM in
 a)
-	must timeout 600 "$prog" srnic0 1 a /mnt/shared/hostile 16
+	timeout 600 "$prog" srnic0 1 a /mnt/shared/hostile 16 > /tmp/rc_data.out 2>&1 ||
+		{ cat /tmp/rc_data.out; rdma statistic show link srnic0/1; fail "the real traffic failed under hostile packets"; }
+	cat /tmp/rc_data.out
 	rdma statistic show link srnic0/1
-	for name in icrc_errors malformed_packets unknown_qp_packets; do
+	for name in icrc_errors malformed_packets unknown_qp_packets foreign_packets; do
 		value=$(counter $name)
 		[ "${value:-0}" -gt 0 ] || fail "counter $name is '$value': the hostile packets of that kind were not counted"
 	done
@@ -34,7 +37,7 @@ b)
 		must python3 "$SRNIC_TOP/tests/lib/roce_hostile.py" 10.0.0.2 10.0.0.1 "$qpn" 20
 		sleep 1
 	done
-	wait $pid || { cat /tmp/rc_data.out; fail "the real traffic failed under hostile packets"; }
+	wait $pid || { cat /tmp/rc_data.out; rdma statistic show link srnic0/1; fail "the real traffic failed under hostile packets"; }
 	cat /tmp/rc_data.out
 	;;
 esac

@@ -8,8 +8,8 @@ Each round sends, through a raw IPv4 socket (headers written here, so the
 ICRC can be right where it should be): a packet with a bad ICRC, truncated
 headers, an unknown opcode, a UD opcode at an RC QP, a PSN far outside the
 window, an RDMA WRITE with a wrong rkey and with a length past any region,
-an unaligned atomic, a pad count larger than the payload, and a packet to a
-QP that does not exist. Prints how many packets went out.
+an unaligned atomic, a pad count larger than the payload, a packet to a
+QP that does not exist, and one from an address that is not the peer's. Prints how many packets went out.
 """
 import socket
 import struct
@@ -43,6 +43,10 @@ def packet(src, dst, transport, good_icrc=True, ident=0x1234):
     return ip + udp + transport + crc
 
 
+# A source address that is not the connection's peer.
+FOREIGN = "10.0.0.99"
+
+
 def bth(opcode, qpn, psn, pad=0, ack=False):
     flags = (pad & 3) << 4
     return struct.pack("!BBHII", opcode, flags, 0xFFFF, qpn & 0xFFFFFF,
@@ -72,6 +76,7 @@ def main(argv):
             packet(src, dst, bth(0x04, qpn, psn + 5, pad=3) + b"t" * 2),
             packet(src, dst, bth(0x11, qpn, psn + 6) + struct.pack("!I", 0x1F000000)),
             packet(src, dst, bth(0x04, 0xFFFFF0, psn + 7) + b"s" * 16),
+            packet(FOREIGN, dst, bth(0x04, qpn, psn + 8) + b"r" * 16),
         ]
         for p in cases:
             sock.sendto(p, (dst, 0))

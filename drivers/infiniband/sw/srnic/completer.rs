@@ -88,9 +88,13 @@ fn handle(
     let psn = packet.psn();
     let syndrome = packet.hdr.aeth.map(|a| Syndrome::decode(a.syndrome));
     let counters = &qp.device().counters;
-    // Only RC is answered.
+    // Only RC is answered, and only by the peer.
     if qp.qp_type() != QpType::Rc {
         counters.inc(Counter::MalformedPackets);
+        return false;
+    }
+    if !state.from_peer(packet.ip.as_ref()) {
+        counters.inc(Counter::ForeignPackets);
         return false;
     }
     // An answer to a PSN never sent answers nothing (a forged packet): it
@@ -249,7 +253,9 @@ pub(crate) fn check_timeout(qp: &Qp<SrnicDevice>) -> bool {
     let mut resent = false;
     let running = {
         let mut state = this.state.lock();
+        // Only RC waits for answers (UC and UD complete once sent).
         let quiet = !matches!(state.attrs.state, QpState::Rts | QpState::Sqd)
+            || qp.qp_type() != QpType::Rc
             || state.peer == Hop::ThisDevice
             || state.attrs.timeout == 0
             || oldest_sent(qp, &state).is_none();

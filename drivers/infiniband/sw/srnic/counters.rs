@@ -53,9 +53,11 @@ pub(crate) enum Counter {
     /// UC messages dropped by the responder (a lost packet, no receive
     /// WQE, or a request it may not execute).
     DroppedMessages,
+    /// Packets for a connected QP from an address other than its peer's.
+    ForeignPackets,
 }
 
-const COUNT: usize = Counter::DroppedMessages as usize + 1;
+const COUNT: usize = Counter::ForeignPackets as usize + 1;
 
 const DESCS: [bindings::rdma_stat_desc; COUNT] = [
     counter_desc(kernel::c_str!("sent_packets")),
@@ -86,6 +88,7 @@ const DESCS: [bindings::rdma_stat_desc; COUNT] = [
     counter_desc(kernel::c_str!("unroutable_datagrams")),
     counter_desc(kernel::c_str!("out_of_sequence_responses")),
     counter_desc(kernel::c_str!("dropped_messages")),
+    counter_desc(kernel::c_str!("foreign_packets")),
 ];
 
 /// The names the core shows.

@@ -154,27 +154,66 @@ pub(crate) fn copy(
     dst_at: u64,
     len: u32,
 ) -> Result<(), CopyError> {
+    let mut written = 0u64;
+    let copied = for_each_piece(guard, src, src_at, len, |from, n| {
+        let mut done = 0;
+        while done < n {
+            let (to, m) = dst
+                .chunk(guard, dst_at + written, n - done, LOCAL_WRITE)
+                .ok_or(())?;
+            let step = m.min(n - done);
+            if step == 0 {
+                return Err(());
+            }
+            // SAFETY: both pieces are memory the keys grant for at least
+            // `step` bytes, kept alive by `guard` (regions) or by their
+            // kernel owner; they may overlap (one region read and
+            // written), hence a move.
+            unsafe { core::ptr::copy(from.add(done), to, step) };
+            done += step;
+            written += step as u64;
+        }
+        Ok(())
+    });
+    copied.map_err(|e| match e {
+        PieceError::Source => CopyError::Source,
+        PieceError::Piece(()) => CopyError::Destination,
+    })
+}
+
+/// Calls `f` with each contiguous piece of bytes `at..at + len` of `src`
+/// in order (each within one page for page-backed memory), without
+/// touching them; stops at the first error `f` returns.
+pub(crate) fn for_each_piece<E>(
+    guard: &RcuReadGuard,
+    src: &Extent<'_>,
+    at: u64,
+    len: u32,
+    mut f: impl FnMut(*const u8, usize) -> Result<(), E>,
+) -> Result<(), PieceError<E>> {
     let mut done = 0u64;
     let len = u64::from(len);
     while done < len {
         let want = (len - done) as usize;
         let (from, n) = src
-            .chunk(guard, src_at + done, want, 0)
-            .ok_or(CopyError::Source)?;
-        let (to, m) = dst
-            .chunk(guard, dst_at + done, n, LOCAL_WRITE)
-            .ok_or(CopyError::Destination)?;
-        let step = n.min(m);
-        if step == 0 {
-            return Err(CopyError::Destination);
+            .chunk(guard, at + done, want, 0)
+            .ok_or(PieceError::Source)?;
+        if n == 0 {
+            return Err(PieceError::Source);
         }
-        // SAFETY: both chunks are memory the keys grant for at least `step`
-        // bytes, kept alive by `guard` (regions) or by their kernel owner;
-        // they may overlap (one region read and written), hence a move.
-        unsafe { core::ptr::copy(from.cast_const(), to, step) };
-        done += step as u64;
+        f(from.cast_const(), n).map_err(PieceError::Piece)?;
+        done += n as u64;
     }
     Ok(())
+}
+
+/// Why [`for_each_piece`] stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PieceError<E> {
+    /// The source could not be read.
+    Source,
+    /// The callback said so.
+    Piece(E),
 }
 
 /// Writes `bytes` (an atomic's original value) to the start of `dst`.

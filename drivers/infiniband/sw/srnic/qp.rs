@@ -91,6 +91,13 @@ impl QpInner {
         };
         (ip, self.peer)
     }
+
+    /// Whether a packet for this connected QP (RC, UC) comes from its
+    /// peer: from the peer's GID to ours.
+    pub(crate) fn from_peer(&self, ip: Option<&IpHeader>) -> bool {
+        let av = &self.attrs.av;
+        ip.is_some_and(|ip| ip.sgid == av.dgid && ip.dgid == av.sgid)
+    }
 }
 
 /// Upcalls collected under the QP lock, run after it is released.

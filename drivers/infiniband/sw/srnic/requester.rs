@@ -234,9 +234,14 @@ pub(crate) fn next_packet<'a>(
         let req = &mut state.requester;
         let in_flight = req.psn.distance_from(req.acked);
         let window = req.window();
-        if in_flight >= window {
+        // A resend repeats at once what went out before (the peer may
+        // have all of it and acknowledges only up to what it is sent
+        // again); the window limits new packets.
+        let resending = req.psn.is_before(req.sent_end);
+        if in_flight >= WINDOW || (in_flight >= window && !resending) {
             return None;
         }
+        let last_resent = resending && req.psn.next() == req.sent_end;
         if in_flight <= 0 {
             // Quiet until now: the retransmission timer starts here.
             req.last_progress = now_ns();
@@ -245,12 +250,14 @@ pub(crate) fn next_packet<'a>(
         let packet = build(qp, &mut state, index, &mut wqe, unreliable).map(|mut p| {
             p.ip = Some(ip);
             p.hop = hop;
-            // UC is never acknowledged. The packet that fills the window
-            // asks for an acknowledgement, or the window would never move.
+            // UC is never acknowledged. The packet that fills the window,
+            // and the last one of a resend, ask for an acknowledgement, or
+            // the window would not move.
             p.hdr.bth.ack_req = !unreliable
                 && (p.hdr.bth.ack_req
                     || p.psn().get() % ACK_EVERY == ACK_EVERY - 1
-                    || in_flight + 1 >= window);
+                    || in_flight + 1 >= window
+                    || last_resent);
             p
         });
         let req = &mut state.requester;

@@ -259,6 +259,12 @@ fn handle<'a>(
         return Reply::None;
     }
     match (qp.qp_type(), packet.hdr.info.transport) {
+        (QpType::Rc, Transport::Rc) | (QpType::Uc, Transport::Uc)
+            if !state.from_peer(packet.ip.as_ref()) =>
+        {
+            qp.device().counters.inc(Counter::ForeignPackets);
+            return Reply::None;
+        }
         (QpType::Rc, Transport::Rc) => {}
         (QpType::Uc, Transport::Uc) => return unreliable(qp, state, guard, packet, upcalls),
         (QpType::Ud | QpType::Gsi, Transport::Ud) => {

@@ -27,10 +27,10 @@ use crate::kapi::rdma::table::ObjectTable;
 use crate::kapi::rdma::Device;
 use crate::kapi::skb::SkBuff;
 use crate::kapi::udp::{self, Family, Route, UdpReceiver, UdpTunnel};
-use crate::payload::{self, CopyError, Extent};
+use crate::payload::{self, CopyError, Extent, PieceError};
 use crate::pure::grh::{ipv4_mapped, is_ipv4_mapped, udp_header, IpHeader, GRH_LEN};
 use crate::pure::headers::{self, pad_for, ICRC_LEN};
-use crate::pure::icrc::{icrc_ipv4, icrc_ipv6, IPV4_HEADER_LEN, UDP_HEADER_LEN};
+use crate::pure::icrc::{icrc_ipv4, icrc_ipv6, Icrc, IPV4_HEADER_LEN, UDP_HEADER_LEN};
 use crate::transport::{self, Hop, Packet};
 use core::ptr::NonNull;
 use kernel::new_mutex;
@@ -39,6 +39,9 @@ use kernel::sync::{Arc, Mutex};
 
 /// The RoCEv2 UDP port.
 pub(crate) const ROCE_PORT: u16 = 4791;
+
+/// The kernel's page size.
+const PAGE_SIZE: usize = crate::bindings::SRNIC_PAGE_SIZE as usize;
 
 /// Room before the IP header for the link layer (Ethernet, VLAN tags).
 const LINK_HEADROOM: u32 = 64;
@@ -322,6 +325,21 @@ fn route_for(dev: &Device<SrnicDevice>, ip: &IpHeader) -> core::result::Result<R
     })
 }
 
+/// Payloads at least this long leave as page fragments of the sender's
+/// memory; shorter ones are copied (a page reference costs more than
+/// copying a few hundred bytes).
+const FRAGMENT_MIN: usize = 512;
+
+/// Page fragments of the payload an skb may have (one more fragment is the
+/// pad and ICRC trailer).
+const MAX_PIECES: usize = 16;
+
+/// The payload's pieces in a fragmented skb, for the ICRC.
+struct Pieces {
+    list: [(*const u8, usize); MAX_PIECES],
+    count: usize,
+}
+
 /// Sends `packet` to the address in `packet.ip` from UDP port `sport`.
 pub(crate) fn transmit(
     dev: &Device<SrnicDevice>,
@@ -344,45 +362,24 @@ pub(crate) fn transmit(
     let ip_len = if ipv4 { IPV4_HEADER_LEN } else { GRH_LEN };
     let mut hdr = packet.hdr;
     let payload_len = hdr.payload_len;
-    let pad = pad_for(payload_len);
-    hdr.bth.pad = pad;
+    let pad = usize::from(pad_for(payload_len));
+    hdr.bth.pad = pad as u8;
     let header_len = hdr.info.header_len();
-    let transport_len = header_len + payload_len + usize::from(pad) + ICRC_LEN;
+    let transport_len = header_len + payload_len + pad + ICRC_LEN;
     let udp_len = UDP_HEADER_LEN + transport_len;
     let total_len = ip_len + udp_len;
-    let (Ok(transport_len32), Ok(udp_len16), Ok(_)) = (
-        u32::try_from(transport_len),
-        u16::try_from(udp_len),
-        u16::try_from(total_len),
-    ) else {
+    let (Ok(udp_len16), Ok(_)) = (u16::try_from(udp_len), u16::try_from(total_len)) else {
         return Err(SendError::Dropped);
     };
     let headroom = LINK_HEADROOM + (ip_len + UDP_HEADER_LEN) as u32;
-    let mut skb = SkBuff::alloc(headroom, transport_len32).ok_or(SendError::Dropped)?;
-    {
-        let body = skb.put(transport_len32).map_err(|_| SendError::Dropped)?;
-        headers::write_headers(&hdr, body).ok_or(SendError::Dropped)?;
-        if payload_len > 0 {
-            let source = packet.payload.as_ref().ok_or(SendError::Source)?;
-            let into = body.get_mut(header_len..).ok_or(SendError::Dropped)?;
-            let target = Extent::Inline {
-                data: into.as_ptr(),
-                len: payload_len as u32,
-            };
-            payload::copy(
-                guard,
-                source,
-                packet.payload_at,
-                &target,
-                0,
-                payload_len as u32,
-            )
-            .map_err(|e| match e {
-                CopyError::Source => SendError::Source,
-                CopyError::Destination => SendError::Dropped,
-            })?;
-        }
+    let mut built = None;
+    if payload_len >= FRAGMENT_MIN {
+        built = fragmented(guard, packet, &hdr, headroom)?;
     }
+    let (mut skb, pieces) = match built {
+        Some((skb, pieces)) => (skb, Some(pieces)),
+        None => (copied(guard, packet, &hdr, headroom, transport_len)?, None),
+    };
     let wire_ip = IpHeader {
         hop_limit: if ip.hop_limit == 0 { 64 } else { ip.hop_limit },
         ip_payload_len: udp_len16,
@@ -399,22 +396,141 @@ pub(crate) fn transmit(
         skb.push_bytes(&wire_ip.ipv6_header())
             .map_err(|_| SendError::Dropped)?;
     }
-    {
-        let data = skb.data_mut();
-        let crc_at = data.len().checked_sub(ICRC_LEN).ok_or(SendError::Dropped)?;
-        let (covered, crc) = data.split_at_mut(crc_at);
-        let (ip_bytes, rest) = covered.split_at(ip_len);
-        let icrc = if ipv4 {
-            icrc_ipv4(ip_bytes, rest)
-        } else {
-            icrc_ipv6(ip_bytes, rest)
-        };
-        let icrc = icrc.map_err(|_| SendError::Dropped)?;
-        crc.copy_from_slice(&icrc.to_le_bytes());
+    match pieces {
+        None => {
+            // Everything is in the linear part, the ICRC's room last.
+            let data = skb.data_mut();
+            let crc_at = data.len().checked_sub(ICRC_LEN).ok_or(SendError::Dropped)?;
+            let (covered, crc) = data.split_at_mut(crc_at);
+            let (ip_bytes, rest) = covered.split_at(ip_len);
+            let icrc = Icrc::start(ip_bytes, rest).map_err(|_| SendError::Dropped)?;
+            crc.copy_from_slice(&icrc.finish().to_le_bytes());
+        }
+        Some(pieces) => {
+            let data = skb.data();
+            let (ip_bytes, rest) = data.split_at_checked(ip_len).ok_or(SendError::Dropped)?;
+            let mut icrc = Icrc::start(ip_bytes, rest).map_err(|_| SendError::Dropped)?;
+            for (at, len) in pieces.list.iter().take(pieces.count) {
+                // SAFETY: the skb holds a reference on each piece's page,
+                // and the piece was valid memory when it was appended.
+                icrc.update(unsafe { core::slice::from_raw_parts(*at, *len) });
+            }
+            let mut trailer = [0u8; 3 + ICRC_LEN];
+            let (pad_bytes, _) = trailer.split_at(pad);
+            icrc.update(pad_bytes);
+            let crc = icrc.finish().to_le_bytes();
+            let end = pad + ICRC_LEN;
+            let (_, crc_room) = trailer.split_at_mut(pad);
+            crc_room
+                .get_mut(..ICRC_LEN)
+                .ok_or(SendError::Dropped)?
+                .copy_from_slice(&crc);
+            let trailer = trailer.get(..end).ok_or(SendError::Dropped)?;
+            skb.append_trailer(trailer)
+                .map_err(|_| SendError::Dropped)?;
+        }
     }
     counters.inc(Counter::SentPackets);
     counters.add(Counter::SentBytes, payload_len as u64);
     udp::transmit(net, skb, route).map_err(|_| SendError::Dropped)
+}
+
+/// An skb with the transport headers of `hdr` in its linear part and the
+/// payload as page fragments of the sender's memory, which the skb holds
+/// references on until it is sent: no copy. `None` if the memory cannot be
+/// referenced so (inline data, kernel memory outside the page map) or is in
+/// too many pieces; the caller copies instead.
+fn fragmented(
+    guard: &RcuReadGuard,
+    packet: &Packet<'_>,
+    hdr: &headers::Packet,
+    headroom: u32,
+) -> core::result::Result<Option<(SkBuff, Pieces)>, SendError> {
+    let header_len = hdr.info.header_len();
+    let Some(source) = packet.payload.as_ref() else {
+        return Err(SendError::Source);
+    };
+    if matches!(source, Extent::Inline { .. }) {
+        return Ok(None);
+    }
+    let header_len32 = u32::try_from(header_len).map_err(|_| SendError::Dropped)?;
+    let mut skb = SkBuff::alloc(headroom, header_len32).ok_or(SendError::Dropped)?;
+    {
+        let body = skb.put(header_len32).map_err(|_| SendError::Dropped)?;
+        headers::write_headers(hdr, body).ok_or(SendError::Dropped)?;
+    }
+    let mut pieces = Pieces {
+        list: [(core::ptr::null(), 0); MAX_PIECES],
+        count: 0,
+    };
+    let appended = payload::for_each_piece(
+        guard,
+        source,
+        packet.payload_at,
+        hdr.payload_len as u32,
+        |at, len| {
+            // Page by page: a region's piece may span several.
+            let mut done = 0;
+            while done < len {
+                // SAFETY: `at..at + len` is the piece the key granted.
+                let here = unsafe { at.add(done) };
+                let in_page = PAGE_SIZE - (here as usize % PAGE_SIZE);
+                let n = in_page.min(len - done);
+                let slot = pieces.list.get_mut(pieces.count).ok_or(())?;
+                // SAFETY: valid memory under the caller's RCU section, as
+                // the key lookup found it.
+                unsafe { skb.append_page_bytes(here, n as u32) }.map_err(|_| ())?;
+                *slot = (here, n);
+                pieces.count += 1;
+                done += n;
+            }
+            Ok(())
+        },
+    );
+    match appended {
+        Ok(()) => Ok(Some((skb, pieces))),
+        Err(PieceError::Source) => Err(SendError::Source),
+        // Not page-backed, or too many pieces: copy instead.
+        Err(PieceError::Piece(())) => Ok(None),
+    }
+}
+
+/// An skb with the transport headers, the payload copied from the
+/// sender's memory, the pad and room for the ICRC, all in its linear part.
+fn copied(
+    guard: &RcuReadGuard,
+    packet: &Packet<'_>,
+    hdr: &headers::Packet,
+    headroom: u32,
+    transport_len: usize,
+) -> core::result::Result<SkBuff, SendError> {
+    let header_len = hdr.info.header_len();
+    let payload_len = hdr.payload_len;
+    let transport_len32 = u32::try_from(transport_len).map_err(|_| SendError::Dropped)?;
+    let mut skb = SkBuff::alloc(headroom, transport_len32).ok_or(SendError::Dropped)?;
+    let body = skb.put(transport_len32).map_err(|_| SendError::Dropped)?;
+    headers::write_headers(hdr, body).ok_or(SendError::Dropped)?;
+    if payload_len > 0 {
+        let source = packet.payload.as_ref().ok_or(SendError::Source)?;
+        let into = body.get_mut(header_len..).ok_or(SendError::Dropped)?;
+        let target = Extent::Inline {
+            data: into.as_ptr(),
+            len: payload_len as u32,
+        };
+        payload::copy(
+            guard,
+            source,
+            packet.payload_at,
+            &target,
+            0,
+            payload_len as u32,
+        )
+        .map_err(|e| match e {
+            CopyError::Source => SendError::Source,
+            CopyError::Destination => SendError::Dropped,
+        })?;
+    }
+    Ok(skb)
 }
 
 impl UdpReceiver for Neighbourhood {
