@@ -270,7 +270,15 @@ pub(crate) fn check_timeout(qp: &Qp<SrnicDevice>) -> bool {
                 .saturating_sub(state.requester.retry_left);
             let timeout_ns = (4096u64 << state.attrs.timeout.min(31)) << backoff.min(2);
             let now = now_ns();
-            if now.saturating_sub(state.requester.last_progress) < timeout_ns {
+            let checked = core::mem::replace(&mut state.requester.last_check, now);
+            if now.saturating_sub(checked) >= timeout_ns {
+                // This host did not run the timer for a whole timeout (a
+                // starved VM, a long stall): the answers may be waiting
+                // in its own receive queue. The wait starts over rather
+                // than count a silence that was ours.
+                state.requester.last_progress = now;
+                true
+            } else if now.saturating_sub(state.requester.last_progress) < timeout_ns {
                 true
             } else {
                 let counters = &qp.device().counters;

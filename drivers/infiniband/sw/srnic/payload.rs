@@ -154,31 +154,27 @@ pub(crate) fn copy(
     dst_at: u64,
     len: u32,
 ) -> Result<(), CopyError> {
-    let mut written = 0u64;
-    let copied = for_each_piece(guard, src, src_at, len, |from, n| {
-        let mut done = 0;
-        while done < n {
-            let (to, m) = dst
-                .chunk(guard, dst_at + written, n - done, LOCAL_WRITE)
-                .ok_or(())?;
-            let step = m.min(n - done);
-            if step == 0 {
-                return Err(());
-            }
-            // SAFETY: both pieces are memory the keys grant for at least
-            // `step` bytes, kept alive by `guard` (regions) or by their
-            // kernel owner; they may overlap (one region read and
-            // written), hence a move.
-            unsafe { core::ptr::copy(from.add(done), to, step) };
-            done += step;
-            written += step as u64;
+    let mut done = 0u64;
+    let len = u64::from(len);
+    while done < len {
+        let want = (len - done) as usize;
+        let (from, n) = src
+            .chunk(guard, src_at + done, want, 0)
+            .ok_or(CopyError::Source)?;
+        let (to, m) = dst
+            .chunk(guard, dst_at + done, n, LOCAL_WRITE)
+            .ok_or(CopyError::Destination)?;
+        let step = n.min(m);
+        if step == 0 {
+            return Err(CopyError::Destination);
         }
-        Ok(())
-    });
-    copied.map_err(|e| match e {
-        PieceError::Source => CopyError::Source,
-        PieceError::Piece(()) => CopyError::Destination,
-    })
+        // SAFETY: both chunks are memory the keys grant for at least `step`
+        // bytes, kept alive by `guard` (regions) or by their kernel owner;
+        // they may overlap (one region read and written), hence a move.
+        unsafe { core::ptr::copy(from.cast_const(), to, step) };
+        done += step as u64;
+    }
+    Ok(())
 }
 
 /// Calls `f` with each contiguous piece of bytes `at..at + len` of `src`

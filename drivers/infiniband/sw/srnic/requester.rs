@@ -86,6 +86,8 @@ pub(crate) struct Requester {
     /// grown by one with every acknowledgement that moves the window, so
     /// that a lossy path does not resend a whole window per lost packet.
     pub(crate) window: i32,
+    /// When the retransmission timer was last looked at (`now_ns`).
+    pub(crate) last_check: u64,
 }
 
 /// Packets sent and not yet acknowledged, at most.
