@@ -3,6 +3,8 @@
 # make check   build everything (installing what is missing) and run all tests
 # make demo    boot a VM, create srnic0 and show it as users see it
 # make modules build srnic.ko (KDIR=<kernel build dir> for another kernel)
+# make bench   srnic against rxe, siw and the VM's limits on a lean kernel
+#              (QUICK=1: a short run); results in out/bench/
 #
 # The test kernel is built once from Debian's linux-source-6.12 and the
 # fragments in qemu/config/, and cached in ~/.cache/srnic (SRNIC_CACHE).
@@ -21,7 +23,7 @@ endif
 
 KBUILD_ARGS := LLVM=1 RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc BINDGEN=bindgen
 
-.PHONY: all setup kernel modules test-progs host-test lint vm-test check demo clean
+.PHONY: all setup kernel modules test-progs host-test lint vm-test check demo bench clean
 
 all: modules
 
@@ -63,6 +65,11 @@ check: setup lint host-test modules test-progs
 
 demo: modules
 	qemu/demo
+
+# The benchmark (scripts/bench): its own lean kernel and build of srnic.ko,
+# both apart from the test ones. QUICK=1 for the short run.
+bench:
+	scripts/bench $(if $(filter-out 0,$(QUICK)),--quick)
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_ARGS) clean

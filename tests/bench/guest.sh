@@ -1,0 +1,538 @@
+#!/usr/bin/env bash
+# The guest side of `make bench` (scripts/bench): runs inside one benchmark
+# VM, started by qemu/guest-init through the job's `script` stub, and works
+# through the plan the host wrote into the job directory:
+#
+#   /mnt/job/params   BENCH_MODE=loopback|wire, BENCH_KO, BENCH_PROGS, BENCH_QUICK
+#   /mnt/job/plan     one measurement a line: ID DEVICE TEST SIZE QPS
+#
+# DEVICE is srnic, rxe or siw (loaded one at a time on eth0: rxe and srnic
+# cannot share UDP port 4791), or "limit" for the limits measured in the
+# same VM (memcpy, and on the wire iperf3 over UDP and TCP). TEST is
+# write_bw, read_bw, send_bw, atomic_bw, write_lat, send_lat, send_bw_2proc,
+# memcpy, iperf3_udp or iperf3_tcp.
+#
+# In loopback mode one VM runs both ends of every test against its own
+# address. In wire mode both VMs run the same plan in step: VM a runs the
+# servers, VM b the clients, meeting at files in /mnt/shared.
+#
+# The recording VM (the only one, or b) appends one CSV line per
+# measurement to /mnt/job/results.csv:
+#   device,test,mode,size,qps,value,unit,status,note
+# with status ok, FAILED or unsupported; a failure never has a value, and
+# its note says why and names the raw log in raw/. Every command is bounded
+# by `timeout`; a failure is recorded and the plan goes on.
+set -u
+
+. "$SRNIC_TOP/tests/lib/guest.sh"
+. /mnt/job/params
+
+job=/mnt/job
+raw=$job/raw
+# Logs as notes name them: relative to the session directory on the host.
+rel=$SRNIC_VM/raw
+results=$job/results.csv
+mkdir -p "$raw"
+shared=/mnt/shared
+mode=$BENCH_MODE
+quick=${BENCH_QUICK:-0}
+my_ip=${SRNIC_IP%/*}
+server_ip=10.0.0.1
+if [ "$mode" = loopback ] || [ "$SRNIC_VM" = b ]; then recorder=1; else recorder=0; fi
+
+# Bounds: seconds for one perftest or iperf3 command, and the transfer
+# sizes behind the iteration counts.
+if [ "$quick" = 1 ]; then
+	bw_bytes=$((32 << 20)) max_iters=2000 lat_iters=1000 cmd_timeout=60 iperf_secs=4
+else
+	bw_bytes=$((256 << 20)) max_iters=20000 lat_iters=5000 cmd_timeout=300 iperf_secs=10
+	# The wire under TCG moves a few MiB/s: keep a test well inside the
+	# timeout there.
+	[ "$mode" = loopback ] || bw_bytes=$((64 << 20))
+fi
+min_iters=20
+# perftest busy-polls its CQ, and in loopback there are as many pollers as
+# vCPUs (one on the wire): the devices' deferred work (rxe's and srnic's
+# work items, siw's threads) then waits for the scheduler tick, 4 ms, and
+# that tick becomes every latency figure. perftest runs at the lowest
+# priority so that the kernel's work preempts it at once, as a NIC's own
+# engine would not wait for the application either.
+bench_nice=(nice -n 19)
+[ "${BENCH_NICE:-1}" = 1 ] || bench_nice=()
+# For trying the harness itself on a slow kernel: smaller runs.
+max_iters=${BENCH_MAX_ITERS:-$max_iters} lat_iters=${BENCH_LAT_ITERS:-$lat_iters}
+
+log() { echo "bench[$SRNIC_VM]: $*"; }
+
+# record DEVICE TEST SIZE QPS VALUE UNIT STATUS NOTE
+record() {
+	[ "$recorder" = 1 ] || return 0
+	local note=${8//,/;}
+	note=${note//$'\n'/ }
+	echo "$1,$2,$mode,$3,$4,$5,$6,$7,$note" >> "$results"
+}
+
+# await SECONDS FILE...: wait until one of the FILEs exists; prints it.
+await() {
+	local deadline=$(($(date +%s) + $1)) f
+	shift
+	while :; do
+		for f in "$@"; do
+			[ -e "$f" ] && { echo "$f"; return 0; }
+		done
+		[ "$(date +%s)" -lt "$deadline" ] || return 1
+		sleep 0.2
+	done
+}
+
+# wait_listen PORT PID: until a TCP socket listens on PORT, or PID ended.
+wait_listen() {
+	local deadline=$(($(date +%s) + 60))
+	while [ "$(date +%s)" -lt "$deadline" ]; do
+		listening "$1" && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.2
+	done
+	return 1
+}
+
+# stop PID: end a background command (already bounded by timeout).
+stop() {
+	kill "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
+# reap PID: let a server that finished its test end on its own (10 s at
+# most), then stop it.
+reap() {
+	local i
+	for i in $(seq 50); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.2
+	done
+	stop "$1"
+}
+
+# last_line FILE: the last non-empty line of a log, for a failure note.
+last_line() {
+	grep -v '^[[:space:]-]*$' "$1" 2>/dev/null | tail -n 1 | cut -c1-160
+}
+
+# --- devices -------------------------------------------------------------
+
+ibdev= gid_args=() atomic_cap= comp_vectors=1
+
+setup_device() {
+	local dev=$1 release
+	release=$(uname -r)
+	case $dev in
+	srnic)
+		ibdev=srnic0
+		# Ours, built against this kernel, where modprobe finds it
+		# (guest-init installed the test kernel's build of it).
+		cp "$BENCH_KO" "/lib/modules/$release/extra/srnic.ko" || return 1
+		depmod -a && modprobe srnic &&
+			rdma link add srnic0 type srnic netdev eth0 || return 1
+		;;
+	rxe)
+		ibdev=rxe0
+		modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0 || return 1
+		;;
+	siw)
+		ibdev=siw0
+		modprobe siw && rdma link add siw0 type siw netdev eth0 || return 1
+		;;
+	*) echo "unknown device $dev"; return 1 ;;
+	esac
+	if [ "$dev" = siw ]; then
+		# iWARP connects through the RDMA CM (a TCP connection).
+		gid_args=(-R)
+		wait_until 60 grep -q ACTIVE "/sys/class/infiniband/$ibdev/ports/1/state" ||
+			{ echo "$ibdev did not become ACTIVE"; return 1; }
+	else
+		local gid
+		wait_until 60 find_gid "$ibdev" "$my_ip" || { echo "$ibdev has no RoCEv2 GID for $my_ip"; return 1; }
+		gid=$(find_gid "$ibdev" "$my_ip")
+		gid_args=(-x "$gid")
+	fi
+	ibv_devinfo -v -d "$ibdev" > "$raw/devinfo-$dev.$SRNIC_VM.txt" 2>&1
+	atomic_cap=$(awk '$1 == "atomic_cap:" { print $2; exit }' "$raw/devinfo-$dev.$SRNIC_VM.txt")
+	comp_vectors=$(python3 -c 'import sys; from pyverbs.device import Context
+print(Context(name=sys.argv[1]).num_comp_vectors)' "$ibdev" 2>/dev/null) || comp_vectors=1
+	log "$dev: $ibdev up (${gid_args[*]}, atomics $atomic_cap, $comp_vectors completion vectors)"
+}
+
+# teardown_device DEV: delete the link and unload, also after a setup that
+# failed half way (the next device must find UDP port 4791 free).
+teardown_device() {
+	local dev=$1
+	[ -z "$ibdev" ] || rdma statistic show link "$ibdev/1" 2>&1
+	[ -z "$ibdev" ] || [ ! -e "/sys/class/infiniband/$ibdev" ] || rdma link delete "$ibdev" 2>&1
+	case $dev in
+	srnic) [ ! -e /sys/module/srnic ] || rmmod srnic ;;
+	rxe) [ ! -e /sys/module/rdma_rxe ] || rmmod rdma_rxe ;;
+	siw) [ ! -e /sys/module/siw ] || rmmod siw ;;
+	esac
+	ibdev=
+}
+
+# --- one measurement -----------------------------------------------------
+
+# iters TEST SIZE QPS: the iteration count for a perftest run.
+iters() {
+	local n
+	case $2 in
+	*_lat) echo "$lat_iters"; return ;;
+	esac
+	n=$((bw_bytes / ($2 > 0 ? $2 : 8) / $3))
+	[ "$n" -ge "$min_iters" ] || n=$min_iters
+	[ "$n" -le "$max_iters" ] || n=$max_iters
+	echo "$n"
+}
+
+# perftest_args TEST SIZE QPS PORT: the arguments both ends share.
+perftest_args() {
+	local test=$1 size=$2 qps=$3 port=$4
+	args=(-d "$ibdev" "${gid_args[@]}" -F -p "$port" -n "$(iters "$test" "$size" "$qps")")
+	[ "$test" = atomic_bw ] || args+=(-s "$size")
+	[ "$qps" -le 1 ] || args+=(-q "$qps")
+}
+
+# parse TEST SIZE FILE: the figure of perftest's result line. Latency:
+# its "t_typical" (the median) in usec. Bandwidth: its "BW average" in
+# MiB/s (perftest's MB/sec are MiB/s), except below 10 MiB/s, where its two
+# decimals lose the figure (2 B messages): there the message rate (Mpps,
+# six decimals) times the size, the same measurement in more digits.
+parse() {
+	case $1 in
+	*_lat) awk '/#bytes/ { h = 1; next } h && $1 ~ /^[0-9]+$/ && NF >= 5 { print $5; exit }' "$3" ;;
+	*) awk '/#bytes/ { h = 1; next }
+		h && $1 ~ /^[0-9]+$/ && NF >= 5 {
+			if ($4 >= 10) print $4; else printf "%.4g\n", $5 * 1e6 * $1 / 1048576; exit
+		}' "$3" ;;
+	esac
+}
+
+# judge DEVICE TEST SIZE QPS RC CLIENT-LOG [SERVER-LOG]: record a perftest run.
+judge() {
+	local dev=$1 test=$2 size=$3 qps=$4 rc=$5 log=$6 unit=MiB/s value why
+	case $test in *_lat) unit=usec ;; esac
+	value=$(parse "$test" "$size" "$log")
+	if [ "$rc" = 124 ]; then
+		why="timed out after ${cmd_timeout}s"
+		timed_out=1
+	elif [ "$rc" != 0 ]; then
+		why="exit $rc: $(last_line "$log")"
+	elif clock_failed "$log"; then
+		why="perftest could not calibrate the TSC in $attempts tries (r^2 < 0.9)"
+	elif [ -z "$value" ]; then
+		why="no result line in the output"
+	elif ! positive "$value"; then
+		why="perftest reported $value"
+	fi
+	local note="$rel/${log##*/}"
+	[ "${tries:-1}" -le 1 ] || note+="; try $tries of $attempts, earlier tries beside it"
+	if [ -n "${why:-}" ]; then
+		record "$dev" "$test" "$size" "$qps" "" "$unit" FAILED "$why ($note)"
+	else
+		record "$dev" "$test" "$size" "$qps" "$value" "$unit" ok "$note"
+	fi
+}
+
+# perftest measures time with the TSC, whose rate it samples against
+# gettimeofday() at start; when the vCPU is descheduled during that (a busy
+# host under TCG), the fit fails ("Correlation coefficient r^2 < 0.9") and
+# perftest reports 0. Such a run measured nothing: run it again, up to
+# $attempts times, and say so if it never calibrates.
+#
+# The same goes for a run whose connection setup failed before anything
+# was measured (siw on the wire, now and then: refused by the RDMA CM, or
+# the exchange over it flushed): the test never started. A failure after
+# the result header (a device error while measuring) is never retried. A
+# figure that took more than one try says so in its note.
+attempts=3
+clock_failed() {
+	grep -q 'Correlation coefficient' "$1" 2>/dev/null
+}
+# try_again LOG: whether a client run measured nothing and may be rerun.
+try_again() {
+	clock_failed "$1" && return 0
+	! grep -q '#bytes' "$1" 2>/dev/null &&
+		grep -Eq 'Connection refused|Failed to exchange data|Unable to perform rdma_client' "$1" 2>/dev/null
+}
+
+# positive VALUE: a finite number above zero.
+positive() {
+	printf '%s\n' "$1" | grep -Eq '^[0-9]+(\.[0-9]+)?$' && awk -v v="$1" 'BEGIN { exit !(v > 0) }'
+}
+
+perftest_bin() {
+	case $1 in
+	send_bw_2proc) echo ib_send_bw ;;
+	*) echo "ib_$1" ;;
+	esac
+}
+
+# Loopback: both ends in this VM.
+loopback_perftest() {
+	local id=$1 dev=$2 test=$3 size=$4 qps=$5 tag=$6 port=$((18000 + $1)) bin spid rc att
+	bin=$(perftest_bin "$test")
+	for att in $(seq "$attempts"); do
+		tries=$att
+		perftest_args "$test" "$size" "$qps" "$port"
+		timeout "$cmd_timeout" "${bench_nice[@]}" stdbuf -oL "$bin" "${args[@]}" > "$raw/$tag.server.txt" 2>&1 &
+		spid=$!
+		if ! wait_listen "$port" "$spid"; then
+			stop "$spid"
+			record "$dev" "$test" "$size" "$qps" "" "" FAILED \
+				"the server never listened: $(last_line "$raw/$tag.server.txt") ($rel/$tag.server.txt)"
+			return
+		fi
+		timeout "$cmd_timeout" "${bench_nice[@]}" stdbuf -oL "$bin" "${args[@]}" "$server_ip" > "$raw/$tag.client.txt" 2>&1
+		rc=$?
+		[ "$rc" = 0 ] || stop "$spid"
+		wait "$spid" 2>/dev/null
+		try_again "$raw/$tag.client.txt" && [ "$att" -lt "$attempts" ] || break
+		cp "$raw/$tag.client.txt" "$raw/$tag.client.try$att.txt"
+		cp "$raw/$tag.server.txt" "$raw/$tag.server.try$att.txt"
+		port=$((port + 20000))
+	done
+	judge "$dev" "$test" "$size" "$qps" "$rc" "$raw/$tag.client.txt"
+}
+
+# Two ib_send_bw pairs at once, pair k pinned to CPU k, waiting for
+# completions through CQ events (-e) on completion vector k when the device
+# has two (perftest takes a vector only with events, and events only for
+# SEND): the sum of both.
+loopback_2proc() {
+	local id=$1 dev=$2 test=$3 size=$4 qps=$5 tag=$6 k port spids cpids rc total why v att vec
+	for att in $(seq "$attempts"); do
+		spids=() cpids=() total=0 why= v=
+		for k in 0 1; do
+			port=$((18000 + id * 2 + k + 5000 + (att - 1) * 20000))
+			perftest_args send_bw "$size" "$qps" "$port"
+			vec=$((k < comp_vectors ? k : 0))
+			timeout "$cmd_timeout" taskset -c $k "${bench_nice[@]}" stdbuf -oL ib_send_bw "${args[@]}" -e -X $vec \
+				> "$raw/$tag.$k.server.txt" 2>&1 &
+			spids+=($!)
+			wait_listen "$port" $! || why="server $k never listened ($rel/$tag.$k.server.txt)"
+		done
+		if [ -z "$why" ]; then
+			for k in 0 1; do
+				port=$((18000 + id * 2 + k + 5000 + (att - 1) * 20000))
+				perftest_args send_bw "$size" "$qps" "$port"
+				vec=$((k < comp_vectors ? k : 0))
+				timeout "$cmd_timeout" taskset -c $k "${bench_nice[@]}" stdbuf -oL ib_send_bw "${args[@]}" -e -X $vec "$server_ip" \
+					> "$raw/$tag.$k.client.txt" 2>&1 &
+				cpids+=($!)
+			done
+			for k in 0 1; do
+				wait "${cpids[$k]}"
+				rc=$?
+				v=$(parse send_bw "$size" "$raw/$tag.$k.client.txt")
+				if clock_failed "$raw/$tag.$k.client.txt"; then
+					why="perftest could not calibrate the TSC in $attempts tries (r^2 < 0.9)"
+				elif [ "$rc" = 124 ]; then
+					why="client $k timed out after ${cmd_timeout}s ($rel/$tag.$k.client.txt)"
+					timed_out=1
+				elif [ "$rc" != 0 ] || ! positive "$v"; then
+					why="client $k: exit $rc: $(last_line "$raw/$tag.$k.client.txt") ($rel/$tag.$k.client.txt)"
+				else
+					total=$(awk -v a="$total" -v b="$v" 'BEGIN { printf "%.2f", a + b }')
+				fi
+			done
+		fi
+		for k in "${spids[@]}"; do stop "$k"; done
+		case $why in *calibrate*) continue ;; esac
+		break
+	done
+	if [ -n "$why" ]; then
+		record "$dev" "$test" "$size" "$qps" "" MiB/s FAILED "$why"
+	else
+		record "$dev" "$test" "$size" "$qps" "$total" MiB/s ok \
+			"$rel/$tag.0.client.txt + $rel/$tag.1.client.txt (vectors: $comp_vectors)"
+	fi
+}
+
+memcpy_limit() {
+	local id=$1 size=$2 tag=$3 rc value mib=$(($2 >> 20)) secs=2
+	[ "$quick" = 1 ] || secs=5
+	timeout 120 "$BENCH_PROGS/memcpy_bw" $mib $secs > "$raw/$tag.txt" 2>&1
+	rc=$?
+	value=$(sed -n 's/.*: \([0-9.]*\) MiB\/s$/\1/p' "$raw/$tag.txt")
+	if [ "$rc" != 0 ] || [ -z "$value" ]; then
+		record limit memcpy "$size" 1 "" MiB/s FAILED "exit $rc: $(last_line "$raw/$tag.txt") ($rel/$tag.txt)"
+	else
+		record limit memcpy "$size" 1 "$value" MiB/s ok "$rel/$tag.txt"
+	fi
+}
+
+# iperf3 client side (VM b): the receiver's goodput in MiB/s.
+iperf_client() {
+	local test=$1 port=$2 tag=$3 rc value extra=()
+	[ "$test" = iperf3_tcp ] || extra=(-u -b 0)
+	timeout 60 iperf3 -c "$server_ip" -p "$port" -t "$iperf_secs" -J "${extra[@]}" > "$raw/$tag.client.json" 2>&1
+	rc=$?
+	value=$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print("%.2f" % (d["end"]["sum_received"]["bits_per_second"] / 8 / 2**20))' "$raw/$tag.client.json" 2>/dev/null)
+	if [ "$rc" != 0 ] || [ -z "$value" ]; then
+		record limit "$test" 0 1 "" MiB/s FAILED "exit $rc: $(last_line "$raw/$tag.client.json") ($rel/$tag.client.json)"
+	else
+		record limit "$test" 0 1 "$value" MiB/s ok "$rel/$tag.client.json"
+	fi
+}
+
+# Wire: VM a serves, VM b measures; they meet at files named after the ID
+# and the attempt: b ends each attempt with ID.retry.N (the clock did not
+# calibrate, see clock_failed) or ID.done.N.
+wire_measure() {
+	local id=$1 dev=$2 test=$3 size=$4 qps=$5 tag=$6 port bin spid rc got att
+	for att in $(seq "$attempts"); do
+		local ready=$shared/$id.ready.$att noserver=$shared/$id.noserver.$att
+		local done=$shared/$id.done.$att retry=$shared/$id.retry.$att
+		port=$((18000 + id + (att - 1) * 20000)) spid=
+		case $SRNIC_VM in
+		a)
+			case $test in
+			memcpy) ;;
+			iperf3_*)
+				timeout 120 stdbuf -oL iperf3 -s -1 -p "$port" > "$raw/$tag.server.txt" 2>&1 &
+				spid=$!
+				;;
+			*)
+				bin=$(perftest_bin "$test")
+				perftest_args "$test" "$size" "$qps" "$port"
+				timeout "$cmd_timeout" "${bench_nice[@]}" stdbuf -oL "$bin" "${args[@]}" > "$raw/$tag.server.txt" 2>&1 &
+				spid=$!
+				;;
+			esac
+			if [ -n "$spid" ] && ! wait_listen "$port" "$spid"; then
+				last_line "$raw/$tag.server.txt" > "$noserver"
+			else
+				touch "$ready"
+			fi
+			got=$(await $((cmd_timeout + 60)) "$done" "$retry") || log "$id: b never finished"
+			[ -z "$spid" ] || reap "$spid"
+			[ "$got" = "$retry" ] || return 0
+			cp "$raw/$tag.server.txt" "$raw/$tag.server.try$att.txt"
+			;;
+		b)
+			if [ "$test" = memcpy ]; then
+				memcpy_limit "$id" "$size" "$tag"
+			elif ! got=$(await 90 "$ready" "$noserver"); then
+				record "$dev" "$test" "$size" "$qps" "" "" FAILED "VM a's server did not start within 90 s"
+			elif [ "$got" = "$noserver" ]; then
+				record "$dev" "$test" "$size" "$qps" "" "" FAILED \
+					"the server on VM a never listened: $(cat "$noserver") (a/raw/$tag.server.txt)"
+			elif [ "$dev" = limit ]; then
+				iperf_client "$test" "$port" "$tag"
+			else
+				bin=$(perftest_bin "$test")
+				perftest_args "$test" "$size" "$qps" "$port"
+				timeout "$cmd_timeout" "${bench_nice[@]}" stdbuf -oL "$bin" "${args[@]}" "$server_ip" > "$raw/$tag.client.txt" 2>&1
+				rc=$?
+				tries=$att
+				if try_again "$raw/$tag.client.txt" && [ "$att" -lt "$attempts" ]; then
+					cp "$raw/$tag.client.txt" "$raw/$tag.client.try$att.txt"
+					touch "$retry"
+					continue
+				fi
+				judge "$dev" "$test" "$size" "$qps" "$rc" "$raw/$tag.client.txt"
+			fi
+			count_timeout "$dev"
+			touch "$done"
+			return 0
+			;;
+		esac
+	done
+}
+
+# A device that hangs costs a whole timeout per measurement: after
+# $max_timeouts timeouts in a row, the rest of its plan in this session is
+# recorded as not run (the VMs agree through $shared/DEVICE.given-up).
+max_timeouts=3
+timeouts_in_row=0
+
+# count_timeout DEVICE: after a measurement, on the recording VM (on the
+# wire before it lets VM a go on).
+count_timeout() {
+	[ "$recorder" = 1 ] && [ "$1" != limit ] || return 0
+	if [ "$timed_out" = 1 ]; then
+		timeouts_in_row=$((timeouts_in_row + 1))
+		[ "$timeouts_in_row" -lt "$max_timeouts" ] ||
+			echo "$1 timed out $max_timeouts times in a row before this" > "$shared/$1.given-up"
+	else
+		timeouts_in_row=0
+	fi
+}
+
+measure() {
+	local id=$1 dev=$2 test=$3 size=$4 qps=$5 tag
+	tag=$(printf '%03d-%s-%s-%s-q%s' "$id" "$dev" "$test" "$size" "$qps")
+	if [ -e "$shared/$dev.given-up" ]; then
+		record "$dev" "$test" "$size" "$qps" "" "" FAILED "not run: $(cat "$shared/$dev.given-up")"
+		return
+	fi
+	if [ "$test" = atomic_bw ] && [ "$atomic_cap" = ATOMIC_NONE ]; then
+		# Keep the two VMs in step; nothing to run.
+		[ "$mode" = loopback ] || [ "$SRNIC_VM" = a ] || touch "$shared/$id.done.1"
+		record "$dev" "$test" "$size" "$qps" "" MiB/s unsupported "$ibdev has atomic_cap ATOMIC_NONE"
+		return
+	fi
+	timed_out=0 tries=1
+	if [ "$mode" = wire ]; then
+		wire_measure "$id" "$dev" "$test" "$size" "$qps" "$tag"
+	elif [ "$test" = memcpy ]; then
+		memcpy_limit "$id" "$size" "$tag"
+	elif [ "$test" = send_bw_2proc ]; then
+		loopback_2proc "$id" "$dev" "$test" "$size" "$qps" "$tag"
+	else
+		loopback_perftest "$id" "$dev" "$test" "$size" "$qps" "$tag"
+	fi
+	# srnic's port counters after each of its measurements, on each VM.
+	[ "$dev" != srnic ] || rdma statistic show link "$ibdev/1" > "$raw/$tag.counters.$SRNIC_VM.txt" 2>&1
+	[ "$mode" = wire ] || count_timeout "$dev"
+}
+
+# --- the plan ------------------------------------------------------------
+
+current= device_error=
+# The plan comes in on fd 3, so that no command of a measurement reads it.
+while read -r -u 3 id dev test size qps; do
+	[ -n "$id" ] || continue
+	case $id in \#*) continue ;; esac
+	if [ "$dev" != "$current" ]; then
+		if [ -n "$current" ] && [ "$current" != limit ]; then
+			teardown_device "$current" >> "$raw/teardown-$current.$SRNIC_VM.txt" 2>&1
+		fi
+		current=$dev device_error= timeouts_in_row=0
+		if [ "$dev" != limit ]; then
+			log "setting up $dev"
+			setup_device "$dev" > "$raw/setup-$dev.$SRNIC_VM.txt" 2>&1 ||
+				device_error="setting up $dev failed: $(last_line "$raw/setup-$dev.$SRNIC_VM.txt")"
+			if [ "$mode" = wire ]; then
+				echo "${device_error:-ok}" > "$shared/setup.$dev.$SRNIC_VM"
+				peer=$([ "$SRNIC_VM" = a ] && echo b || echo a)
+				if ! await 180 "$shared/setup.$dev.$peer" > /dev/null; then
+					device_error=${device_error:-"VM $peer did not set up $dev within 180 s"}
+				elif [ "$(cat "$shared/setup.$dev.$peer")" != ok ]; then
+					device_error=${device_error:-"VM $peer: $(cat "$shared/setup.$dev.$peer")"}
+				fi
+			fi
+			[ -z "$device_error" ] || log "$device_error"
+		fi
+	fi
+	if [ -n "$device_error" ]; then
+		record "$dev" "$test" "$size" "$qps" "" "" FAILED "$device_error ($rel/setup-$dev.$SRNIC_VM.txt)"
+		continue
+	fi
+	log "$id: $dev $test size $size qps $qps"
+	measure "$id" "$dev" "$test" "$size" "$qps"
+done 3< "$job/plan"
+if [ -n "$current" ] && [ "$current" != limit ]; then
+	teardown_device "$current" >> "$raw/teardown-$current.$SRNIC_VM.txt" 2>&1
+fi
+dmesg > "$raw/dmesg.$SRNIC_VM.txt"
+log "plan done"
+exit 0
