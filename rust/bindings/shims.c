@@ -287,6 +287,23 @@ struct delayed_work *srnic_to_delayed_work(struct work_struct *work)
 	return to_delayed_work(work);
 }
 
+/* The CPU of QP number qpn: QPs spread over the online CPUs. */
+static int srnic_qp_home_cpu(u32 qpn)
+{
+	return cpumask_local_spread(qpn % num_online_cpus(), NUMA_NO_NODE);
+}
+
+void srnic_qp_work_soon(struct delayed_work *dwork, u32 qpn)
+{
+	mod_delayed_work_on(srnic_qp_home_cpu(qpn), system_highpri_wq, dwork, 0);
+}
+
+bool srnic_qp_work_after(struct delayed_work *dwork, u32 qpn, unsigned int msecs)
+{
+	return queue_delayed_work_on(srnic_qp_home_cpu(qpn), system_highpri_wq, dwork,
+				     msecs_to_jiffies(msecs));
+}
+
 /* The first entry at or after *index (first) or after it; NULL at the end. */
 void *srnic_xa_next(struct xarray *xa, unsigned long *index, bool first)
 {

@@ -116,6 +116,8 @@ int srnic_test_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
 void srnic_init_delayed_work(struct delayed_work *dwork, work_func_t fn);
 bool srnic_schedule_delayed_work(struct delayed_work *dwork, unsigned int msecs);
 struct delayed_work *srnic_to_delayed_work(struct work_struct *work);
+void srnic_qp_work_soon(struct delayed_work *dwork, u32 qpn);
+bool srnic_qp_work_after(struct delayed_work *dwork, u32 qpn, unsigned int msecs);
 void *srnic_xa_next(struct xarray *xa, unsigned long *index, bool first);
 
 /*

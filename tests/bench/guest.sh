@@ -45,7 +45,7 @@ if [ "$mode" = loopback ] || [ "$SRNIC_VM" = b ]; then recorder=1; else recorder
 if [ "$quick" = 1 ]; then
 	bw_bytes=$((32 << 20)) max_iters=2000 lat_iters=1000 cmd_timeout=60 iperf_secs=4
 else
-	bw_bytes=$((256 << 20)) max_iters=20000 lat_iters=5000 cmd_timeout=300 iperf_secs=10
+	bw_bytes=$((128 << 20)) max_iters=20000 lat_iters=5000 cmd_timeout=300 iperf_secs=10
 	# The wire under TCG moves a few MiB/s: keep a test well inside the
 	# timeout there.
 	[ "$mode" = loopback ] || bw_bytes=$((64 << 20))

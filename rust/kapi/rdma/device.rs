@@ -131,7 +131,8 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// Makes a created QP reachable (by number); returns its number.
     fn publish_qp(qp: &Qp<Self>) -> Result<u32>;
     /// Takes a QP out of service before its data drops: unreachable,
-    /// outstanding work flushed.
+    /// outstanding work flushed. Afterwards nothing but the QP's own work
+    /// item may queue that work item (the core then cancels it).
     fn destroy_qp(qp: &Qp<Self>);
     /// Changes a QP's state and attributes.
     fn modify_qp(qp: &Qp<Self>, modify: &QpModify) -> Result;
@@ -198,6 +199,11 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// [`Device::schedule_maintenance`]; runs in process context, never
     /// after the device's data is dropped.
     fn maintenance(_dev: &Device<Self>) {}
+
+    /// A QP's own deferred work ([`Qp::run_work_soon`],
+    /// [`Qp::run_work_after`]); runs in process context on the QP's CPU,
+    /// one run at a time, never after the QP is destroyed.
+    fn qp_work(_qp: &Qp<Self>) {}
 
     /// The names of the port's counters (`rdma statistic show link`).
     const COUNTERS: &'static CounterNames = &CounterNames::EMPTY;

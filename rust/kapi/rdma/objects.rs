@@ -18,11 +18,12 @@ use kernel::prelude::*;
 use kernel::types::Opaque;
 
 macro_rules! core_object {
-    ($(#[$doc:meta])* $name:ident, $raw:ident, $data:ident) => {
+    ($(#[$doc:meta])* $name:ident, $raw:ident, $data:ident $(, $(#[$fdoc:meta])* $field:ident: $fty:ty)*) => {
         $(#[$doc])*
         #[repr(C)]
         pub struct $name<T: Driver> {
             ib: Opaque<bindings::$raw>,
+            $($(#[$fdoc])* $field: $fty,)*
             data: T::$data,
         }
 
@@ -98,7 +99,9 @@ core_object!(
 );
 core_object!(
     /// A queue pair.
-    Qp, ib_qp, Qp
+    Qp, ib_qp, Qp,
+    /// The QP's own work item ([`Driver::qp_work`]), run on the QP's CPU.
+    work: Opaque<bindings::delayed_work>
 );
 core_object!(
     /// A shared receive queue.
@@ -146,6 +149,63 @@ pub enum QpEvent {
 }
 
 impl<T: Driver> Qp<T> {
+    /// Prepares the QP's work item, before anything can queue it.
+    ///
+    /// # Safety
+    /// `raw` is a QP the core allocated at our size, not yet published.
+    pub(crate) unsafe fn init_work(raw: *mut bindings::ib_qp) {
+        // SAFETY: the caller guarantees the memory is ours and unshared.
+        unsafe {
+            bindings::srnic_init_delayed_work(
+                core::ptr::addr_of_mut!((*raw.cast::<Self>()).work).cast(),
+                Some(Self::work_cb),
+            )
+        };
+    }
+
+    /// Waits for the work item to finish and cancels it, even if it
+    /// queues itself again.
+    ///
+    /// # Safety
+    /// `raw` is a QP prepared by [`Self::init_work`] that nothing outside
+    /// its own work item can find any more.
+    pub(crate) unsafe fn cancel_work(raw: *mut bindings::ib_qp) {
+        // SAFETY: the work item was initialised; the caller guarantees no
+        // one else queues it.
+        unsafe {
+            bindings::cancel_delayed_work_sync(
+                core::ptr::addr_of_mut!((*raw.cast::<Self>()).work).cast(),
+            )
+        };
+    }
+
+    unsafe extern "C" fn work_cb(work: *mut bindings::work_struct) {
+        // SAFETY: only a QP's work item runs this; it is the `work` field of
+        // a `Qp<T>` whose data lives until the work is cancelled.
+        unsafe {
+            let dwork = bindings::srnic_to_delayed_work(work);
+            let offset = core::mem::offset_of!(Self, work);
+            let qp = &*dwork.cast::<u8>().sub(offset).cast::<Self>();
+            T::qp_work(qp);
+        }
+    }
+
+    /// Runs [`Driver::qp_work`] as soon as possible on the QP's own CPU
+    /// (QPs are spread over the online CPUs by number), sooner than a
+    /// delayed run already pending.
+    pub fn run_work_soon(&self) {
+        // SAFETY: the work item was initialised at creation and is
+        // cancelled before the data drops.
+        unsafe { bindings::srnic_qp_work_soon(self.work.get(), self.qp_num()) };
+    }
+
+    /// Runs [`Driver::qp_work`] on the QP's own CPU after `msecs`
+    /// milliseconds, unless a run is already pending.
+    pub fn run_work_after(&self, msecs: u32) {
+        // SAFETY: as in `run_work_soon`.
+        unsafe { bindings::srnic_qp_work_after(self.work.get(), self.qp_num(), msecs) };
+    }
+
     fn raw(&self) -> &bindings::ib_qp {
         // SAFETY: the QP is live; the fields read are set by the core
         // before create and not changed after.

@@ -204,6 +204,8 @@ impl<T: Driver> Device<T> {
                 return Err(EINVAL);
             }
             let (caps, data) = T::create_qp(dev, &init, user.as_ref())?;
+            // SAFETY: the QP is ours and not yet published.
+            unsafe { Qp::<T>::init_work(qp) };
             // SAFETY: the data slot is uninitialised.
             unsafe { Qp::<T>::init_data(qp, data)? };
             // SAFETY: initialised just above.
@@ -273,9 +275,12 @@ impl<T: Driver> Device<T> {
         qp: *mut bindings::ib_qp,
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
-        // SAFETY: the QP is live until its data drops here.
+        // SAFETY: the QP is live until its data drops here; once the driver
+        // has taken it out of service only its own work item can queue the
+        // work again, which cancelling allows for.
         unsafe {
             T::destroy_qp(Qp::<T>::from_raw(qp));
+            Qp::<T>::cancel_work(qp);
             Qp::<T>::drop_data(qp);
         }
         0

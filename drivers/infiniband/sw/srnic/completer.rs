@@ -121,8 +121,16 @@ fn handle(
                 counters.inc(Counter::SequenceNaksReceived);
                 progress(state, before(psn));
                 acknowledge(qp, state, before(psn), upcalls);
-                state.requester.lost();
-                resend_from(qp, state, psn);
+                // A resend from this very PSN that is still going out
+                // answers the NAK already (it came from packets sent
+                // before the resend); once it is all out, a NAK again
+                // means it was lost again.
+                let req = &state.requester;
+                let answered = !req.psn.is_before(psn) && req.psn.is_before(req.sent_end);
+                if !answered {
+                    state.requester.lost();
+                    resend_from(qp, state, psn);
+                }
                 true
             }
             Some(Syndrome::Nak(code)) => {
@@ -160,13 +168,19 @@ fn handle(
                 oldest_sent(qp, state).is_some_and(|(_, wqe)| Psn::new(wqe.first_psn) == psn);
             if psn != state.requester.acked && !first_of_oldest {
                 let acked = state.requester.acked;
-                if acked.is_before(psn) && state.requester.rerequested != Some(acked) {
-                    // A response went missing: ask for the rest now rather
-                    // than at the timeout.
-                    state.requester.rerequested = Some(acked);
-                    state.requester.lost();
-                    resend_from(qp, state, acked);
-                    qp.device().counters.inc(Counter::OutOfSequenceResponses);
+                if acked.is_before(psn) {
+                    // The peer is still answering (the rest of a response
+                    // stream past a gap): the timer must not add another
+                    // replay behind the one already asked for.
+                    state.requester.last_progress = now_ns();
+                    if state.requester.rerequested != Some(acked) {
+                        // A response went missing: ask for the rest now
+                        // rather than at the timeout.
+                        state.requester.rerequested = Some(acked);
+                        state.requester.lost();
+                        resend_from(qp, state, acked);
+                        qp.device().counters.inc(Counter::OutOfSequenceResponses);
+                    }
                 }
                 return false;
             }
@@ -447,8 +461,7 @@ fn receiver_not_ready(
     let until = now_ns() + u64::from(wait_us) * 1000;
     state.requester.last_progress = until;
     state.requester.rnr_until = Some(until);
-    qp.device()
-        .schedule_maintenance(wait_us.div_ceil(1000).max(1));
+    qp.run_work_after(wait_us.div_ceil(1000).max(1));
 }
 
 fn read_response(

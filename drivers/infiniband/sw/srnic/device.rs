@@ -5,7 +5,6 @@
 use crate::counters::Counters;
 use crate::cq::SrnicCq;
 use crate::kapi::netdev::NetDevice;
-use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::table::ObjectTable;
 use crate::kapi::rdma::verbs::{
     AddressVector, CqArm, PollOutput, QpCaps, QpInit, QpModify, QpQuery, SrqAttributes, SrqModify,
@@ -470,24 +469,17 @@ impl Driver for SrnicDevice {
         mr.map_pages(pages, page_size, iova, length)
     }
 
-    /// Flushes receives that processes posted to their QPs in ERR, every
-    /// `SWEEP_INTERVAL_MS` while there are such QPs.
-    fn maintenance(dev: &Device<Self>) {
-        let mut sweep = false;
-        let mut waiting = false;
-        {
-            let guard = RcuReadGuard::new();
-            dev.qps.for_each(&guard, |qp| {
-                sweep |= SrnicQp::sweep(qp);
-                waiting |= crate::transport::kick_waiting(qp);
-                waiting |= crate::completer::check_timeout(qp);
-            });
-        }
-        if waiting {
-            // RNR waits and retransmission timers: look again soon.
-            dev.schedule_maintenance(crate::completer::TIMER_TICK_MS);
-        } else if sweep {
-            dev.schedule_maintenance(crate::qp::SWEEP_INTERVAL_MS);
+    /// The rest of a requester's run that spent its budget, the end of an
+    /// RNR wait, the retransmission timer, and the flush of receives a
+    /// process posted in ERR, on the QP's own CPU.
+    fn qp_work(qp: &Qp<Self>) {
+        let waiting = crate::transport::kick_waiting(qp);
+        let timing = crate::completer::check_timeout(qp);
+        let sweeping = SrnicQp::sweep(qp);
+        if waiting || timing {
+            qp.run_work_after(crate::completer::TIMER_TICK_MS);
+        } else if sweeping {
+            qp.run_work_after(crate::qp::SWEEP_INTERVAL_MS);
         }
     }
 

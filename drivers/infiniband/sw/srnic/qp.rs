@@ -38,11 +38,11 @@ pub(crate) struct SrnicQp {
     /// One CPU at a time runs the requester; others leave it a note.
     pub(crate) requester_busy: AtomicBool,
     pub(crate) requester_again: AtomicBool,
-    /// The requester stopped at its budget with work left; the device's
-    /// maintenance work goes on with it.
+    /// The requester stopped at its budget with work left; the QP's own
+    /// work goes on with it.
     pub(crate) requester_pending: AtomicBool,
     /// A user QP in ERR with its own RQ: receives posted now reach the
-    /// kernel by no call, so the device's maintenance work flushes them.
+    /// kernel by no call, so the QP's own work flushes them.
     needs_sweep: AtomicBool,
 }
 
@@ -334,7 +334,7 @@ impl SrnicQp {
 
     fn schedule_sweep(&self, qp: &Qp<SrnicDevice>) {
         if self.needs_sweep.load(Ordering::Acquire) {
-            qp.device().schedule_maintenance(SWEEP_INTERVAL_MS);
+            qp.run_work_after(SWEEP_INTERVAL_MS);
         }
     }
 

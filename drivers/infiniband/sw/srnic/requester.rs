@@ -114,10 +114,7 @@ impl Requester {
     /// A packet was lost (a sequence NAK, a gap in READ responses, a
     /// timeout): fewer packets go out at once.
     pub(crate) fn lost(&mut self) {
-        // Halving is switched off until READs against a slow peer are
-        // understood (rc_data's srnic-reads-rxe phase ended in
-        // RETRY_EXC_ERR with it): the window stays whole.
-        self.window = self.window();
+        self.window = (self.window() / 2).max(MIN_WINDOW);
     }
 
     /// The window moved: one more packet may go out at once.
@@ -261,7 +258,7 @@ pub(crate) fn next_packet<'a>(
             p.hdr.bth.ack_req = !unreliable
                 && (p.hdr.bth.ack_req
                     || p.psn().get() % ACK_EVERY == ACK_EVERY - 1
-                    || in_flight + 1 >= window
+                    || (!resending && in_flight + 1 == window)
                     || last_resent);
             p
         });

@@ -58,6 +58,10 @@ struct WriteTarget {
     placed: u32,
 }
 
+/// How far behind the expected PSN a packet that shows a resend lost its
+/// first packet again may be (further back it is more likely reordered).
+const RESEND_LOST_WITHIN: i32 = 4;
+
 /// Per-QP responder state.
 pub(crate) struct Responder {
     /// The next PSN expected.
@@ -72,8 +76,9 @@ pub(crate) struct Responder {
     write: Option<WriteTarget>,
     /// The multi-packet message in progress.
     in_message: Option<Operation>,
-    /// A PSN sequence NAK went out and the expected PSN has not come since.
-    nak_sent: bool,
+    /// A PSN sequence NAK went out and the expected PSN has not come
+    /// since: the highest PSN that arrived after it.
+    nak_sent: Option<Psn>,
     /// UC: the message in progress was lost; packets are dropped until the
     /// first packet of the next message.
     dropping: bool,
@@ -145,7 +150,7 @@ impl Responder {
             recv_placed: 0,
             write: None,
             in_message: None,
-            nak_sent: false,
+            nak_sent: None,
             dropping: false,
             last_atomic: None,
         }
@@ -163,7 +168,7 @@ impl Responder {
         self.recv_placed = 0;
         self.write = None;
         self.in_message = None;
-        self.nak_sent = false;
+        self.nak_sent = None;
         self.dropping = false;
         self.last_atomic = None;
     }
@@ -280,21 +285,31 @@ fn handle<'a>(
     let expected = state.responder.psn;
     let ahead = psn.distance_from(expected);
     if ahead > 0 {
-        // Something was lost: ask for it once, drop the rest until it comes.
+        // Something was lost: ask for it once, drop the rest until it
+        // comes. A packet a little past the expected one but older than
+        // one already seen since the NAK means the requester went back and
+        // the expected packet was lost again: asking once more then spares
+        // a whole retransmission timeout.
         let counters = &qp.device().counters;
-        if state.responder.nak_sent {
-            counters.inc(Counter::OutOfSequenceRequests);
-            return Reply::None;
+        if let Some(highest) = state.responder.nak_sent {
+            let went_back = psn.is_before(highest) && ahead <= RESEND_LOST_WITHIN;
+            if !went_back {
+                if highest.is_before(psn) {
+                    state.responder.nak_sent = Some(psn);
+                }
+                counters.inc(Counter::OutOfSequenceRequests);
+                return Reply::None;
+            }
         }
         counters.inc(Counter::SequenceNaksSent);
-        state.responder.nak_sent = true;
+        state.responder.nak_sent = Some(psn);
         return acknowledge(state, expected, Syndrome::Nak(NakCode::PsnSequence));
     }
     if ahead < 0 {
         qp.device().counters.inc(Counter::DuplicateRequests);
         return duplicate(qp, state, guard, packet, upcalls);
     }
-    state.responder.nak_sent = false;
+    state.responder.nak_sent = None;
     let info = packet.hdr.info;
     let continues = matches!(info.position, Position::Middle | Position::Last);
     let in_order = match state.responder.in_message {

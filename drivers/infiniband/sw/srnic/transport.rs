@@ -139,7 +139,7 @@ const REQUESTER_BUDGET: u32 = 64;
 
 /// Runs the requester of `qp` until it has nothing to send (or has to wait
 /// for a response or a timer), or its budget is spent, in which case the
-/// device's maintenance work goes on with it. If another CPU is running
+/// QP's own work goes on with it (on the QP's CPU). If another CPU is running
 /// it, leaves that CPU a note to look again instead.
 pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
     let this: &SrnicQp = qp;
@@ -152,8 +152,9 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
         this.requester_again.store(false, Ordering::Release);
         loop {
             if budget == 0 {
+                // The QP's own work goes on with it, on the QP's CPU.
                 this.requester_pending.store(true, Ordering::Release);
-                qp.device().schedule_maintenance(1);
+                qp.run_work_soon();
                 break;
             }
             budget -= 1;
@@ -177,7 +178,7 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
             }
         }
         this.requester_busy.store(false, Ordering::Release);
-        // A spent budget leaves the rest to the maintenance work.
+        // A spent budget leaves the rest to the QP's own work.
         if budget == 0
             || !this.requester_again.load(Ordering::Acquire)
             || this.requester_busy.swap(true, Ordering::AcqRel)
@@ -204,7 +205,7 @@ fn send(
     if !datagram && hop != Hop::ThisDevice {
         // The retransmission timer needs looking at while packets are
         // out (a no-op while the check is already scheduled).
-        dev.schedule_maintenance(completer::TIMER_TICK_MS);
+        source.run_work_after(completer::TIMER_TICK_MS);
     }
     match hop {
         Hop::ThisDevice => deliver(dev, dev, guard, source, packet),
@@ -320,7 +321,7 @@ fn count_hop(from: &Device<SrnicDevice>, to: &Device<SrnicDevice>, packet: &Pack
 }
 
 /// Restarts `qp`'s requester if an RNR wait has ended; whether it is still
-/// waiting (the device's maintenance work calls this).
+/// waiting (the QP's own work calls this).
 pub(crate) fn kick_waiting(qp: &Qp<SrnicDevice>) -> bool {
     let this: &SrnicQp = qp;
     if this.requester_pending.swap(false, Ordering::AcqRel) {

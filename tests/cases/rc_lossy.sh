@@ -1,0 +1,31 @@
+# srnic to srnic on a lossy wire: tc netem on both ends loses 5 % of the
+# packets, duplicates 1 % and reorders some. 64 MiB each of SEND, WRITE and
+# READ (tests/progs/rc_data.c, every byte checked) must still arrive intact
+# with no error completion, and the retransmission counters must have moved.
+# vms: 2
+# timeout: 1500
+# pcap: off
+prog=$SRNIC_TOP/out/progs/rc_data
+[ -x "$prog" ] || fail "$prog is not built (make test-progs)"
+mib=64
+load_srnic
+must rdma link add srnic0 type srnic netdev eth0
+wait_roce_gid srnic0 1
+must modprobe sch_netem
+must tc qdisc add dev eth0 root netem loss 5% duplicate 1% delay 1ms reorder 10% 50%
+before=$(counter_of srnic0 resends)
+mkdir -p /mnt/shared/lossy
+# The counters every 30 s, to tell the phases apart afterwards.
+( while sleep 30; do echo "counters at $(date +%s): $(rdma statistic show link srnic0/1)"; done ) &
+watcher=$!
+must timeout 1200 "$prog" srnic0 1 "$SRNIC_VM" /mnt/shared/lossy "$mib" lossy
+after=$(counter_of srnic0 resends)
+kill "$watcher"
+rdma statistic show link srnic0/1
+tc -s qdisc show dev eth0
+if [ "$SRNIC_VM" = b ]; then
+	[ "$after" -gt "$before" ] || fail "resends went from $before to $after on a lossy wire; expected retransmissions"
+fi
+must tc qdisc del dev eth0 root
+barrier finished 2
+unload_srnic
