@@ -287,20 +287,25 @@ struct delayed_work *srnic_to_delayed_work(struct work_struct *work)
 	return to_delayed_work(work);
 }
 
-/* The CPU of QP number qpn: QPs spread over the online CPUs. */
+/*
+ * The CPU of QP number qpn: QPs spread over the online CPUs. One that has
+ * gone offline since it was picked leaves the choice to the workqueue.
+ */
 static int srnic_qp_home_cpu(u32 qpn)
 {
-	return cpumask_local_spread(qpn % num_online_cpus(), NUMA_NO_NODE);
+	int cpu = cpumask_local_spread(qpn % num_online_cpus(), NUMA_NO_NODE);
+
+	return cpu_online(cpu) ? cpu : WORK_CPU_UNBOUND;
 }
 
 void srnic_qp_work_soon(struct delayed_work *dwork, u32 qpn)
 {
-	mod_delayed_work_on(srnic_qp_home_cpu(qpn), system_highpri_wq, dwork, 0);
+	mod_delayed_work_on(srnic_qp_home_cpu(qpn), system_wq, dwork, 0);
 }
 
 bool srnic_qp_work_after(struct delayed_work *dwork, u32 qpn, unsigned int msecs)
 {
-	return queue_delayed_work_on(srnic_qp_home_cpu(qpn), system_highpri_wq, dwork,
+	return queue_delayed_work_on(srnic_qp_home_cpu(qpn), system_wq, dwork,
 				     msecs_to_jiffies(msecs));
 }
 

@@ -27,7 +27,8 @@ macro_rules! core_object {
             data: T::$data,
         }
 
-        // SAFETY: the core object's fields are written by the core before
+        // SAFETY: extra fields (a QP's work item) synchronise themselves.
+        // The core object's fields are written by the core before
         // creation and by the driver only inside verbs the core serialises;
         // the driver data is `Send + Sync`.
         unsafe impl<T: Driver> Sync for $name<T> {}
@@ -195,7 +196,9 @@ impl<T: Driver> Qp<T> {
     /// delayed run already pending.
     pub fn run_work_soon(&self) {
         // SAFETY: the work item was initialised at creation and is
-        // cancelled before the data drops.
+        // cancelled before the data drops; a `&Qp` reaches the driver only
+        // from the core's calls and from the driver's own lookups, which
+        // `Driver::destroy_qp` ends before that cancel.
         unsafe { bindings::srnic_qp_work_soon(self.work.get(), self.qp_num()) };
     }
 

@@ -121,16 +121,8 @@ fn handle(
                 counters.inc(Counter::SequenceNaksReceived);
                 progress(state, before(psn));
                 acknowledge(qp, state, before(psn), upcalls);
-                // A resend from this very PSN that is still going out
-                // answers the NAK already (it came from packets sent
-                // before the resend); once it is all out, a NAK again
-                // means it was lost again.
-                let req = &state.requester;
-                let answered = !req.psn.is_before(psn) && req.psn.is_before(req.sent_end);
-                if !answered {
-                    state.requester.lost();
-                    resend_from(qp, state, psn);
-                }
+                state.requester.lost();
+                resend_from(qp, state, psn);
                 true
             }
             Some(Syndrome::Nak(code)) => {

@@ -152,9 +152,6 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
         this.requester_again.store(false, Ordering::Release);
         loop {
             if budget == 0 {
-                // The QP's own work goes on with it, on the QP's CPU.
-                this.requester_pending.store(true, Ordering::Release);
-                qp.run_work_soon();
                 break;
             }
             budget -= 1;
@@ -178,9 +175,16 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
             }
         }
         this.requester_busy.store(false, Ordering::Release);
-        // A spent budget leaves the rest to the QP's own work.
-        if budget == 0
-            || !this.requester_again.load(Ordering::Acquire)
+        if budget == 0 {
+            // The QP's own work goes on with it, on the QP's CPU. Queued
+            // only now that this CPU has let go: a run that found the
+            // requester busy would leave just a note, which nobody reads
+            // once this run has stopped.
+            this.requester_pending.store(true, Ordering::Release);
+            qp.run_work_soon();
+            break;
+        }
+        if !this.requester_again.load(Ordering::Acquire)
             || this.requester_busy.swap(true, Ordering::AcqRel)
         {
             break;
