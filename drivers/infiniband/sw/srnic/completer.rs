@@ -159,20 +159,22 @@ fn handle(
             let first_of_oldest =
                 oldest_sent(qp, state).is_some_and(|(_, wqe)| Psn::new(wqe.first_psn) == psn);
             if psn != state.requester.acked && !first_of_oldest {
+                // The peer is still answering: the rest of a stream past a
+                // gap, or a replay of data already here that an earlier
+                // resend asked for. A responder sends the streams one
+                // after the other, so a long one delays the answer to the
+                // next request by more than a timeout; the timer restarts
+                // (without granting retries) rather than queue yet another
+                // replay behind them.
+                state.requester.last_progress = now_ns();
                 let acked = state.requester.acked;
-                if acked.is_before(psn) {
-                    // The peer is still answering (the rest of a response
-                    // stream past a gap): the timer must not add another
-                    // replay behind the one already asked for.
-                    state.requester.last_progress = now_ns();
-                    if state.requester.rerequested != Some(acked) {
-                        // A response went missing: ask for the rest now
-                        // rather than at the timeout.
-                        state.requester.rerequested = Some(acked);
-                        state.requester.lost();
-                        resend_from(qp, state, acked);
-                        qp.device().counters.inc(Counter::OutOfSequenceResponses);
-                    }
+                if acked.is_before(psn) && state.requester.rerequested != Some(acked) {
+                    // A response went missing: ask for the rest now rather
+                    // than at the timeout.
+                    state.requester.rerequested = Some(acked);
+                    state.requester.lost();
+                    resend_from(qp, state, acked);
+                    qp.device().counters.inc(Counter::OutOfSequenceResponses);
                 }
                 return false;
             }
