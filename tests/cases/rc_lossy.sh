@@ -2,6 +2,8 @@
 # packets, duplicates 1 % and reorders some. 64 MiB each of SEND, WRITE and
 # READ (tests/progs/rc_data.c, every byte checked) must still arrive intact
 # with no error completion, and the retransmission counters must have moved.
+# The netdevs carry 9000-byte frames, so the QPs run with a 4096-byte path
+# MTU: a quarter of the packets (and of the losses) of a 1500-byte wire.
 # vms: 2
 # timeout: 1500
 # pcap: off
@@ -9,8 +11,10 @@ prog=$SRNIC_TOP/out/progs/rc_data
 [ -x "$prog" ] || fail "$prog is not built (make test-progs)"
 mib=64
 load_srnic
+must ip link set eth0 mtu 9000
 must rdma link add srnic0 type srnic netdev eth0
 wait_roce_gid srnic0 1
+expect_match "$(ibv_devinfo -d srnic0)" "active_mtu:.*4096" "srnic0's active MTU on a 9000-byte netdev"
 must modprobe sch_netem
 must tc qdisc add dev eth0 root netem loss 5% duplicate 1% delay 1ms reorder 10% 50%
 before=$(counter_of srnic0 resends)
