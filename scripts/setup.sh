@@ -23,17 +23,7 @@ apt_packages=(
 	gcc libc6-dev libibverbs-dev librdmacm-dev make
 )
 
-missing=()
-for pkg in "${apt_packages[@]}"; do
-	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' ||
-		missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	echo "setup: installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -q
-	apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+"$(dirname "$0")/install-packages.sh" "${apt_packages[@]}"
 
 export PATH="$HOME/.cargo/bin:$PATH"
 # The host toolchain (rustup's) runs the host tests and the lint.

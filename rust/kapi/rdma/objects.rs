@@ -195,10 +195,10 @@ impl<T: Driver> Qp<T> {
     /// (QPs are spread over the online CPUs by number), sooner than a
     /// delayed run already pending.
     pub fn run_work_soon(&self) {
-        // SAFETY: the work item was initialised at creation and is
-        // cancelled before the data drops; a `&Qp` reaches the driver only
-        // from the core's calls and from the driver's own lookups, which
-        // `Driver::destroy_qp` ends before that cancel.
+        // A `&Qp` reaches the driver only from the core's calls and from
+        // the driver's own lookups, which `Driver::destroy_qp` ends before
+        // the work is cancelled.
+        // SAFETY: initialised at creation, cancelled before the data drops.
         unsafe { bindings::srnic_qp_work_soon(self.work.get(), self.qp_num()) };
     }
 
