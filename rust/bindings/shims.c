@@ -309,6 +309,11 @@ bool srnic_qp_work_after(struct delayed_work *dwork, u32 qpn, unsigned int msecs
 				     msecs_to_jiffies(msecs));
 }
 
+bool srnic_irqs_disabled(void)
+{
+	return irqs_disabled();
+}
+
 /* The first entry at or after *index (first) or after it; NULL at the end. */
 void *srnic_xa_next(struct xarray *xa, unsigned long *index, bool first)
 {

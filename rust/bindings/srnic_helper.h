@@ -118,6 +118,7 @@ bool srnic_schedule_delayed_work(struct delayed_work *dwork, unsigned int msecs)
 struct delayed_work *srnic_to_delayed_work(struct work_struct *work);
 void srnic_qp_work_soon(struct delayed_work *dwork, u32 qpn);
 bool srnic_qp_work_after(struct delayed_work *dwork, u32 qpn, unsigned int msecs);
+bool srnic_irqs_disabled(void);
 void *srnic_xa_next(struct xarray *xa, unsigned long *index, bool first);
 
 /*

@@ -54,3 +54,12 @@ unsafe impl Backend for IrqSpinLockBackend {
         unsafe { crate::bindings::srnic_spin_unlock_irqrestore(ptr.cast(), *flags) }
     }
 }
+
+/// Whether interrupts are off on this CPU: the caller holds a lock taken
+/// with `spin_lock_irqsave` (`ib_mad` posts so) or runs in hard-IRQ
+/// context. Sending a packet enables bottom halves, which must not happen
+/// then.
+pub fn irqs_disabled() -> bool {
+    // SAFETY: reads this CPU's interrupt flag; no preconditions.
+    unsafe { crate::bindings::srnic_irqs_disabled() }
+}

@@ -28,6 +28,21 @@ pub const DETH_LEN: usize = 8;
 /// The invariant CRC that ends every packet.
 pub const ICRC_LEN: usize = 4;
 
+/// The default partition's key, full member: the only entry of a port's
+/// P_Key table (RoCE has no subnet manager to hand out others).
+pub const DEFAULT_PKEY: u16 = 0xffff;
+
+/// Whether a packet carrying P_Key `theirs` may enter a QP of partition
+/// `ours` (IBTA 10.9.3): the same partition, not the invalid one, and not
+/// both limited members.
+pub const fn pkey_matches(theirs: u16, ours: u16) -> bool {
+    const MEMBER_FULL: u16 = 0x8000;
+    const PARTITION: u16 = 0x7fff;
+    theirs & PARTITION == ours & PARTITION
+        && theirs & PARTITION != 0
+        && (theirs | ours) & MEMBER_FULL != 0
+}
+
 /// Why a packet cannot be parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParseError {

@@ -2,7 +2,8 @@
 # the peer VM through a raw socket): bad ICRC, truncated headers, unknown
 # and wrong-transport opcodes, PSNs far outside the window, wrong rkeys and
 # lengths, unaligned atomics, bad pad counts, forged ACKs, unknown QPs,
-# a packet from an address other than the peer's.
+# a packet from an address other than the peer's, one of another
+# partition (P_Key).
 # Each is dropped or NAKed and counted, the kernel stays clean, and the
 # QP's real traffic (rc_data, every byte checked) completes.
 # vms: 2
@@ -21,7 +22,7 @@ a)
 		{ cat /tmp/rc_data.out; rdma statistic show link srnic0/1; fail "the real traffic failed under hostile packets"; }
 	cat /tmp/rc_data.out
 	rdma statistic show link srnic0/1
-	for name in icrc_errors malformed_packets unknown_qp_packets foreign_packets; do
+	for name in icrc_errors malformed_packets unknown_qp_packets foreign_packets pkey_violations; do
 		value=$(counter $name)
 		[ "${value:-0}" -gt 0 ] || fail "counter $name is '$value': the hostile packets of that kind were not counted"
 	done

@@ -47,9 +47,9 @@ def packet(src, dst, transport, good_icrc=True, ident=0x1234):
 FOREIGN = "10.0.0.99"
 
 
-def bth(opcode, qpn, psn, pad=0, ack=False):
+def bth(opcode, qpn, psn, pad=0, ack=False, pkey=0xFFFF):
     flags = (pad & 3) << 4
-    return struct.pack("!BBHII", opcode, flags, 0xFFFF, qpn & 0xFFFFFF,
+    return struct.pack("!BBHII", opcode, flags, pkey, qpn & 0xFFFFFF,
                        (0x80000000 if ack else 0) | (psn & 0xFFFFFF))
 
 
@@ -77,6 +77,8 @@ def main(argv):
             packet(src, dst, bth(0x11, qpn, psn + 6) + struct.pack("!I", 0x1F000000)),
             packet(src, dst, bth(0x04, 0xFFFFF0, psn + 7) + b"s" * 16),
             packet(FOREIGN, dst, bth(0x04, qpn, psn + 8) + b"r" * 16),
+            # A partition the port is not a member of.
+            packet(src, dst, bth(0x04, qpn, psn + 9, pkey=0x8001) + b"q" * 16),
         ]
         for p in cases:
             sock.sendto(p, (dst, 0))

@@ -318,6 +318,15 @@ pub enum MwType {
     Type2,
 }
 
+impl<T: Driver> Ah<T> {
+    /// Identifies the handle's protection domain (compared, never
+    /// followed).
+    pub fn pd_id(&self) -> usize {
+        // SAFETY: set by the core before create and never changed.
+        unsafe { (*self.as_raw()).pd as usize }
+    }
+}
+
 impl<T: Driver> Mw<T> {
     /// Identifies the window's protection domain (compared, never
     /// followed).

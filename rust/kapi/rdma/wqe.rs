@@ -14,6 +14,7 @@ use super::device::Driver;
 use super::objects::Ah;
 use super::queue::Queue;
 use super::udata::Pod;
+use super::verbs::AddressVector;
 use crate::bindings;
 use crate::pure::wr::{self, opcode, QpType, SendLimits, WqeError};
 use core::mem::{offset_of, size_of};
@@ -101,6 +102,61 @@ impl<'a> SendWr<'a> {
             }
         }
     }
+}
+
+/// Marks a WQE's `rxe_av` as holding a destination (`port_num` is 0 in a
+/// zeroed WQE).
+const AV_PRESENT_PORT: u8 = 1;
+
+/// The rxe layout of `av`; the source GID sits in `sgid_addr` as an IPv6
+/// address.
+fn encode_av(av: &AddressVector) -> bindings::rxe_av {
+    let mut raw = bindings::rxe_av::default();
+    raw.port_num = AV_PRESENT_PORT;
+    raw.network_type = if av.is_ipv4() {
+        bindings::RXE_NETWORK_TYPE_IPV4 as u8
+    } else {
+        bindings::RXE_NETWORK_TYPE_IPV6 as u8
+    };
+    raw.dmac = av.dmac;
+    raw.grh.dgid.raw = av.dgid;
+    raw.grh.flow_label = av.flow_label;
+    raw.grh.sgid_index = av.sgid_index;
+    raw.grh.hop_limit = av.hop_limit;
+    raw.grh.traffic_class = av.traffic_class;
+    raw.sgid_addr._sockaddr_in6.sin6_addr.in6_u.u6_addr8 = av.sgid;
+    raw
+}
+
+/// The destination a kernel UD WQE carries (see [`write_kernel_send`]);
+/// `None` if it carries none. Only for WQEs of kernel QPs: a user WQE's
+/// `av` is whatever the process wrote.
+pub fn kernel_ud_av(wqe: &bindings::rxe_send_wqe) -> Option<AddressVector> {
+    // SAFETY: every view of these unions is plain bytes and integers, so
+    // any bit pattern is a valid value of the field read.
+    let (raw, dgid, sgid) = unsafe {
+        let raw = &wqe.wr.wr.ud.av;
+        (
+            raw,
+            raw.grh.dgid.raw,
+            raw.sgid_addr._sockaddr_in6.sin6_addr.in6_u.u6_addr8,
+        )
+    };
+    if raw.port_num != AV_PRESENT_PORT {
+        return None;
+    }
+    Some(AddressVector {
+        dgid,
+        sgid,
+        sgid_index: raw.grh.sgid_index,
+        roce_v2: true,
+        flow_label: raw.grh.flow_label,
+        hop_limit: raw.grh.hop_limit,
+        traffic_class: raw.grh.traffic_class,
+        sl: 0,
+        static_rate: 0,
+        dmac: raw.dmac,
+    })
 }
 
 /// One kernel receive WR of a chain.
@@ -209,7 +265,7 @@ pub fn write_kernel_send(
     wr: &SendWr<'_>,
     qp_type: QpType,
     limits: &SendLimits,
-    ah_num: u32,
+    ud_av: Option<&AddressVector>,
 ) -> Result {
     let raw = wr.raw;
     let sges = wr.sges()?;
@@ -246,7 +302,11 @@ pub fn write_kernel_send(
                 wqe.wr.wr.ud.remote_qpn = ud.remote_qpn;
                 wqe.wr.wr.ud.remote_qkey = ud.remote_qkey;
                 wqe.wr.wr.ud.pkey_index = ud.pkey_index;
-                wqe.wr.wr.ud.ah_num = ah_num;
+                // Kernel AHs have no number: the destination travels in
+                // the WQE, as the rxe layout allows.
+                if let Some(av) = ud_av {
+                    wqe.wr.wr.ud.av = encode_av(av);
+                }
             }
             (_, opcode::RDMA_WRITE | opcode::RDMA_WRITE_WITH_IMM | opcode::RDMA_READ) => {
                 let rdma = &*this.cast::<bindings::ib_rdma_wr>();

@@ -225,3 +225,19 @@ fn written_headers_parse_back_identically() {
     let p = headers::parse(&[0u8; 64]).expect("an RC SEND FIRST");
     assert_eq!(headers::write_headers(&p, &mut [0u8; 4]), None);
 }
+
+#[test]
+fn pkey_membership() {
+    use srnic_pure::headers::{pkey_matches, DEFAULT_PKEY};
+    // Full members of the default partition meet each other and limited
+    // members of it; two limited members do not meet.
+    assert!(pkey_matches(0xffff, DEFAULT_PKEY));
+    assert!(pkey_matches(0x7fff, DEFAULT_PKEY));
+    assert!(pkey_matches(0xffff, 0x7fff));
+    assert!(!pkey_matches(0x7fff, 0x7fff));
+    // Another partition, and the invalid one, never.
+    assert!(!pkey_matches(0x8001, DEFAULT_PKEY));
+    assert!(!pkey_matches(0x0000, DEFAULT_PKEY));
+    assert!(!pkey_matches(0x8000, 0x8000));
+    assert!(!pkey_matches(0x1234, DEFAULT_PKEY));
+}

@@ -55,9 +55,11 @@ pub(crate) enum Counter {
     DroppedMessages,
     /// Packets for a connected QP from an address other than its peer's.
     ForeignPackets,
+    /// Packets of a partition the port is not a member of.
+    PkeyViolations,
 }
 
-const COUNT: usize = Counter::ForeignPackets as usize + 1;
+const COUNT: usize = Counter::PkeyViolations as usize + 1;
 
 const DESCS: [bindings::rdma_stat_desc; COUNT] = [
     counter_desc(kernel::c_str!("sent_packets")),
@@ -89,6 +91,7 @@ const DESCS: [bindings::rdma_stat_desc; COUNT] = [
     counter_desc(kernel::c_str!("out_of_sequence_responses")),
     counter_desc(kernel::c_str!("dropped_messages")),
     counter_desc(kernel::c_str!("foreign_packets")),
+    counter_desc(kernel::c_str!("pkey_violations")),
 ];
 
 /// The names the core shows.

@@ -74,8 +74,8 @@ use limits::{MAX_MSG_SIZE, MAX_PD};
 /// First QP number handed out: QP0 and QP1 are special, and low numbers
 /// stay clear of them for easy reading of traces.
 const FIRST_QPN: u32 = 16;
-/// QP numbers are 24 bits.
-const LAST_QPN: u32 = (1 << 24) - 1;
+/// QP numbers are 24 bits; the highest, 0xFFFFFF, names multicast.
+const LAST_QPN: u32 = (1 << 24) - 2;
 /// The GSI QP's number.
 const GSI_QPN: u32 = 1;
 /// MR and MW tables share the key space; MWs index above MRs.
@@ -117,9 +117,6 @@ pub(crate) struct Counts {
 /// No IEEE OUI is registered for srnic; like other soft devices it reports
 /// the all-ones vendor ID.
 const VENDOR_ID: u32 = 0xff_ffff;
-
-/// The default (full-membership) P_Key, the only one on Ethernet ports.
-const DEFAULT_PKEY: u16 = 0xffff;
 
 /// Per-device state.
 pub(crate) struct SrnicDevice {
@@ -296,7 +293,7 @@ impl Driver for SrnicDevice {
 
     fn query_pkey(_dev: &Device<Self>, port: u32, index: u16) -> Result<u16> {
         match (port, index) {
-            (PORT, 0) => Ok(DEFAULT_PKEY),
+            (PORT, 0) => Ok(crate::pure::headers::DEFAULT_PKEY),
             _ => Err(EINVAL),
         }
     }

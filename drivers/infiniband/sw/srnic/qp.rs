@@ -8,8 +8,8 @@ use crate::cq::CqUpcalls;
 use crate::device::{limits, SrnicDevice};
 use crate::kapi::rdma::queue::{response, Queue};
 use crate::kapi::rdma::verbs::{
-    transition_allowed, QpAttrMask, QpAttributes, QpCaps, QpInit, QpModify, QpQuery, QpState,
-    WcOpcode, WcStatus,
+    transition_allowed, AddressVector, QpAttrMask, QpAttributes, QpCaps, QpInit, QpModify, QpQuery,
+    QpState, WcOpcode, WcStatus,
 };
 use crate::kapi::rdma::wqe::{self, RecvChain, RecvCopy, SendChain};
 use crate::kapi::rdma::{Device, Qp, QpEvent, UserData};
@@ -498,7 +498,7 @@ impl SrnicQp {
                 if geometry.is_full(sq.producer, sq.consumer) {
                     return Err(ENOMEM);
                 }
-                let ah_num = ud_ah_number(qp, &wr);
+                let ud_av = ud_destination(qp, &wr);
                 if in_error {
                     // Flushed below whatever it asks for (`ib_drain_qp`
                     // posts an RDMA WRITE even on UD QPs).
@@ -510,7 +510,7 @@ impl SrnicQp {
                         &wr,
                         qp.qp_type(),
                         &limits,
-                        ah_num,
+                        ud_av.as_ref(),
                     )?;
                 }
                 sq.producer = geometry.next(sq.producer);
@@ -522,7 +522,7 @@ impl SrnicQp {
         })();
         upcalls.run(qp);
         // What was queued before a failing WR goes out too.
-        crate::transport::run_requester(qp);
+        crate::transport::run_requester_after_post(qp);
         result
     }
 
@@ -724,10 +724,11 @@ fn apply(attrs: &mut QpAttributes, modify: &QpModify) {
     );
 }
 
-/// The number of a kernel UD WR's address handle (0 for other types).
-fn ud_ah_number(qp: &Qp<SrnicDevice>, wr: &wqe::SendWr<'_>) -> u32 {
+/// Where a kernel UD WR goes: its address handle's destination (`None`
+/// for other types).
+fn ud_destination(qp: &Qp<SrnicDevice>, wr: &wqe::SendWr<'_>) -> Option<AddressVector> {
     match qp.qp_type() {
-        QpType::Ud | QpType::Gsi => wr.ud_ah::<SrnicDevice>().map(|ah| ah.number()).unwrap_or(0),
-        _ => 0,
+        QpType::Ud | QpType::Gsi => wr.ud_ah::<SrnicDevice>().map(|ah| ah.av()),
+        _ => None,
     }
 }

@@ -385,7 +385,10 @@ fn build_datagram<'a>(
     }
     // SAFETY: plain integers in every view of the union.
     let ud = unsafe { wqe.wr.wr.ud };
-    let qkey = if ud.remote_qkey & QKEY_FROM_QP != 0 {
+    let qkey = if qp.qp_type() == QpType::Gsi {
+        // QP1 speaks only to QP1s, with their well-known Q_Key.
+        GSI_QKEY
+    } else if ud.remote_qkey & QKEY_FROM_QP != 0 {
         state.attrs.qkey
     } else {
         ud.remote_qkey
@@ -412,11 +415,20 @@ fn build_datagram<'a>(
         let extent = wqe_data(qp, index, wqe).ok_or(WcStatus::LocalQpOperationError)?;
         packet = packet.with_payload(extent, 0, length);
     }
-    // Where it goes: a user AH by number. Kernel AHs carry no number yet,
-    // and their datagrams are not delivered (the wire will take them).
-    let av = (ud.ah_num != 0)
-        .then(|| dev.ahs.get(guard, ud.ah_num).map(|ah| ah.av()))
-        .flatten();
+    // Where it goes: a user AH by number, which must be of the QP's PD;
+    // a kernel WR's AH wrote its destination into the WQE. A datagram with
+    // neither is not sent (and counted) but completes: UD promises no
+    // delivery.
+    let av = if ud.ah_num != 0 {
+        dev.ahs
+            .get(guard, ud.ah_num)
+            .filter(|ah| ah.pd_id() == qp.pd_id())
+            .map(|ah| ah.av())
+    } else if this.user {
+        None
+    } else {
+        wqe::kernel_ud_av(wqe)
+    };
     if let Some(av) = av {
         let pad = usize::from(crate::pure::headers::pad_for(length as usize));
         let headers = UDP_LEN + BTH_LEN + DETH_LEN + if with_imm { IMM_LEN } else { 0 };

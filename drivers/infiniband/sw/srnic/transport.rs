@@ -32,9 +32,6 @@ use crate::responder::{self, Reply};
 use crate::wire;
 use core::sync::atomic::Ordering;
 
-/// Default P_Key, the only one srnic has.
-const PKEY: u16 = 0xffff;
-
 /// A packet between two roles.
 pub(crate) struct Packet<'a> {
     /// Its headers; `payload_len` is the payload's length and
@@ -84,7 +81,7 @@ impl<'a> Packet<'a> {
                 info,
                 bth: Bth {
                     opcode,
-                    pkey: PKEY,
+                    pkey: crate::pure::headers::DEFAULT_PKEY,
                     dest_qp,
                     psn: psn.get(),
                     ..Default::default()
@@ -189,6 +186,19 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
         {
             break;
         }
+    }
+}
+
+/// Runs the requester after a post: at once, or, when the poster holds
+/// interrupts off, from the QP's own work (sending enables bottom halves,
+/// which must wait until interrupts are on again).
+pub(crate) fn run_requester_after_post(qp: &Qp<SrnicDevice>) {
+    if crate::kapi::sync::irqs_disabled() {
+        let this: &SrnicQp = qp;
+        this.requester_pending.store(true, Ordering::Release);
+        qp.run_work_soon();
+    } else {
+        run_requester(qp);
     }
 }
 

@@ -549,6 +549,10 @@ impl UdpReceiver for Neighbourhood {
                     counters.inc(Counter::MalformedPackets);
                     return;
                 };
+                if !headers::pkey_matches(hdr.bth.pkey, headers::DEFAULT_PKEY) {
+                    counters.inc(Counter::PkeyViolations);
+                    return;
+                }
                 let payload = packet_bytes
                     .get(hdr.payload_offset..hdr.payload_offset + hdr.payload_len)
                     .map(|p| Extent::Inline {

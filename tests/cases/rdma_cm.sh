@@ -1,0 +1,162 @@
+# rdma_cm over srnic: its connection messages are MADs on QP1 (GSI), sent
+# and received through the kernel's unmodified ib_mad, ib_cm and rdma_cm.
+# rping with its data checked in one VM (loopback through the device) and
+# across the wire srnic to srnic; ucmatose (several connections) and
+# udaddy (UD with rdma_cm's address handles) across the wire; a connect
+# nobody listens for is refused at once; a server whose client is killed
+# sees the disconnect; then VM b swaps srnic for the kernel's rxe and
+# rping runs both ways between them.
+# vms: 2
+# timeout: 1500
+case $SRNIC_VM in
+a) me=10.0.0.1 peer=10.0.0.2 ;;
+b) me=10.0.0.2 peer=10.0.0.1 ;;
+esac
+load_srnic
+must rdma link add srnic0 type srnic netdev eth0
+wait_roce_gid srnic0 1
+port=7200
+
+# listening_cm PORT: whether an rdma_cm ID listens on PORT.
+listening_cm() {
+	rdma res show cm_id | grep LISTEN | grep -q "src-addr-port $1\|:$1 "
+}
+
+# expect_pings OUTPUT COUNT WHAT: rping -v printed COUNT echoed payloads.
+expect_pings() {
+	expect_eq "$(printf '%s\n' "$1" | grep -c 'ping data: rdma-ping-')" "$2" "$3"
+}
+
+# rping_pair SERVER_VM NAME COUNT SIZE: an rping server on SERVER_VM and
+# its client on the other VM, data validated (-V), both bounded.
+rping_pair() {
+	vm=$1 name=$2 count=$3 size=$4
+	port=$((port + 1))
+	if [ "$SRNIC_VM" = "$vm" ]; then
+		timeout 200 rping -s -a $me -p $port -C "$count" -S "$size" -V > /tmp/rping_s.out 2>&1 &
+		pid=$!
+		wait_until 60 listening_cm $port || { cat /tmp/rping_s.out; fail "$name: rping server not listening"; }
+		barrier "$name" 2
+		wait $pid || { cat /tmp/rping_s.out; fail "$name: rping server failed"; }
+		echo "ok: $name: rping server done"
+	else
+		barrier "$name" 2
+		out=$(timeout 200 rping -c -a $peer -p $port -C "$count" -S "$size" -v -V 2>&1) ||
+			fail "$name: rping client failed: $out"
+		printf '%s\n' "$out" | tail -n 2 | cut -c1-120
+		expect_pings "$out" "$count" "$name: payloads echoed"
+	fi
+	barrier "$name.done" 2
+}
+
+# serve_pair SERVER_VM NAME SERVER_CMD CLIENT_CMD: a server on SERVER_VM
+# (it must exit 0 once its clients are done) and a client on the other VM,
+# given the server's address as its last argument.
+serve_pair() {
+	vm=$1 name=$2
+	if [ "$SRNIC_VM" = "$vm" ]; then
+		timeout 240 $3 > /tmp/serve_s.out 2>&1 &
+		pid=$!
+		wait_until 60 sh -c 'rdma res show cm_id | grep -q LISTEN' ||
+			{ cat /tmp/serve_s.out; fail "$name: server not listening"; }
+		barrier "$name" 2
+		wait $pid || { cat /tmp/serve_s.out; fail "$name: server failed"; }
+		tail -n 3 /tmp/serve_s.out
+		echo "ok: $name: server done"
+	else
+		barrier "$name" 2
+		out=$(timeout 240 $4 $peer 2>&1) || fail "$name: client failed: $out"
+		printf '%s\n' "$out" | tail -n 3
+		echo "ok: $name: client done"
+	fi
+	barrier "$name.done" 2
+}
+
+step "rping loopback in VM a, through srnic0"
+if [ "$SRNIC_VM" = a ]; then
+	for size in 64 4096 65000; do
+		port=$((port + 1))
+		timeout 200 rping -s -a $me -p $port -C 10 -S $size -V > /tmp/rping_s.out 2>&1 &
+		pid=$!
+		wait_until 60 listening_cm $port || { cat /tmp/rping_s.out; fail "loopback: rping server not listening"; }
+		out=$(timeout 200 rping -c -a $me -p $port -C 10 -S $size -v -V 2>&1) ||
+			fail "loopback $size B: rping client failed: $out"
+		expect_pings "$out" 10 "loopback $size B: payloads echoed"
+		wait $pid || { cat /tmp/rping_s.out; fail "loopback $size B: rping server failed"; }
+	done
+	hops=$(counter_of srnic0 sent_packets)
+	echo "srnic0 sent $hops packets"
+else
+	port=$((port + 3))
+fi
+barrier loopback.done 2
+
+for vm in a b; do
+	for args in "5 64" "20 4096" "4 65000"; do
+		set -- $args
+		step "rping srnic to srnic, $1 x $2 B, server on $vm"
+		rping_pair $vm "rping-$vm-$2" "$1" "$2"
+	done
+done
+
+step "ucmatose: 8 connections, server on a"
+serve_pair a ucmatose "ucmatose -c 8 -C 20" "ucmatose -c 8 -C 20 -s"
+step "udaddy: UD through rdma_cm, server on b"
+serve_pair b udaddy "udaddy -c 4 -C 20" "udaddy -c 4 -C 20 -s"
+
+step "a connect nobody listens for is refused"
+if [ "$SRNIC_VM" = b ]; then
+	start=$(date +%s)
+	out=$(timeout 60 rping -c -a $peer -p 7999 -C 1 -S 64 -v 2>&1) &&
+		fail "rping to a port with no listener succeeded: $out"
+	took=$(($(date +%s) - start))
+	echo "$out" | tail -n 2 | cut -c1-120
+	[ $took -lt 30 ] || fail "the refusal took $took s (a REJ should come back at once)"
+	echo "ok: refused in $took s"
+fi
+barrier refused.done 2
+
+step "the client is killed: the server sees the disconnect"
+port=$((port + 1))
+if [ "$SRNIC_VM" = a ]; then
+	timeout 200 rping -s -a $me -p $port -S 64 > /tmp/rping_s.out 2>&1 &
+	pid=$!
+	wait_until 60 listening_cm $port || { cat /tmp/rping_s.out; fail "kill: rping server not listening"; }
+	barrier kill 2
+	barrier killed 2
+	wait_until 60 sh -c "! kill -0 $pid" || { cat /tmp/rping_s.out; fail "the server still runs 60 s after its client was killed"; }
+	wait $pid
+	echo "ok: the server ended (status $?) after its client was killed"
+else
+	barrier kill 2
+	rping -c -a $peer -p $port -S 64 -C 1000000 > /tmp/rping_c.out 2>&1 &
+	pid=$!
+	sleep 5
+	kill -0 $pid || { cat /tmp/rping_c.out; fail "kill: the rping client ended early"; }
+	kill -9 $pid
+	wait $pid 2>/dev/null
+	barrier killed 2
+fi
+wait_until 30 sh -c '! rdma res show qp | grep -q rping' || fail "rping QPs left after it exited: $(rdma res show qp)"
+barrier kill.done 2
+
+step "VM b swaps srnic for rxe"
+if [ "$SRNIC_VM" = b ]; then
+	must rdma link delete srnic0
+	unload_srnic
+	must modprobe rdma_rxe
+	must rdma link add rxe0 type rxe netdev eth0
+	wait_roce_gid rxe0 1
+fi
+barrier rxe.ready 2
+for vm in a b; do
+	step "rping srnic and rxe, server on $vm"
+	rping_pair $vm "rxe-$vm" 10 4096
+done
+if [ "$SRNIC_VM" = b ]; then
+	must rdma link delete rxe0
+	must rmmod rdma_rxe
+else
+	must rdma link delete srnic0
+	unload_srnic
+fi
