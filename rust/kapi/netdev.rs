@@ -92,6 +92,21 @@ impl NetDevice {
         flags & bindings::net_device_flags_IFF_LOOPBACK != 0
     }
 
+    /// Makes the netdev receive frames sent to Ethernet multicast address
+    /// `mac`, one reference more (the core counts each address's users).
+    /// Process or softirq context, interrupts on.
+    pub fn multicast_add(&self, mac: &[u8; 6]) -> Result {
+        // SAFETY: the netdev is valid; `dev_mc_add` copies the address and
+        // takes the netdev's address lock itself.
+        to_result(unsafe { bindings::dev_mc_add(self.as_raw(), mac.as_ptr()) })
+    }
+
+    /// Drops one reference [`Self::multicast_add`] took on `mac`.
+    pub fn multicast_del(&self, mac: &[u8; 6]) -> Result {
+        // SAFETY: as in `multicast_add`.
+        to_result(unsafe { bindings::dev_mc_del(self.as_raw(), mac.as_ptr()) })
+    }
+
     /// The 6-byte hardware address of an Ethernet-type interface, or `None`
     /// for interfaces with no Ethernet framing (tunnels, IP-only devices).
     pub fn ethernet_address(&self) -> Option<[u8; 6]> {

@@ -15,6 +15,7 @@ pub mod grh;
 pub mod guid;
 pub mod headers;
 pub mod icrc;
+pub mod mcast;
 pub mod mtu;
 pub mod psn;
 pub mod ring;

@@ -5,7 +5,7 @@
 # connections), udaddy (UD with rdma_cm's address handles), rdma_server
 # and rdma_client, rstream and riostream (rsockets), ibv_ud_pingpong,
 # ibv_srq_pingpong, and perftest through rdma_cm (-R) and over UD and UC
-# (-c); a connect nobody listens for is refused at once; a server whose
+# (-c), mckey (multicast); a connect nobody listens for is refused at once; a server whose
 # client is killed sees the disconnect; then VM b swaps srnic for the
 # kernel's rxe and rping runs both ways between them.
 # vms: 2
@@ -138,6 +138,24 @@ for test in "ib_send_bw -R -s 65536" "ib_write_bw -R -s 65536" "ib_read_lat -R -
 	if [ -n "${test##*-R*}" ]; then ready=$n gid="-x 1"; else ready=cm gid=; fi
 	serve_pair a "perftest$n" $ready "$test -d srnic0 $gid -F -p $n -n 100" "$test -d srnic0 $gid -F -p $n -n 100"
 done
+
+step "mckey: multicast through rdma_cm, sender on b"
+# The receiver joins first and waits for every message; the sender joins
+# too (rdma_cm makes the node an IP member of the group) and sends.
+if [ "$SRNIC_VM" = a ]; then
+	timeout 120 stdbuf -oL mckey -m 239.1.2.3 -b $me -C 20 -S 512 > /tmp/mckey.out 2>&1 &
+	pid=$!
+	wait_until 60 grep -q 'joined' /tmp/mckey.out || { cat /tmp/mckey.out; fail "mckey: the receiver never joined"; }
+	barrier mckey 2
+	wait $pid || { cat /tmp/mckey.out; fail "mckey: the receiver did not get its 20 messages"; }
+	tail -n 3 /tmp/mckey.out
+	echo "ok: mckey: 20 multicast messages received"
+else
+	barrier mckey 2
+	out=$(timeout 120 mckey -m 239.1.2.3 -b $me -s -C 20 -S 512 2>&1) || fail "mckey sender failed: $out"
+	printf '%s\n' "$out" | tail -n 3
+fi
+barrier mckey.done 2
 
 step "a connect nobody listens for is refused"
 if [ "$SRNIC_VM" = b ]; then

@@ -61,6 +61,12 @@ pub struct DeviceAttributes {
     pub max_ah: u32,
     /// Partition keys per port.
     pub max_pkeys: u16,
+    /// Most multicast groups.
+    pub max_mcast_grp: u32,
+    /// Most QPs attached to one multicast group.
+    pub max_mcast_qp_attach: u32,
+    /// Most attachments of QPs to groups, all groups together.
+    pub max_total_mcast_qp_attach: u32,
     /// Scatter/gather entries per work request.
     pub max_sge: u32,
     /// Most shared receive queues.
@@ -102,6 +108,9 @@ impl DeviceAttributes {
         out.max_mr = clamp(self.max_mr);
         out.max_ah = clamp(self.max_ah);
         out.max_pkeys = self.max_pkeys;
+        out.max_mcast_grp = clamp(self.max_mcast_grp);
+        out.max_mcast_qp_attach = clamp(self.max_mcast_qp_attach);
+        out.max_total_mcast_qp_attach = clamp(self.max_total_mcast_qp_attach);
         out.max_send_sge = clamp(self.max_sge);
         out.max_recv_sge = clamp(self.max_sge);
         out.max_sge_rd = clamp(self.max_sge);

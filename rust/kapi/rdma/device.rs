@@ -134,6 +134,11 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// outstanding work flushed. Afterwards nothing but the QP's own work
     /// item may queue that work item (the core then cancels it).
     fn destroy_qp(qp: &Qp<Self>);
+    /// Attaches QP `qp` to multicast group `mgid` (the core allows only UD
+    /// QPs to ask).
+    fn attach_mcast(qp: &Qp<Self>, mgid: &[u8; 16]) -> Result;
+    /// Detaches QP `qp` from multicast group `mgid`.
+    fn detach_mcast(qp: &Qp<Self>, mgid: &[u8; 16]) -> Result;
     /// Changes a QP's state and attributes.
     fn modify_qp(qp: &Qp<Self>, modify: &QpModify) -> Result;
     /// A QP's attributes.
@@ -543,6 +548,8 @@ impl<T: Driver> Device<T> {
             destroy_qp: Some(Self::destroy_qp_cb),
             post_send: Some(Self::post_send_cb),
             post_recv: Some(Self::post_recv_cb),
+            attach_mcast: Some(Self::attach_mcast_cb),
+            detach_mcast: Some(Self::detach_mcast_cb),
             create_srq: Some(Self::create_srq_cb),
             modify_srq: Some(Self::modify_srq_cb),
             query_srq: Some(Self::query_srq_cb),

@@ -307,6 +307,33 @@ impl<T: Driver> Device<T> {
         unsafe { post_result(result, bad_wr, chain.failed_wr()) }
     }
 
+    pub(super) unsafe extern "C" fn attach_mcast_cb(
+        qp: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        _lid: u16,
+    ) -> c_int {
+        // SAFETY: the QP is live and `gid` valid for the call; every view
+        // of the GID union is its 16 bytes.
+        let (qp, mgid) = unsafe { (Qp::<T>::from_raw(qp), (*gid).raw) };
+        match T::attach_mcast(qp, &mgid) {
+            Ok(()) => 0,
+            Err(err) => err.to_errno(),
+        }
+    }
+
+    pub(super) unsafe extern "C" fn detach_mcast_cb(
+        qp: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        _lid: u16,
+    ) -> c_int {
+        // SAFETY: as in `attach_mcast_cb`.
+        let (qp, mgid) = unsafe { (Qp::<T>::from_raw(qp), (*gid).raw) };
+        match T::detach_mcast(qp, &mgid) {
+            Ok(()) => 0,
+            Err(err) => err.to_errno(),
+        }
+    }
+
     pub(super) unsafe extern "C" fn post_recv_cb(
         qp: *mut bindings::ib_qp,
         wr: *const bindings::ib_recv_wr,

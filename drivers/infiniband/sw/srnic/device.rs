@@ -132,6 +132,8 @@ pub(crate) struct SrnicDevice {
     pub(crate) mws: ObjectTable<Mw<SrnicDevice>>,
     /// AHs by the number user WQEs carry.
     pub(crate) ahs: ObjectTable<Ah<SrnicDevice>>,
+    /// Multicast groups and the QPs attached to them.
+    pub(crate) mcast: crate::mcast::GroupTable,
     /// Rotates the low byte of memory keys.
     pub(crate) key_byte: AtomicU32,
     /// Transport counters.
@@ -159,6 +161,7 @@ impl SrnicDevice {
             mrs: ObjectTable::new(1, limits::MAX_MR)?,
             mws: ObjectTable::new(FIRST_MW_INDEX, FIRST_MW_INDEX + limits::MAX_MW - 1)?,
             ahs: ObjectTable::new(1, limits::MAX_AH)?,
+            mcast: crate::mcast::new_table()?,
             key_byte: AtomicU32::new(0),
             counters: Counters::new()?,
             ifindex: netdev.ifindex(),
@@ -232,6 +235,9 @@ impl Driver for SrnicDevice {
             max_cqe: limits::MAX_CQE,
             max_mr: limits::MAX_MR,
             max_ah: limits::MAX_AH,
+            max_mcast_grp: crate::mcast::MAX_GROUPS,
+            max_mcast_qp_attach: crate::mcast::MAX_QPS_PER_GROUP as u32,
+            max_total_mcast_qp_attach: crate::mcast::MAX_ATTACHMENTS as u32,
             max_sge: limits::MAX_SGE,
             max_srq: limits::MAX_SRQ,
             max_srq_wr: limits::MAX_SRQ_WR,
@@ -362,6 +368,14 @@ impl Driver for SrnicDevice {
 
     fn destroy_qp(qp: &Qp<Self>) {
         SrnicQp::destroy(qp)
+    }
+
+    fn attach_mcast(qp: &Qp<Self>, mgid: &[u8; 16]) -> Result {
+        crate::mcast::attach(qp, mgid)
+    }
+
+    fn detach_mcast(qp: &Qp<Self>, mgid: &[u8; 16]) -> Result {
+        crate::mcast::detach(qp, mgid)
     }
 
     fn modify_qp(qp: &Qp<Self>, modify: &QpModify) -> Result {

@@ -627,6 +627,7 @@ impl SrnicQp {
     pub(crate) fn destroy(qp: &Qp<SrnicDevice>) {
         let dev = qp.device();
         dev.qps.remove(qp.qp_num());
+        crate::mcast::detach_all(qp);
         dev.counts.qp.release();
     }
 }

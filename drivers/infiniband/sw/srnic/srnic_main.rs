@@ -18,6 +18,7 @@ mod completer;
 mod counters;
 mod cq;
 mod device;
+mod mcast;
 mod memory;
 mod payload;
 mod qp;

@@ -25,6 +25,7 @@ use crate::payload::Extent;
 use crate::pure::grh::IpHeader;
 use crate::pure::headers::{self, Aeth, AtomicEth, Bth, Reth};
 use crate::pure::headers::{Operation, Transport};
+use crate::pure::mcast::MULTICAST_QPN;
 use crate::pure::psn::Psn;
 use crate::qp::{SrnicQp, Upcalls};
 use crate::requester;
@@ -243,6 +244,15 @@ pub(crate) fn receive_from_wire(
     guard: &RcuReadGuard,
     packet: Packet<'_>,
 ) {
+    if packet.hdr.bth.dest_qp == MULTICAST_QPN {
+        match packet.ip {
+            Some(ip) if packet.hdr.deth.is_some() => {
+                crate::mcast::deliver(dev, guard, &ip.dgid, &packet)
+            }
+            _ => dev.counters.inc(Counter::MalformedPackets),
+        }
+        return;
+    }
     let Some(dest) = dev.qps.get(guard, packet.hdr.bth.dest_qp) else {
         dev.counters.inc(Counter::UnknownQpPackets);
         return;
