@@ -1,15 +1,17 @@
 # rdma_cm over srnic: its connection messages are MADs on QP1 (GSI), sent
 # and received through the kernel's unmodified ib_mad, ib_cm and rdma_cm.
-# rping with its data checked in one VM (loopback through the device) and
-# across the wire srnic to srnic; across the wire, ucmatose (several
-# connections), udaddy (UD with rdma_cm's address handles), rdma_server
-# and rdma_client, rstream and riostream (rsockets), ibv_ud_pingpong,
-# ibv_srq_pingpong, and perftest through rdma_cm (-R) and over UD and UC
-# (-c), mckey (multicast); a connect nobody listens for is refused at once; a server whose
-# client is killed sees the disconnect; then VM b swaps srnic for the
-# kernel's rxe and rping runs both ways between them.
+# In one VM (loopback through the device): rping with its data checked,
+# ucmatose and udaddy. Across the wire, srnic to srnic: rping over IPv4
+# and IPv6 GIDs, ucmatose (several connections), udaddy (UD with rdma_cm's
+# address handles), rdma_server and rdma_client, rstream and riostream
+# (rsockets), ibv_ud_pingpong, ibv_srq_pingpong, perftest through rdma_cm
+# (-R) and over UD and UC (-c), mckey (multicast); a connect nobody
+# listens for is refused at once; a server whose client is killed sees the
+# disconnect. Then VM b swaps srnic for the kernel's rxe and rping runs
+# both ways between them.
 # vms: 2
 # timeout: 1500
+# pcap: off
 case $SRNIC_VM in
 a) me=10.0.0.1 peer=10.0.0.2 ;;
 b) me=10.0.0.2 peer=10.0.0.1 ;;
@@ -103,6 +105,14 @@ if [ "$SRNIC_VM" = a ]; then
 	done
 	hops=$(counter_of srnic0 sent_packets)
 	echo "srnic0 sent $hops packets"
+	for tool in ucmatose udaddy; do
+		timeout 120 $tool -c 2 -C 10 > /tmp/loop_s.out 2>&1 &
+		pid=$!
+		wait_until 60 sh -c 'rdma res show cm_id | grep -q LISTEN' || { cat /tmp/loop_s.out; fail "loopback $tool: no listener"; }
+		out=$(timeout 120 $tool -c 2 -C 10 -s $me 2>&1) || fail "loopback $tool client failed: $out"
+		wait $pid || { cat /tmp/loop_s.out; fail "loopback $tool server failed"; }
+		echo "ok: $tool in loopback"
+	done
 else
 	port=$((port + 3))
 fi
@@ -115,6 +125,19 @@ for vm in a b; do
 		rping_pair $vm "rping-$vm-$2" "$1" "$2"
 	done
 done
+
+step "rping over IPv6 GIDs, server on a"
+case $SRNIC_VM in
+a) me6=fd00::1 peer6=fd00::2 ;;
+b) me6=fd00::2 peer6=fd00::1 ;;
+esac
+must ip addr add $me6/64 dev eth0 nodad
+gid_index srnic0 $me6 > /dev/null
+barrier ipv6 2
+me4=$me peer4=$peer
+me=$me6 peer=$peer6
+rping_pair a rping6 10 4096
+me=$me4 peer=$peer4
 
 step "ucmatose: 8 connections, server on a"
 serve_pair a ucmatose cm "ucmatose -c 8 -C 20" "ucmatose -c 8 -C 20 -s"
