@@ -1,9 +1,11 @@
 # Connection close under traffic (tests/progs/cm_close.c): 4 RC connections
 # through rdma_cm, each QP kept full of SENDs and RDMA WRITEs from its own
 # CPU, then either a graceful rdma_disconnect while the threads still post,
-# or the server process killed mid-traffic. Both sides (the killed one
-# excepted) get RDMA_CM_EVENT_DISCONNECTED, and on every QP every accepted
-# WR completes exactly once, in order, within a bounded time. Repeated.
+# the server process killed mid-traffic, or (rounds 1 and 2) the server's
+# node off the wire. Both sides (the killed or gone one excepted) get
+# RDMA_CM_EVENT_DISCONNECTED, or the retries run out where nothing
+# answers, and on every QP every accepted WR completes exactly once, in
+# order, within a bounded time. Repeated.
 # vms: 2
 # cpus: 2
 # timeout: 1200
@@ -15,7 +17,10 @@ wait_roce_gid srnic0 1
 server=10.0.0.1
 port=7400
 for round in 1 2 3 4 5; do
-	for mode in graceful abort; do
+	modes="graceful abort"
+	# The node leaving the wire costs a retransmission timeout per round.
+	[ $round -gt 2 ] || modes="$modes gone"
+	for mode in $modes; do
 		port=$((port + 1))
 		name="$mode.$round"
 		step "round $round: $mode close"
@@ -32,6 +37,17 @@ for round in 1 2 3 4 5; do
 				pkill -9 -x cm_close
 				wait $pid 2>/dev/null
 				echo "ok: $name: server killed mid-traffic"
+			elif [ $mode = gone ]; then
+				wait_until 120 test -e /mnt/shared/traffic.$name ||
+					{ cat /tmp/close_s.out; fail "$name: the client never reported traffic"; }
+				# This node leaves the wire with its server still running.
+				must ip link set eth0 down
+				echo "ok: $name: node off the wire mid-traffic"
+				wait_until 200 test -e /mnt/shared/client.$name || fail "$name: the client never finished"
+				pkill -9 -x cm_close
+				wait $pid 2>/dev/null
+				must ip link set eth0 up
+				wait_roce_gid srnic0 1
 			else
 				wait $pid || { cat /tmp/close_s.out; fail "$name: server failed"; }
 				grep '^ok' /tmp/close_s.out
@@ -41,12 +57,13 @@ for round in 1 2 3 4 5; do
 			barrier "$name" 2
 			timeout 200 "$prog" client $server $port 4 $mode > /tmp/close_c.out 2>&1 &
 			pid=$!
-			if [ $mode = abort ]; then
+			if [ $mode != graceful ]; then
 				wait_until 120 grep -q traffic /tmp/close_c.out ||
 					{ cat /tmp/close_c.out; fail "$name: no traffic"; }
 				touch /mnt/shared/traffic.$name
 			fi
-			wait $pid || { cat /tmp/close_c.out; fail "$name: client failed"; }
+			wait $pid || { touch /mnt/shared/client.$name; cat /tmp/close_c.out; fail "$name: client failed"; }
+			touch /mnt/shared/client.$name
 			grep '^ok' /tmp/close_c.out
 			;;
 		esac

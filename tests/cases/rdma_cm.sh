@@ -7,8 +7,9 @@
 # (rsockets), ibv_ud_pingpong, ibv_srq_pingpong, perftest through rdma_cm
 # (-R) and over UD and UC (-c), mckey (multicast); a connect nobody
 # listens for is refused at once; a server whose client is killed sees the
-# disconnect. Then VM b swaps srnic for the kernel's rxe and rping runs
-# both ways between them.
+# disconnect. Then VM b swaps srnic for the kernel's rxe, and rping,
+# ucmatose, udaddy, rstream, ibv_ud_pingpong and perftest (-R, -c UD) run
+# between them with either as the server. ib_mad and ib_cm log no error.
 # vms: 2
 # timeout: 1500
 # pcap: off
@@ -20,6 +21,15 @@ load_srnic
 must rdma link add srnic0 type srnic netdev eth0
 wait_roce_gid srnic0 1
 port=7200
+
+# no_mad_errors WHEN: the kernel's MAD and CM layers logged no error.
+no_mad_errors() {
+	errors=$(dmesg | grep -iE 'ib_mad|ib_cm|rdma_cm' | grep -iE 'err|fail|warn|timeout' || true)
+	[ -z "$errors" ] || fail "$1: ib_mad/ib_cm complain: $errors"
+	echo "ok: no ib_mad or ib_cm errors $1"
+}
+sleep 2
+no_mad_errors "after rdma link add"
 
 # listening_cm PORT: whether an rdma_cm ID listens on PORT.
 listening_cm() {
@@ -225,10 +235,25 @@ if [ "$SRNIC_VM" = b ]; then
 	wait_roce_gid rxe0 1
 fi
 barrier rxe.ready 2
+if [ "$SRNIC_VM" = b ]; then mydev=rxe0; else mydev=srnic0; fi
+n=18700
 for vm in a b; do
-	step "rping srnic and rxe, server on $vm"
+	step "srnic and rxe, server on $vm: rping, ucmatose, udaddy, rstream, ibv_ud_pingpong, perftest -R and -c UD"
 	rping_pair $vm "rxe-$vm" 10 4096
+	serve_pair $vm "rxe-ucmatose-$vm" cm "ucmatose -c 4 -C 10" "ucmatose -c 4 -C 10 -s"
+	serve_pair $vm "rxe-udaddy-$vm" cm "udaddy -c 2 -C 10" "udaddy -c 2 -C 10 -s"
+	serve_pair $vm "rxe-rstream-$vm" cm "rstream -S 65536 -C 100" "rstream -S 65536 -C 100 -s"
+	n=$((n + 1))
+	serve_pair $vm "rxe-ud-$vm" $n "ibv_ud_pingpong -d $mydev -g 1 -p $n -s 512 -n 100" \
+		"ibv_ud_pingpong -d $mydev -g 1 -p $n -s 512 -n 100"
+	n=$((n + 1))
+	serve_pair $vm "rxe-send-R-$vm" cm "ib_send_bw -R -d $mydev -F -p $n -n 100 -s 65536" \
+		"ib_send_bw -R -d $mydev -F -p $n -n 100 -s 65536"
+	n=$((n + 1))
+	serve_pair $vm "rxe-send-UD-$vm" $n "ib_send_bw -c UD -d $mydev -x 1 -F -p $n -n 100 -s 1024" \
+		"ib_send_bw -c UD -d $mydev -x 1 -F -p $n -n 100 -s 1024"
 done
+no_mad_errors "after all the traffic"
 if [ "$SRNIC_VM" = b ]; then
 	must rdma link delete rxe0
 	must rmmod rdma_rxe

@@ -10,8 +10,12 @@
  * WRITEs to the server, which keeps each receive queue full. Then:
  *   graceful  the client disconnects every connection while its threads
  *             are still posting;
- *   abort     the client prints "traffic" and the test kills the server
- *             (or its node goes away); the client learns it from rdma_cm.
+ *   abort     the client prints "traffic" and the test kills the server;
+ *             the client learns it from rdma_cm (the server's kernel sends
+ *             the DREQ for the dead process);
+ *   gone      the client prints "traffic" and the server's node leaves the
+ *             wire: nothing answers, the retries run out, and the client
+ *             closes each connection whose QP failed.
  * Either way both sides must see RDMA_CM_EVENT_DISCONNECTED (the killed
  * server excepted), and on every QP every WR that was accepted must
  * complete exactly once, in posting order: successes, then errors or
@@ -76,6 +80,7 @@ struct conn {
 	volatile int established;
 	volatile int stop_posting;      /* no new WRs from here on */
 	volatile int disconnected;      /* RDMA_CM_EVENT_DISCONNECTED seen */
+	volatile int failed;            /* a WR completed in error (not flushed) */
 	uint64_t posted;                /* wr_ids 0..posted-1 were accepted */
 	uint64_t completed;             /* the next wr_id expected */
 	uint64_t succeeded, errors;
@@ -161,6 +166,8 @@ static void take(struct conn *c, const struct ibv_wc *wc)
 			     c->index, (unsigned long long)id);
 		c->succeeded++;
 	} else {
+		if (wc->status != IBV_WC_WR_FLUSH_ERR)
+			c->failed = 1;
 		c->errors++;
 	}
 	c->completed++;
@@ -299,6 +306,25 @@ static int count(int what)
 	return n;
 }
 
+/* Closes each connection whose QP failed (its peer is gone): the QP goes
+ * to ERR and flushes the rest. How many are closed so. */
+static int close_failed(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < nconns; i++) {
+		struct conn *c = &conns[i];
+
+		if (c->failed && !c->disconnected) {
+			c->stop_posting = 1;
+			rdma_disconnect(c->id);
+			c->disconnected = 1;
+		}
+		n += c->disconnected;
+	}
+	return n;
+}
+
 static void report(const char *side)
 {
 	for (int i = 0; i < nconns; i++) {
@@ -319,18 +345,19 @@ static void report(const char *side)
 int main(int argc, char **argv)
 {
 	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *ai;
-	int server, qps, abort_mode = 0;
+	int server, qps, abort_mode = 0, gone_mode = 0;
 
 	if (argc < 5 || (strcmp(argv[1], "server") && strcmp(argv[1], "client")))
-		fail("usage: %s server|client ADDR PORT QPS [graceful|abort]", argv[0]);
+		fail("usage: %s server|client ADDR PORT QPS [graceful|abort|gone]", argv[0]);
 	server = !strcmp(argv[1], "server");
 	qps = atoi(argv[4]);
 	if (qps < 1 || qps > MAX_QPS)
 		fail("QPS must be 1 to %d", MAX_QPS);
 	if (!server) {
 		if (argc < 6)
-			fail("the client needs graceful or abort");
+			fail("the client needs graceful, abort or gone");
 		abort_mode = !strcmp(argv[5], "abort");
+		gone_mode = !strcmp(argv[5], "gone");
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	channel = rdma_create_event_channel();
@@ -378,7 +405,21 @@ int main(int argc, char **argv)
 	/* Traffic on every QP for a while. */
 	for (double end = now() + 2; now() < end;)
 		next_event(0.1);
-	if (abort_mode) {
+	if (gone_mode) {
+		double deadline;
+
+		printf("traffic\n");
+		/* Nothing answers any more: every QP's retries run out. */
+		deadline = now() + 120;
+		while (close_failed() < qps) {
+			if (now() > deadline)
+				fail("only %d of %d connections failed within 120 s of the peer's going",
+				     close_failed(), qps);
+			next_event(0.05);
+		}
+		printf("ok: all %d connections failed and were closed after the peer's node went\n",
+		       qps);
+	} else if (abort_mode) {
 		printf("traffic\n");
 		/* The test kills the server now: rdma_cm tells us. */
 		while (count(1) < qps)
