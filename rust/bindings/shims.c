@@ -535,3 +535,139 @@ int srnic_netdev_ifindex(const struct net_device *dev)
 {
 	return dev->ifindex;
 }
+
+void srnic_irq_set_soft_chip(unsigned int irq, const struct irq_chip *chip)
+{
+	irq_set_chip_and_handler(irq, chip, handle_simple_irq);
+	/* Nothing to reprogram: a move takes effect at the next raise. */
+	irq_set_status_flags(irq, IRQ_MOVE_PCNTXT);
+}
+
+void srnic_irq_update_effective_cpu(struct irq_data *data, unsigned int cpu)
+{
+	irq_data_update_effective_affinity(data, cpumask_of(cpu));
+}
+
+int srnic_irq_effective_cpu(unsigned int irq)
+{
+	return cpumask_first(irq_get_effective_affinity_mask(irq));
+}
+
+const struct cpumask *srnic_irq_effective_affinity(unsigned int irq)
+{
+	return irq_get_effective_affinity_mask(irq);
+}
+
+const struct cpumask *srnic_irq_affinity(unsigned int irq)
+{
+	return irq_get_affinity_mask(irq);
+}
+
+unsigned int srnic_cpumask_first_online(const struct cpumask *mask)
+{
+	return cpumask_first_and(mask, cpu_online_mask);
+}
+
+unsigned int srnic_cpumask_first(const struct cpumask *mask)
+{
+	return cpumask_first(mask);
+}
+
+unsigned int srnic_nr_cpu_ids(void)
+{
+	return nr_cpu_ids;
+}
+
+unsigned int srnic_num_online_cpus(void)
+{
+	return num_online_cpus();
+}
+
+const struct cpumask *srnic_cpumask_of(unsigned int cpu)
+{
+	return cpumask_of(cpu);
+}
+
+void srnic_init_csd(call_single_data_t *csd, void (*fn)(void *), void *info)
+{
+	INIT_CSD(csd, fn, info);
+}
+
+int srnic_this_cpu(void)
+{
+	return smp_processor_id();
+}
+
+void srnic_preempt_disable(void)
+{
+	preempt_disable();
+}
+
+void srnic_preempt_enable(void)
+{
+	preempt_enable();
+}
+
+void srnic_init_irq_work_hard(struct irq_work *work, void (*fn)(struct irq_work *))
+{
+	*work = IRQ_WORK_INIT_HARD(fn);
+}
+
+bool srnic_llist_add(struct llist_node *node, struct llist_head *head)
+{
+	return llist_add(node, head);
+}
+
+struct llist_node *srnic_llist_del_all(struct llist_head *head)
+{
+	return llist_del_all(head);
+}
+
+struct irq_domain *srnic_irq_domain_create_linear(struct fwnode_handle *fwnode,
+						  unsigned int size,
+						  const struct irq_domain_ops *ops)
+{
+	return irq_domain_create_linear(fwnode, size, ops, NULL);
+}
+
+struct fwnode_handle *srnic_irq_domain_alloc_named_fwnode(const char *name)
+{
+	return irq_domain_alloc_named_fwnode(name);
+}
+
+int srnic_cpuhp_setup_state_multi(const char *name,
+				  int (*online)(unsigned int cpu, struct hlist_node *node),
+				  int (*offline)(unsigned int cpu, struct hlist_node *node))
+{
+	return cpuhp_setup_state_multi(CPUHP_AP_ONLINE_DYN, name, online, offline);
+}
+
+void srnic_cpuhp_remove_multi_state(int state)
+{
+	cpuhp_remove_multi_state(state);
+}
+
+int srnic_cpuhp_add_instance(int state, struct hlist_node *node)
+{
+	return cpuhp_state_add_instance_nocalls(state, node);
+}
+
+void srnic_cpuhp_remove_instance(int state, struct hlist_node *node)
+{
+	cpuhp_state_remove_instance_nocalls(state, node);
+}
+
+struct nlattr *srnic_nla_nest_start_driver(struct sk_buff *msg)
+{
+	return nla_nest_start_noflag(msg, RDMA_NLDEV_ATTR_DRIVER);
+}
+
+void srnic_nla_nest_end(struct sk_buff *msg, struct nlattr *nest)
+{
+	nla_nest_end(msg, nest);
+}
+
+void srnic_nla_nest_cancel(struct sk_buff *msg, struct nlattr *nest)
+{
+	nla_nest_cancel(msg, nest);
+}

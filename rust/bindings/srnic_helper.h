@@ -7,9 +7,17 @@
 #ifndef SRNIC_HELPER_H
 #define SRNIC_HELPER_H
 
+#include <linux/cpuhotplug.h>
+#include <linux/cpumask.h>
 #include <linux/device.h>
 #include <linux/etherdevice.h>
+#include <linux/hrtimer.h>
 #include <linux/if_ether.h>
+#include <linux/interrupt.h>
+#include <linux/irq.h>
+#include <linux/irq_work.h>
+#include <linux/irqdomain.h>
+#include <linux/llist.h>
 #include <linux/netdevice.h>
 #include <linux/notifier.h>
 #include <linux/rtnetlink.h>
@@ -153,6 +161,47 @@ void srnic_ip4_select_ident(struct net *net, struct sk_buff *skb, struct iphdr *
 int srnic_ip4_xmit(struct net *net, struct sock *sk, struct sk_buff *skb, struct dst_entry *dst);
 int srnic_ip6_xmit(struct net *net, struct sock *sk, struct sk_buff *skb, struct dst_entry *dst);
 int srnic_netdev_ifindex(const struct net_device *dev);
+
+/*
+ * Completion vectors: IRQs of a private domain whose software chip raises
+ * them on the CPU of their affinity through irq_work.
+ */
+void srnic_irq_set_soft_chip(unsigned int irq, const struct irq_chip *chip);
+void srnic_irq_update_effective_cpu(struct irq_data *data, unsigned int cpu);
+int srnic_irq_effective_cpu(unsigned int irq);
+const struct cpumask *srnic_irq_effective_affinity(unsigned int irq);
+const struct cpumask *srnic_irq_affinity(unsigned int irq);
+unsigned int srnic_cpumask_first_online(const struct cpumask *mask);
+unsigned int srnic_cpumask_first(const struct cpumask *mask);
+unsigned int srnic_nr_cpu_ids(void);
+unsigned int srnic_num_online_cpus(void);
+const struct cpumask *srnic_cpumask_of(unsigned int cpu);
+void srnic_init_csd(call_single_data_t *csd, void (*fn)(void *), void *info);
+int srnic_this_cpu(void);
+void srnic_preempt_disable(void);
+void srnic_preempt_enable(void);
+void srnic_init_irq_work_hard(struct irq_work *work, void (*fn)(struct irq_work *));
+bool srnic_llist_add(struct llist_node *node, struct llist_head *head);
+struct llist_node *srnic_llist_del_all(struct llist_head *head);
+struct irq_domain *srnic_irq_domain_create_linear(struct fwnode_handle *fwnode,
+						  unsigned int size,
+						  const struct irq_domain_ops *ops);
+struct fwnode_handle *srnic_irq_domain_alloc_named_fwnode(const char *name);
+int srnic_cpuhp_setup_state_multi(const char *name,
+				  int (*online)(unsigned int cpu, struct hlist_node *node),
+				  int (*offline)(unsigned int cpu, struct hlist_node *node));
+void srnic_cpuhp_remove_multi_state(int state);
+int srnic_cpuhp_add_instance(int state, struct hlist_node *node);
+void srnic_cpuhp_remove_instance(int state, struct hlist_node *node);
+static const u32 SRNIC_CPUHP_AP_ONLINE_DYN = CPUHP_AP_ONLINE_DYN;
+static const u32 SRNIC_IRQ_SET_MASK_OK = IRQ_SET_MASK_OK;
+static const u32 SRNIC_HRTIMER_MODE_REL_HARD = HRTIMER_MODE_REL_HARD;
+static const u32 SRNIC_CLOCK_MONOTONIC = CLOCK_MONOTONIC;
+
+/* Driver attributes of an `rdma resource` entry, in their nest. */
+struct nlattr *srnic_nla_nest_start_driver(struct sk_buff *msg);
+void srnic_nla_nest_end(struct sk_buff *msg, struct nlattr *nest);
+void srnic_nla_nest_cancel(struct sk_buff *msg, struct nlattr *nest);
 
 /* Mapping offset of an mmap entry. */
 u64 srnic_mmap_offset(struct rdma_user_mmap_entry *entry);

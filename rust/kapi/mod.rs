@@ -22,6 +22,7 @@
 #![allow(dead_code)]
 
 pub mod global;
+pub mod irq;
 #[macro_use]
 pub mod print;
 pub mod net;

@@ -88,6 +88,10 @@ pub struct DeviceAttributes {
     pub local_dma_lkey: bool,
     /// `IB_DEVICE_*` capability bits.
     pub device_cap_flags: u64,
+    /// Most CQEs a CQ's event may wait for (`modify_cq`'s count).
+    pub max_cq_moderation_count: u16,
+    /// Longest a CQ's event may wait, in microseconds.
+    pub max_cq_moderation_period: u16,
 }
 
 impl DeviceAttributes {
@@ -118,6 +122,8 @@ impl DeviceAttributes {
         out.max_srq_wr = clamp(self.max_srq_wr);
         out.max_srq_sge = clamp(self.max_sge);
         out.max_mw = clamp(self.max_mw);
+        out.cq_caps.max_cq_moderation_count = self.max_cq_moderation_count;
+        out.cq_caps.max_cq_moderation_period = self.max_cq_moderation_period;
         out.max_qp_rd_atom = clamp(self.max_qp_rd_atom);
         out.max_qp_init_rd_atom = clamp(self.max_qp_init_rd_atom);
         out.max_res_rd_atom = clamp(self.max_qp_rd_atom.saturating_mul(self.max_qp));

@@ -21,6 +21,7 @@ use super::verbs::{
 };
 use super::wqe::{RecvChain, SendChain};
 use crate::bindings;
+use crate::kapi::irq::SoftVectors;
 use crate::kapi::netdev::NetDevice;
 use core::ops::Deref;
 use core::ptr::NonNull;
@@ -29,7 +30,8 @@ use kernel::error::{from_result, to_result};
 use kernel::ffi::{c_char, c_int};
 use kernel::init::PinInit;
 use kernel::prelude::*;
-use kernel::str::CStr;
+use kernel::fmt;
+use kernel::str::{CStr, CString};
 use kernel::types::Opaque;
 use kernel::ThisModule;
 
@@ -60,7 +62,7 @@ impl CounterNames {
 }
 
 /// The descriptor of a counter called `name`.
-pub const fn counter_desc(name: &'static CStr) -> bindings::rdma_stat_desc {
+pub const fn counter_desc(name: &CStr) -> bindings::rdma_stat_desc {
     bindings::rdma_stat_desc {
         name: name.as_char_ptr(),
         flags: 0,
@@ -120,6 +122,12 @@ pub trait Driver: Sized + Send + Sync + 'static {
     fn poll_cq(cq: &Cq<Self>, out: &mut PollOutput);
     /// Arms a kernel CQ; returns whether completions are already waiting.
     fn req_notify_cq(cq: &Cq<Self>, arm: CqArm) -> bool;
+    /// Sets a CQ's event moderation: its event waits for `count` CQEs or
+    /// `period_us` microseconds, whichever comes first (0 and 0: none).
+    fn modify_cq(cq: &Cq<Self>, count: u16, period_us: u16) -> Result;
+    /// The moderation wait set with [`Cq::start_moderation_timer`] ended
+    /// (hard-IRQ context).
+    fn cq_moderation_expired(cq: &Cq<Self>);
 
     /// Creates a QP: returns the capabilities it really has and its data.
     /// A user QP also writes the ABI's response.
@@ -235,7 +243,8 @@ pub struct DeviceConfig<'a> {
     pub node_guid: u64,
     /// Node description (at most 64 bytes are kept).
     pub node_desc: &'a CStr,
-    /// Number of completion vectors.
+    /// Number of completion vectors, each an IRQ named
+    /// `<name>-comp<N>` (at least one).
     pub num_comp_vectors: u32,
     /// The module that implements the verbs.
     pub module: &'static ThisModule,
@@ -255,7 +264,43 @@ pub struct Device<T: Driver> {
     /// Work the driver schedules for later (`Driver::maintenance`);
     /// cancelled before `data` drops.
     maintenance: Opaque<bindings::delayed_work>,
+    /// The completion vectors and the port counters' names (the driver's,
+    /// then two per vector); dropped after `data`, whose CQs use them.
+    vectors: VectorState,
     data: T,
+}
+
+/// A device's completion vectors and its counter descriptors.
+struct VectorState {
+    set: Pin<KBox<SoftVectors>>,
+    /// Names of the per-vector counters, which `descs` points into.
+    _names: KVec<CString>,
+    descs: KVec<bindings::rdma_stat_desc>,
+}
+
+impl VectorState {
+    fn new<T: Driver>(name: &CStr, count: u32) -> Result<Self> {
+        let prefix = CString::try_from_fmt(fmt!("{}-comp", name))?;
+        let set = SoftVectors::new(&prefix, count.max(1))?;
+        let mut names = KVec::new();
+        let mut descs = KVec::new();
+        for desc in T::COUNTERS.descs {
+            descs.push(*desc, GFP_KERNEL)?;
+        }
+        for index in 0..set.count() {
+            for what in ["events", "coalesced"] {
+                let name = CString::try_from_fmt(fmt!("comp_vector{}_{}", index, what))?;
+                // The string's heap buffer does not move with the KVec.
+                descs.push(counter_desc(&name), GFP_KERNEL)?;
+                names.push(name, GFP_KERNEL)?;
+            }
+        }
+        Ok(Self {
+            set,
+            _names: names,
+            descs,
+        })
+    }
 }
 
 // SAFETY: the core serialises what it does to `ib` with its own locks and
@@ -289,6 +334,11 @@ impl<T: Driver> Device<T> {
 
     pub(crate) fn as_ib(&self) -> *mut bindings::ib_device {
         self.ib.get()
+    }
+
+    /// The device's completion vectors.
+    pub fn comp_vectors(&self) -> &SoftVectors {
+        &self.vectors.set
     }
 
     /// Whether `netdev` carries this device's port.
@@ -393,6 +443,8 @@ impl<T: Driver> Device<T> {
 
     /// Allocates a device with `data` and registers it with the RDMA core.
     pub fn register(data: T, config: &DeviceConfig<'_>) -> Result<DeviceRef<T>> {
+        let vectors = VectorState::new::<T>(config.name, config.num_comp_vectors)?;
+        let num_comp_vectors = vectors.set.count();
         // SAFETY: allocates a zeroed device of our size; `ib_device` is the
         // first field of `Device<T>`, as the core requires.
         let ib = unsafe { bindings::srnic_ib_alloc_device(core::mem::size_of::<Self>()) };
@@ -411,6 +463,7 @@ impl<T: Driver> Device<T> {
                 core::ptr::addr_of_mut!((*dev).maintenance).cast(),
                 Some(Self::maintenance_cb),
             );
+            core::ptr::addr_of_mut!((*dev).vectors).write(vectors);
             core::ptr::addr_of_mut!((*dev).data).write(data);
         }
 
@@ -427,7 +480,7 @@ impl<T: Driver> Device<T> {
             let raw = &mut *ib.as_ptr();
             raw.node_type = bindings::RDMA_NODE_IB_CA as u8;
             raw.phys_port_cnt = 1;
-            raw.num_comp_vectors = config.num_comp_vectors.max(1) as c_int;
+            raw.num_comp_vectors = num_comp_vectors as c_int;
             raw.node_guid = config.node_guid;
             raw.local_dma_lkey = 0;
             // The legacy write commands a provider opts into: librxe's send
@@ -476,15 +529,18 @@ impl<T: Driver> Device<T> {
     }
 
     unsafe extern "C" fn alloc_hw_port_stats_cb(
-        _ib: *mut bindings::ib_device,
+        ib: *mut bindings::ib_device,
         _port: u32,
     ) -> *mut bindings::rdma_hw_stats {
-        let names = T::COUNTERS;
-        // SAFETY: the descriptors are static; the core owns the result.
+        // SAFETY: the core asks while registering or registered, when the
+        // data is live.
+        let descs = unsafe { &Self::from_ib(ib).vectors.descs };
+        // SAFETY: the descriptors live as long as the device, whose
+        // unregistration frees the result before `dealloc_driver`.
         unsafe {
             bindings::rdma_alloc_hw_stats_struct(
-                names.descs.as_ptr(),
-                names.descs.len() as _,
+                descs.as_ptr(),
+                descs.len() as _,
                 bindings::SRNIC_HW_STATS_LIFESPAN_MS as _,
             )
         }
@@ -503,8 +559,28 @@ impl<T: Driver> Device<T> {
             let dev = Self::from_ib(ib);
             let count = usize::try_from((*stats).num_counters).unwrap_or(0);
             let values = (*stats).value.as_mut_slice(count);
-            T::read_counters(dev, port, values);
+            let own = T::COUNTERS.descs.len().min(values.len());
+            let (driver, vectors) = values.split_at_mut(own);
+            T::read_counters(dev, port, driver);
+            for (index, pair) in vectors.chunks_mut(2).enumerate() {
+                let (events, coalesced) = dev.comp_vectors().counts(index as u32);
+                for (slot, value) in pair.iter_mut().zip([events, coalesced]) {
+                    *slot = value;
+                }
+            }
             (*stats).num_counters
+        }
+    }
+
+    unsafe extern "C" fn get_vector_affinity_cb(
+        ib: *mut bindings::ib_device,
+        comp_vector: c_int,
+    ) -> *const bindings::cpumask {
+        // SAFETY: a verb of a live device.
+        let dev = unsafe { Self::from_ib(ib) };
+        match u32::try_from(comp_vector) {
+            Ok(index) => dev.comp_vectors().effective_affinity(index),
+            Err(_) => core::ptr::null(),
         }
     }
 
@@ -515,16 +591,9 @@ impl<T: Driver> Device<T> {
             uverbs_abi_ver: RXE_UVERBS_ABI_VERSION,
             query_device: Some(Self::query_device_cb),
             query_port: Some(Self::query_port_cb),
-            alloc_hw_port_stats: if T::COUNTERS.descs.is_empty() {
-                None
-            } else {
-                Some(Self::alloc_hw_port_stats_cb)
-            },
-            get_hw_stats: if T::COUNTERS.descs.is_empty() {
-                None
-            } else {
-                Some(Self::get_hw_stats_cb)
-            },
+            alloc_hw_port_stats: Some(Self::alloc_hw_port_stats_cb),
+            get_hw_stats: Some(Self::get_hw_stats_cb),
+            get_vector_affinity: Some(Self::get_vector_affinity_cb),
             get_port_immutable: Some(Self::get_port_immutable_cb),
             get_link_layer: Some(Self::get_link_layer_cb),
             get_netdev: Some(Self::get_netdev_cb),
@@ -542,6 +611,8 @@ impl<T: Driver> Device<T> {
             resize_cq: Some(Self::resize_cq_cb),
             poll_cq: Some(Self::poll_cq_cb),
             req_notify_cq: Some(Self::req_notify_cq_cb),
+            modify_cq: Some(Self::modify_cq_cb),
+            fill_res_cq_entry: Some(Self::fill_res_cq_entry_cb),
             create_qp: Some(Self::create_qp_cb),
             modify_qp: Some(Self::modify_qp_cb),
             query_qp: Some(Self::query_qp_cb),
@@ -745,6 +816,7 @@ impl<T: Driver> Device<T> {
             // and keeps it from running again.
             bindings::cancel_delayed_work_sync(core::ptr::addr_of_mut!((*dev).maintenance).cast());
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).data));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).vectors));
             bindings::srnic_dev_put((*dev).netdev.as_ptr());
             (*dev).deallocated.store(true, Ordering::Release);
         }

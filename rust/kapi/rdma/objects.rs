@@ -10,6 +10,7 @@
 use super::device::{Device, Driver};
 use super::verbs::{WcOpcode, WcStatus, WorkCompletion};
 use crate::bindings;
+use crate::kapi::irq::IrqEvent;
 use crate::pure::wr::QpType;
 use core::ops::Deref;
 use kernel::alloc::KVec;
@@ -96,7 +97,13 @@ macro_rules! core_object {
 
 core_object!(
     /// A completion queue.
-    Cq, ib_cq, Cq
+    Cq, ib_cq, Cq,
+    /// Its completion vector, checked at creation.
+    vector: u32,
+    /// The completion event it raises on its vector.
+    event: IrqEvent,
+    /// Delays its event for moderation (`Driver::cq_moderation_expired`).
+    moderation: Opaque<bindings::hrtimer>
 );
 core_object!(
     /// A queue pair.
@@ -118,6 +125,96 @@ core_object!(
 );
 
 impl<T: Driver> Cq<T> {
+    /// Prepares the vector binding, event and moderation timer of a CQ
+    /// being created, before anything can raise its event.
+    ///
+    /// # Safety
+    /// `raw` is a CQ the core allocated at our size, not yet returned to
+    /// the core; `vector` is below the device's vector count.
+    pub(crate) unsafe fn init_events(raw: *mut bindings::ib_cq, vector: u32) {
+        let this = raw.cast::<Self>();
+        // SAFETY: the caller guarantees the memory is ours and unshared;
+        // the timer is initialised before its callback is set.
+        unsafe {
+            core::ptr::addr_of_mut!((*this).vector).write(vector);
+            IrqEvent::init(core::ptr::addr_of_mut!((*this).event), Self::deliver_event);
+            let timer = core::ptr::addr_of_mut!((*this).moderation).cast::<bindings::hrtimer>();
+            bindings::hrtimer_init(
+                timer,
+                bindings::SRNIC_CLOCK_MONOTONIC as _,
+                bindings::SRNIC_HRTIMER_MODE_REL_HARD,
+            );
+            (*timer).function = Some(Self::moderation_cb);
+        }
+    }
+
+    /// Stops the CQ's timer and waits until its event is delivered; then
+    /// the data may drop.
+    ///
+    /// # Safety
+    /// `raw` is a CQ prepared by [`Self::init_events`] that no QP uses and
+    /// nothing raises any more.
+    pub(crate) unsafe fn quiesce_events(raw: *mut bindings::ib_cq) {
+        // SAFETY: the caller guarantees the CQ is live and idle.
+        unsafe {
+            let cq = Self::from_raw(raw);
+            bindings::hrtimer_cancel(cq.moderation.get());
+            cq.device().comp_vectors().quiesce(cq.vector, &cq.event);
+        }
+    }
+
+    unsafe fn deliver_event(event: *const IrqEvent) {
+        let offset = core::mem::offset_of!(Self, event);
+        // SAFETY: only a CQ's event is initialised with this function; the
+        // CQ is live until `quiesce_events` has seen the event delivered.
+        let cq = unsafe { &*event.cast::<u8>().sub(offset).cast::<Self>() };
+        cq.completion_event();
+    }
+
+    unsafe extern "C" fn moderation_cb(timer: *mut bindings::hrtimer) -> bindings::hrtimer_restart {
+        let offset = core::mem::offset_of!(Self, moderation);
+        // SAFETY: only a CQ's timer runs this; `quiesce_events` cancels it
+        // (waiting for a running callback) before the data drops.
+        let cq = unsafe { &*timer.cast::<u8>().sub(offset).cast::<Self>() };
+        T::cq_moderation_expired(cq);
+        bindings::hrtimer_restart_HRTIMER_NORESTART
+    }
+
+    /// The CQ's completion vector.
+    pub fn comp_vector(&self) -> u32 {
+        self.vector
+    }
+
+    /// Raises the CQ's completion event on its vector: the consumer's
+    /// handler runs soon, in the vector's IRQ on the vector's CPU, once
+    /// however often this is called before it runs. Any context.
+    pub fn raise_completion_event(&self) {
+        self.device().comp_vectors().raise(self.vector, &self.event);
+    }
+
+    /// Calls [`Driver::cq_moderation_expired`] in `usecs` microseconds
+    /// (hard-IRQ context), replacing a wait already set.
+    pub fn start_moderation_timer(&self, usecs: u32) {
+        let nanos = i64::from(usecs) * 1000;
+        // SAFETY: the timer was initialised at creation and is cancelled
+        // before the CQ goes.
+        unsafe {
+            bindings::hrtimer_start_range_ns(
+                self.moderation.get(),
+                nanos,
+                0,
+                bindings::SRNIC_HRTIMER_MODE_REL_HARD,
+            )
+        };
+    }
+
+    /// Cancels the moderation wait unless its callback already runs
+    /// (which then finds nothing to do, or does it).
+    pub fn stop_moderation_timer(&self) {
+        // SAFETY: as in `start_moderation_timer`; this does not wait.
+        unsafe { bindings::hrtimer_try_to_cancel(self.moderation.get()) };
+    }
+
     /// Calls the consumer's completion handler. Must not be called with
     /// locks held that the handler's verbs take (it may poll and post).
     pub fn completion_event(&self) {

@@ -13,6 +13,7 @@ use super::verbs::{AddressVector, CqArm, PollOutput, QpInit, QpModify, SrqAttrib
 use super::wqe::{RecvChain, SendChain};
 use crate::bindings;
 use kernel::alloc::{flags::GFP_KERNEL, KBox, KVec};
+use kernel::c_str;
 use kernel::error::from_result;
 use kernel::ffi::{c_int, c_uint, c_void};
 use kernel::prelude::*;
@@ -108,8 +109,9 @@ impl<T: Driver> Device<T> {
             }
             let (entries, init) = T::create_cq(dev, attr.cqe, attr.comp_vector, user.as_ref())?;
             // SAFETY: the data slot is uninitialised; on success `cqe`
-            // belongs to the driver.
+            // belongs to the driver. The vector was checked above.
             unsafe {
+                Cq::<T>::init_events(cq, attr.comp_vector);
                 Cq::<T>::init_data(cq, init)?;
                 (*cq).cqe = entries as c_int;
             }
@@ -122,9 +124,11 @@ impl<T: Driver> Device<T> {
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
         // SAFETY: the core destroys a CQ once no QP uses it; its data was
-        // initialised by create.
+        // initialised by create. With no QP, only the moderation timer can
+        // still raise its event, and `quiesce_events` stops it first.
         unsafe {
             T::destroy_cq(Cq::<T>::from_raw(cq));
+            Cq::<T>::quiesce_events(cq);
             Cq::<T>::drop_data(cq);
         }
         0
@@ -158,6 +162,43 @@ impl<T: Driver> Device<T> {
         let (cq, mut out) = unsafe { (Cq::<T>::from_raw(cq), PollOutput::new(wc, capacity)) };
         T::poll_cq(cq, &mut out);
         out.filled() as c_int
+    }
+
+    pub(super) unsafe extern "C" fn modify_cq_cb(
+        cq: *mut bindings::ib_cq,
+        count: u16,
+        period: u16,
+    ) -> c_int {
+        // SAFETY: the CQ is live.
+        let cq = unsafe { Cq::<T>::from_raw(cq) };
+        from_result(|| T::modify_cq(cq, count, period).map(|()| 0))
+    }
+
+    pub(super) unsafe extern "C" fn fill_res_cq_entry_cb(
+        msg: *mut bindings::sk_buff,
+        cq: *mut bindings::ib_cq,
+    ) -> c_int {
+        // SAFETY: the core fills a live CQ's entry into its message.
+        let cq = unsafe { Cq::<T>::from_raw(cq) };
+        let vector = cq.comp_vector();
+        let irq = cq.device().comp_vectors().irq(vector).unwrap_or(0);
+        // SAFETY: `msg` is the core's message under construction.
+        let nest = unsafe { bindings::srnic_nla_nest_start_driver(msg) };
+        if nest.is_null() {
+            return -(bindings::EMSGSIZE as c_int);
+        }
+        for (name, value) in [(c_str!("comp_vector"), vector), (c_str!("irq"), irq)] {
+            // SAFETY: as above; the nest is open.
+            let ret = unsafe { bindings::rdma_nl_put_driver_u32(msg, name.as_char_ptr(), value) };
+            if ret != 0 {
+                // SAFETY: the nest was opened above and is dropped whole.
+                unsafe { bindings::srnic_nla_nest_cancel(msg, nest) };
+                return ret;
+            }
+        }
+        // SAFETY: closes the nest opened above.
+        unsafe { bindings::srnic_nla_nest_end(msg, nest) };
+        0
     }
 
     pub(super) unsafe extern "C" fn req_notify_cq_cb(

@@ -3,6 +3,14 @@
 //! Completion queues: a ring of CQEs the transport produces into and the
 //! consumer (a kernel ULP through `poll_cq`, or a process through its
 //! mapping) consumes from.
+//!
+//! Events follow the arming rules of an RNIC's CQ: armed for solicited
+//! completions, a CQE raises the event only if its WQE was solicited (or
+//! it reports an error); armed for the next completion, any CQE does. An
+//! arming gives at most one event. With moderation (`modify_cq`), the
+//! event then waits until `count` CQEs have arrived or `period`
+//! microseconds have passed, whichever comes first. The event itself is
+//! raised on the CQ's completion vector, an IRQ (`kapi::irq`).
 
 use crate::device::{limits, SrnicDevice};
 use crate::kapi::rdma::queue::{response, Queue};
@@ -28,7 +36,48 @@ struct CqState {
     /// The consumer index of a kernel CQ (a user CQ's is in the ring).
     consumer: u32,
     arm: Option<CqArm>,
+    moderation: Moderation,
+    /// CQEs since an arming was met whose event moderation still holds
+    /// back (0: no event waits).
+    held: u32,
 }
+
+/// `modify_cq`'s settings; both zero means every event goes at once.
+#[derive(Clone, Copy, Default)]
+struct Moderation {
+    count: u16,
+    period_us: u16,
+}
+
+impl Moderation {
+    fn is_on(self) -> bool {
+        self.count > 1 || self.period_us > 0
+    }
+
+    /// CQEs after which the event goes without waiting longer.
+    fn cqes_needed(self) -> u32 {
+        match (self.count, self.period_us) {
+            (0, 0) => 1,
+            (0, _) => u32::MAX,
+            (count, _) => count.into(),
+        }
+    }
+
+    /// How long the event waits at most.
+    fn wait_us(self) -> u16 {
+        match self.period_us {
+            0 => MAX_MODERATION_PERIOD_US,
+            period => period,
+        }
+    }
+}
+
+/// The longest an event may wait, in microseconds; also the wait of a
+/// count set without a period, so that the last CQEs of a burst never
+/// wait forever.
+pub(crate) const MAX_MODERATION_PERIOD_US: u16 = 4095;
+/// The most CQEs an event may wait for.
+pub(crate) const MAX_MODERATION_COUNT: u16 = u16::MAX;
 
 /// What pushing a completion asks of the caller once its locks are
 /// released: the upcalls must not run under them.
@@ -37,12 +86,18 @@ struct CqState {
 pub(crate) struct CqUpcalls {
     pub(crate) completion: bool,
     pub(crate) overrun: bool,
+    /// Start the moderation wait of this many microseconds.
+    wait_us: Option<u16>,
+    /// The held event went: the wait is over.
+    wait_over: bool,
 }
 
 impl CqUpcalls {
     pub(crate) fn merge(&mut self, other: CqUpcalls) {
         self.completion |= other.completion;
         self.overrun |= other.overrun;
+        self.wait_us = other.wait_us.or(self.wait_us);
+        self.wait_over |= other.wait_over;
     }
 
     /// Runs the upcalls on `cq`; call with no driver lock held.
@@ -50,8 +105,14 @@ impl CqUpcalls {
         if self.overrun {
             cq.error_event();
         }
+        if self.wait_over {
+            cq.stop_moderation_timer();
+        }
+        if let Some(usecs) = self.wait_us {
+            cq.start_moderation_timer(usecs.into());
+        }
         if self.completion {
-            cq.completion_event();
+            cq.raise_completion_event();
         }
     }
 }
@@ -99,6 +160,8 @@ impl SrnicCq {
                     producer: 0,
                     consumer: 0,
                     arm: None,
+                    moderation: Moderation::default(),
+                    held: 0,
                 }),
                 user: is_user,
             }? Error),
@@ -127,16 +190,49 @@ impl SrnicCq {
         state.producer = geometry.next(index);
         let producer = state.producer;
         state.queue.set_producer(producer);
-        let notify = match state.arm {
+        let meets_arming = match state.arm {
             Some(CqArm::NextCompletion) => true,
             Some(CqArm::Solicited) => solicited || wc.status != WcStatus::Success,
             None => false,
         };
-        if notify {
+        let moderation = state.moderation;
+        if state.held > 0 {
+            // An event waits: this CQE counts towards it.
+            state.held = state.held.saturating_add(1);
+        } else if meets_arming {
             state.arm = None;
+            state.held = 1;
+        } else {
+            return upcalls;
+        }
+        if state.held >= moderation.cqes_needed() {
+            state.held = 0;
+            upcalls.completion = true;
+            upcalls.wait_over = moderation.is_on();
+        } else if state.held == 1 {
+            upcalls.wait_us = Some(moderation.wait_us());
+        }
+        upcalls
+    }
+
+    /// The moderation wait ended: the held event goes now.
+    pub(crate) fn moderation_expired(&self) -> CqUpcalls {
+        let mut state = self.state.lock();
+        let mut upcalls = CqUpcalls::default();
+        if state.held > 0 {
+            state.held = 0;
             upcalls.completion = true;
         }
         upcalls
+    }
+
+    /// Sets the event moderation (`modify_cq`).
+    pub(crate) fn moderate(&self, count: u16, period_us: u16) -> Result {
+        if period_us > MAX_MODERATION_PERIOD_US {
+            return Err(EINVAL);
+        }
+        self.state.lock().moderation = Moderation { count, period_us };
+        Ok(())
     }
 
     pub(crate) fn poll(&self, out: &mut PollOutput) {

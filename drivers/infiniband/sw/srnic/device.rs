@@ -235,6 +235,8 @@ impl Driver for SrnicDevice {
             max_cqe: limits::MAX_CQE,
             max_mr: limits::MAX_MR,
             max_ah: limits::MAX_AH,
+            max_cq_moderation_count: crate::cq::MAX_MODERATION_COUNT,
+            max_cq_moderation_period: crate::cq::MAX_MODERATION_PERIOD_US,
             max_mcast_grp: crate::mcast::MAX_GROUPS,
             max_mcast_qp_attach: crate::mcast::MAX_QPS_PER_GROUP as u32,
             max_total_mcast_qp_attach: crate::mcast::MAX_ATTACHMENTS as u32,
@@ -342,6 +344,14 @@ impl Driver for SrnicDevice {
 
     fn req_notify_cq(cq: &Cq<Self>, arm: CqArm) -> bool {
         cq.arm(arm)
+    }
+
+    fn modify_cq(cq: &Cq<Self>, count: u16, period_us: u16) -> Result {
+        cq.moderate(count, period_us)
+    }
+
+    fn cq_moderation_expired(cq: &Cq<Self>) {
+        cq.moderation_expired().run(cq);
     }
 
     fn create_qp(

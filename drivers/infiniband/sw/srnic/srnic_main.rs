@@ -50,9 +50,14 @@ struct SrnicModule {
 
 impl kernel::Module for SrnicModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
-        wire::install()?;
+        kapi::irq::install()?;
+        if let Err(err) = wire::install() {
+            kapi::irq::remove();
+            return Err(err);
+        }
         if let Err(err) = registry::install(module) {
             wire::remove();
+            kapi::irq::remove();
             return Err(err);
         }
         let notifier = match NetdevNotifier::register(registry::NetdevWatcher) {
@@ -60,6 +65,7 @@ impl kernel::Module for SrnicModule {
             Err(err) => {
                 registry::remove_all();
                 wire::remove();
+                kapi::irq::remove();
                 return Err(err);
             }
         };
@@ -69,6 +75,7 @@ impl kernel::Module for SrnicModule {
                 drop(notifier);
                 registry::remove_all();
                 wire::remove();
+                kapi::irq::remove();
                 return Err(err);
             }
         };
@@ -87,7 +94,9 @@ impl Drop for SrnicModule {
         registry::begin_shutdown();
         drop(self.notifier.take());
         registry::remove_all();
-        // Devices are gone; close the socket last.
+        // Devices are gone; close the socket, and the vectors' hotplug
+        // state, last.
         wire::remove();
+        kapi::irq::remove();
     }
 }

@@ -1,0 +1,582 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Interrupt vectors raised by software, the way an RNIC raises MSI-X
+//! vectors: every vector is a real Linux IRQ of a private IRQ domain, so
+//! `/proc/interrupts`, `/proc/irq/N/smp_affinity`, irqbalance and CPU
+//! hotplug treat it as a device's interrupt.
+//!
+//! Raising a vector queues an event on it and interrupts the CPU of the
+//! vector's effective affinity (an IPI, or an `irq_work` self-interrupt
+//! when that is the raising CPU); there the IRQ is handled through
+//! the generic IRQ layer (`handle_simple_irq`, per-CPU counts), and its
+//! handler delivers the queued events. An event queued while the vector is
+//! already raised rides on that interrupt (coalescing). With `threadirqs`
+//! the handler runs in the IRQ's thread, whose priority `chrt` sets.
+
+use crate::bindings;
+use core::cell::UnsafeCell;
+use core::ffi::c_void;
+use core::ptr::null_mut;
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use kernel::ffi::{c_int, c_uint};
+use kernel::prelude::*;
+use kernel::str::{CStr, CString};
+use kernel::{c_str, fmt};
+use kernel::types::Opaque;
+
+/// No CPU: a vector no offlining has moved.
+const NO_CPU: i32 = -1;
+
+/// The CPU hotplug state of every vector set (dynamic; 0 when none).
+static HOTPLUG_STATE: AtomicI32 = AtomicI32::new(0);
+
+/// Registers the CPU hotplug callbacks that bring vectors back to a CPU
+/// that comes online again. Call once at module load.
+pub fn install() -> Result {
+    // SAFETY: the name is static; the callbacks stay valid until `remove`,
+    // which the module calls before it goes.
+    let state = unsafe {
+        bindings::srnic_cpuhp_setup_state_multi(
+            c_str!("srnic/comp_vectors:online").as_char_ptr(),
+            Some(cpu_online_cb),
+            Some(cpu_offline_cb),
+        )
+    };
+    if state < 0 {
+        return Err(Error::from_errno(state));
+    }
+    HOTPLUG_STATE.store(state, Ordering::Release);
+    Ok(())
+}
+
+/// Undoes [`install`], once every vector set is gone.
+pub fn remove() {
+    let state = HOTPLUG_STATE.swap(0, Ordering::AcqRel);
+    if state > 0 {
+        // SAFETY: `state` came from `install`; no instance is left.
+        unsafe { bindings::srnic_cpuhp_remove_multi_state(state) };
+    }
+}
+
+/// Something a vector delivers: a node the raiser links into the vector's
+/// queue and the handler unlinks and passes to `deliver`. Embedded in the
+/// object it notifies (a CQ), which calls [`SoftVectors::quiesce`] before
+/// it goes.
+#[repr(C)]
+pub struct IrqEvent {
+    node: Opaque<bindings::llist_node>,
+    /// Linked into a vector's queue: set by the raiser, cleared by the
+    /// handler just before `deliver`.
+    queued: AtomicBool,
+    deliver: unsafe fn(*const IrqEvent),
+}
+
+impl IrqEvent {
+    /// Writes an unlinked event that calls `deliver` with its own address.
+    ///
+    /// # Safety
+    /// `slot` is writable memory that stays in place while the event can
+    /// be raised; `deliver` may be called in hard-IRQ context with the
+    /// event's address until [`SoftVectors::quiesce`] returned.
+    pub unsafe fn init(slot: *mut Self, deliver: unsafe fn(*const IrqEvent)) {
+        // SAFETY: the caller guarantees `slot` is writable.
+        unsafe {
+            slot.write(Self {
+                node: Opaque::new(bindings::llist_node::default()),
+                queued: AtomicBool::new(false),
+                deliver,
+            })
+        };
+    }
+}
+
+/// One vector: its IRQ, its queue of raised events and its counts.
+struct Vector {
+    irq: c_uint,
+    /// `srnic0-comp<N>`: the IRQ's name for as long as it is requested.
+    name: CString,
+    /// Raises the IRQ on this CPU (a self-interrupt).
+    work: Opaque<bindings::irq_work>,
+    /// Raises the IRQ on another CPU (an IPI).
+    call: Opaque<bindings::call_single_data_t>,
+    /// IPIs sent whose callback has not finished.
+    calls_in_flight: AtomicU32,
+    /// Events raised and not yet delivered.
+    queue: Opaque<bindings::llist_head>,
+    requested: AtomicBool,
+    /// Events delivered.
+    delivered: AtomicU64,
+    /// Events that found the vector already raised and rode along.
+    coalesced: AtomicU64,
+    /// The CPU whose offlining moved this vector away, and the affinity it
+    /// had: it goes back when that CPU returns.
+    displaced_from: AtomicI32,
+    saved_affinity: UnsafeCell<bindings::cpumask>,
+}
+
+impl Vector {
+    /// Interrupts `cpu` to handle the vector there; false if it cannot
+    /// (no such CPU online), so the caller handles it on its own CPU.
+    fn interrupt(&self, cpu: c_int) -> bool {
+        self.calls_in_flight.fetch_add(1, Ordering::AcqRel);
+        // SAFETY: the call was initialised in `new`. Only the raiser that
+        // found the queue empty sends it, and a call still pending
+        // (-EBUSY) is one whose run takes the new event too.
+        let ret = unsafe { bindings::smp_call_function_single_async(cpu, self.call.get()) };
+        if ret == 0 {
+            return true;
+        }
+        self.calls_in_flight.fetch_sub(1, Ordering::AcqRel);
+        if ret == EBUSY.to_errno() {
+            self.coalesced.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
+
+    /// Waits until no interrupt of the vector is raised or handled.
+    /// Sleeps.
+    fn wait_idle(&self) {
+        // SAFETY: the work and IRQ live as long as the vector; these only
+        // wait.
+        unsafe {
+            while self.calls_in_flight.load(Ordering::Acquire) != 0 {
+                bindings::msleep(1);
+            }
+            bindings::irq_work_sync(self.work.get());
+            bindings::synchronize_irq(self.irq);
+        }
+    }
+}
+
+/// A set of software-raised IRQ vectors (a device's completion vectors).
+#[pin_data(PinnedDrop)]
+pub struct SoftVectors {
+    /// This set's instance of the CPU hotplug state.
+    #[pin]
+    hotplug: Opaque<bindings::hlist_node>,
+    inner: Inner,
+}
+
+struct Inner {
+    hotplug_added: bool,
+    fwnode: *mut bindings::fwnode_handle,
+    domain: *mut bindings::irq_domain,
+    vectors: KVec<Pin<KBox<Vector>>>,
+}
+
+// SAFETY: the raw pointers are the set's own domain objects, used only to
+// tear them down in `drop`; vectors are reached through shared references
+// to atomics, the kernel-synchronised irq_work and llist, and the saved
+// affinity, which only the serialised hotplug callbacks touch.
+unsafe impl Send for SoftVectors {}
+// SAFETY: as above.
+unsafe impl Sync for SoftVectors {}
+
+/// Our software interrupt chip: nothing to program, only an affinity.
+struct Chip(bindings::irq_chip);
+// SAFETY: read-only after compilation; the kernel only reads it.
+unsafe impl Sync for Chip {}
+
+static CHIP: Chip = Chip(bindings::irq_chip {
+    name: c_str!("srnic").as_char_ptr(),
+    irq_set_affinity: Some(set_affinity_cb),
+    flags: bindings::IRQCHIP_SKIP_SET_WAKE as _,
+    // SAFETY: the remaining fields are optional callbacks and data; zero
+    // (none) is valid for each.
+    ..unsafe { core::mem::zeroed() }
+});
+
+struct DomainOps(bindings::irq_domain_ops);
+// SAFETY: as for `Chip`.
+unsafe impl Sync for DomainOps {}
+
+static DOMAIN_OPS: DomainOps = DomainOps(bindings::irq_domain_ops {
+    map: Some(map_cb),
+    // SAFETY: as for `CHIP`.
+    ..unsafe { core::mem::zeroed() }
+});
+
+unsafe extern "C" fn map_cb(
+    _domain: *mut bindings::irq_domain,
+    irq: c_uint,
+    _hwirq: bindings::irq_hw_number_t,
+) -> c_int {
+    // SAFETY: the domain maps a fresh descriptor; the chip is static.
+    unsafe { bindings::srnic_irq_set_soft_chip(irq, &CHIP.0) };
+    0
+}
+
+/// The chip's affinity setter: the first online CPU of `mask` takes the
+/// vector; the next raise goes there.
+unsafe extern "C" fn set_affinity_cb(
+    data: *mut bindings::irq_data,
+    mask: *const bindings::cpumask,
+    force: bool,
+) -> c_int {
+    // SAFETY: the IRQ core passes the vector's data and a valid mask.
+    let cpu = unsafe {
+        if force {
+            bindings::srnic_cpumask_first(mask)
+        } else {
+            bindings::srnic_cpumask_first_online(mask)
+        }
+    };
+    // SAFETY: no preconditions.
+    if cpu >= unsafe { bindings::srnic_nr_cpu_ids() } {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: `data` is the vector's, under the descriptor lock the core
+    // holds while calling the chip.
+    unsafe { bindings::srnic_irq_update_effective_cpu(data, cpu) };
+    bindings::SRNIC_IRQ_SET_MASK_OK as c_int
+}
+
+/// Runs on the raising CPU, interrupts off: hands the IRQ to the generic
+/// layer, which counts it and calls the handler.
+unsafe extern "C" fn raise_here_cb(work: *mut bindings::irq_work) {
+    let offset = core::mem::offset_of!(Vector, work);
+    // SAFETY: only a vector's irq_work runs this; the vector outlives its
+    // work (`drop` syncs it).
+    let vector = unsafe { &*work.cast::<u8>().sub(offset).cast::<Vector>() };
+    // SAFETY: irq_work callbacks run with interrupts disabled; the IRQ is
+    // mapped while the vector exists.
+    unsafe { bindings::generic_handle_irq(vector.irq) };
+}
+
+/// The IPI's callback on the target CPU, interrupts off: as above.
+unsafe extern "C" fn raise_there_cb(info: *mut c_void) {
+    // SAFETY: `info` is the vector whose `call` this is; `drop` waits for
+    // `calls_in_flight` to fall to zero, which is this callback's last
+    // access.
+    let vector = unsafe { &*info.cast::<Vector>() };
+    // SAFETY: as in `raise_here_cb`.
+    unsafe { bindings::generic_handle_irq(vector.irq) };
+    vector.calls_in_flight.fetch_sub(1, Ordering::Release);
+}
+
+/// The vector's IRQ handler: delivers its queued events, oldest first.
+unsafe extern "C" fn handler_cb(_irq: c_int, dev_id: *mut c_void) -> bindings::irqreturn {
+    // SAFETY: `dev_id` is the vector given to `request_threaded_irq`,
+    // which `free_irq` (waiting for running handlers) ends before it goes.
+    let vector = unsafe { &*dev_id.cast::<Vector>() };
+    // SAFETY: the queue is a valid llist head.
+    let mut node = unsafe {
+        bindings::llist_reverse_order(bindings::srnic_llist_del_all(vector.queue.get()))
+    };
+    let offset = core::mem::offset_of!(IrqEvent, node);
+    while !node.is_null() {
+        // SAFETY: every node on a queue is the `node` of a live IrqEvent,
+        // whose owner waits in `quiesce` until `queued` is clear and this
+        // handler has returned.
+        unsafe {
+            let next = (*node).next;
+            let event = node.cast::<u8>().sub(offset).cast::<IrqEvent>();
+            // Cleared before delivering: an event raised during delivery
+            // is queued again, not lost.
+            (*event).queued.store(false, Ordering::Release);
+            ((*event).deliver)(event);
+            node = next;
+        }
+        vector.delivered.fetch_add(1, Ordering::Relaxed);
+    }
+    bindings::irqreturn_IRQ_HANDLED
+}
+
+fn hotplug_state() -> c_int {
+    HOTPLUG_STATE.load(Ordering::Acquire)
+}
+
+/// # Safety
+/// `node` is the `hotplug` field of a live `SoftVectors`.
+unsafe fn from_hotplug_node<'a>(node: *mut bindings::hlist_node) -> &'a SoftVectors {
+    let offset = core::mem::offset_of!(SoftVectors, hotplug);
+    // SAFETY: the caller guarantees `node` lies in a live set.
+    unsafe { &*node.cast::<u8>().sub(offset).cast::<SoftVectors>() }
+}
+
+/// A CPU is about to go: remember which vectors it serves, and their
+/// affinity, so they return with it. (The IRQ core then moves them.)
+unsafe extern "C" fn cpu_offline_cb(cpu: c_uint, node: *mut bindings::hlist_node) -> c_int {
+    // SAFETY: instances are removed before their set drops.
+    let set = unsafe { from_hotplug_node(node) };
+    for vector in set.inner.vectors.iter() {
+        // SAFETY: the IRQ is mapped while the vector exists.
+        let serving = unsafe { bindings::srnic_irq_effective_cpu(vector.irq) };
+        if serving as c_uint != cpu {
+            continue;
+        }
+        // SAFETY: the hotplug core serialises the callbacks of a state, the
+        // only users of `saved_affinity`; the IRQ's mask is valid.
+        unsafe { *vector.saved_affinity.get() = *bindings::srnic_irq_affinity(vector.irq) };
+        vector.displaced_from.store(cpu as i32, Ordering::Release);
+    }
+    0
+}
+
+/// A CPU came back: the vectors its offlining moved return to it.
+unsafe extern "C" fn cpu_online_cb(cpu: c_uint, node: *mut bindings::hlist_node) -> c_int {
+    // SAFETY: as in `cpu_offline_cb`.
+    let set = unsafe { from_hotplug_node(node) };
+    for vector in set.inner.vectors.iter() {
+        if vector.displaced_from.load(Ordering::Acquire) != cpu as i32 {
+            continue;
+        }
+        vector.displaced_from.store(NO_CPU, Ordering::Release);
+        // SAFETY: serialised as in `cpu_offline_cb`; the IRQ is mapped. A
+        // failure leaves the vector where the IRQ core put it.
+        let _ = unsafe { bindings::irq_set_affinity(vector.irq, vector.saved_affinity.get()) };
+    }
+    0
+}
+
+/// Vector `index` of `count`, on the CPUs spread as the kernel spreads a
+/// device's queues.
+fn home_cpu(index: u32) -> c_uint {
+    // SAFETY: no preconditions; -1 is NUMA_NO_NODE.
+    unsafe { bindings::cpumask_local_spread(index, -1) }
+}
+
+/// The number of online CPUs: the default number of vectors.
+pub fn online_cpus() -> u32 {
+    // SAFETY: no preconditions.
+    unsafe { bindings::srnic_num_online_cpus() }
+}
+
+impl SoftVectors {
+    /// Creates `count` vectors whose IRQs are called `<prefix><N>`, each
+    /// aimed at its own CPU (as far as there are CPUs).
+    pub fn new(prefix: &CStr, count: u32) -> Result<Pin<KBox<Self>>> {
+        let mut set = KBox::pin_init(
+            pin_init!(Self {
+                hotplug: Opaque::new(bindings::hlist_node::default()),
+                inner: Inner {
+                    hotplug_added: false,
+                    fwnode: null_mut(),
+                    domain: null_mut(),
+                    vectors: KVec::new(),
+                },
+            }),
+            GFP_KERNEL,
+        )?;
+        // SAFETY: `inner` is not structurally pinned; only `hotplug` is,
+        // and it is not moved. On error the set drops, undoing what was
+        // done so far.
+        let inner = unsafe { &mut Pin::get_unchecked_mut(set.as_mut()).inner };
+        // SAFETY: the name is copied by the callee.
+        inner.fwnode = unsafe { bindings::srnic_irq_domain_alloc_named_fwnode(prefix.as_char_ptr()) };
+        if inner.fwnode.is_null() {
+            return Err(ENOMEM);
+        }
+        // SAFETY: a fresh fwnode and our static ops.
+        inner.domain =
+            unsafe { bindings::srnic_irq_domain_create_linear(inner.fwnode, count, &DOMAIN_OPS.0) };
+        if inner.domain.is_null() {
+            return Err(ENOMEM);
+        }
+        inner.vectors.reserve(count as usize, GFP_KERNEL)?;
+        for index in 0..count {
+            // SAFETY: `index` is below the domain's size.
+            let irq = unsafe {
+                bindings::irq_create_mapping_affinity(inner.domain, index as _, core::ptr::null())
+            };
+            if irq == 0 {
+                return Err(ENOMEM);
+            }
+            let name = CString::try_from_fmt(fmt!("{}{}", prefix, index));
+            let vector = name.and_then(|name| {
+                KBox::pin(
+                    Vector {
+                        irq,
+                        name,
+                        // Initialised below, in place.
+                        work: Opaque::uninit(),
+                        call: Opaque::uninit(),
+                        calls_in_flight: AtomicU32::new(0),
+                        queue: Opaque::new(bindings::llist_head::default()),
+                        requested: AtomicBool::new(false),
+                        delivered: AtomicU64::new(0),
+                        coalesced: AtomicU64::new(0),
+                        displaced_from: AtomicI32::new(NO_CPU),
+                        // SAFETY: an empty mask is all zeroes.
+                        saved_affinity: UnsafeCell::new(unsafe { core::mem::zeroed() }),
+                    },
+                    GFP_KERNEL,
+                )
+                .map_err(Into::into)
+            });
+            let vector = match vector {
+                Ok(vector) => vector,
+                Err(err) => {
+                    // SAFETY: mapped above and not requested.
+                    unsafe { bindings::irq_dispose_mapping(irq) };
+                    return Err(err);
+                }
+            };
+            let info: *const Vector = &*vector;
+            // SAFETY: both are in the vector's fixed allocation.
+            unsafe {
+                bindings::srnic_init_irq_work_hard(vector.work.get(), Some(raise_here_cb));
+                bindings::srnic_init_csd(
+                    vector.call.get(),
+                    Some(raise_there_cb),
+                    info.cast_mut().cast(),
+                );
+            }
+            inner.vectors.push(vector, GFP_KERNEL)?;
+        }
+        for (index, vector) in inner.vectors.iter().enumerate() {
+            let dev_id: *const Vector = &**vector;
+            // SAFETY: the handler and `dev_id` stay valid until `free_irq`
+            // in `drop`; so does the name.
+            let ret = unsafe {
+                bindings::request_threaded_irq(
+                    vector.irq,
+                    Some(handler_cb),
+                    None,
+                    0,
+                    vector.name.as_char_ptr(),
+                    dev_id.cast_mut().cast(),
+                )
+            };
+            if ret != 0 {
+                return Err(Error::from_errno(ret));
+            }
+            vector.requested.store(true, Ordering::Release);
+            // The hint tells irqbalance the home CPU; the user may still
+            // move the vector.
+            // SAFETY: the mask is static (`cpumask_of`).
+            unsafe {
+                let home = bindings::srnic_cpumask_of(home_cpu(index as u32));
+                bindings::__irq_apply_affinity_hint(vector.irq, home, true);
+            }
+        }
+        let state = hotplug_state();
+        if state > 0 {
+            // SAFETY: the node is pinned in the set, which removes the
+            // instance in `drop` before it goes.
+            let ret = unsafe { bindings::srnic_cpuhp_add_instance(state, set.hotplug.get()) };
+            if ret != 0 {
+                return Err(Error::from_errno(ret));
+            }
+            // SAFETY: as above.
+            unsafe { Pin::get_unchecked_mut(set.as_mut()).inner.hotplug_added = true };
+        }
+        Ok(set)
+    }
+
+    /// The number of vectors.
+    pub fn count(&self) -> u32 {
+        self.inner.vectors.len() as u32
+    }
+
+    /// Raises `event` on vector `index`: its delivery runs soon in the
+    /// vector's handler on the vector's CPU. An event already raised and
+    /// not yet delivered is delivered once. Any context.
+    pub fn raise(&self, index: u32, event: &IrqEvent) {
+        let Some(vector) = self.inner.vectors.get(index as usize) else {
+            return;
+        };
+        if event.queued.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        // SAFETY: the event stays in place until its owner's `quiesce`;
+        // the queue is a valid llist head.
+        let was_empty = unsafe { bindings::srnic_llist_add(event.node.get(), vector.queue.get()) };
+        if !was_empty {
+            // The vector is raised already; its handler takes this too.
+            vector.coalesced.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        // With preemption off no CPU can go offline between reading the
+        // affinity and interrupting it.
+        // SAFETY: balanced below; the IRQ is mapped while the set exists.
+        unsafe {
+            bindings::srnic_preempt_disable();
+            let cpu = bindings::srnic_irq_effective_cpu(vector.irq);
+            if cpu == bindings::srnic_this_cpu() || !vector.interrupt(cpu) {
+                bindings::irq_work_queue(vector.work.get());
+            }
+            bindings::srnic_preempt_enable();
+        }
+    }
+
+    /// Waits until `event`, raised on vector `index`, is neither queued
+    /// nor being delivered. The caller ensures nothing raises it again.
+    /// Sleeps.
+    pub fn quiesce(&self, index: u32, event: &IrqEvent) {
+        let Some(vector) = self.inner.vectors.get(index as usize) else {
+            return;
+        };
+        loop {
+            vector.wait_idle();
+            if !event.queued.load(Ordering::Acquire) {
+                break;
+            }
+        }
+    }
+
+    /// The CPUs vector `index` runs on, for kernel consumers placing their
+    /// queues (`get_vector_affinity`).
+    pub fn effective_affinity(&self, index: u32) -> *const bindings::cpumask {
+        match self.inner.vectors.get(index as usize) {
+            // SAFETY: the IRQ is mapped; the mask lives in its descriptor.
+            Some(vector) => unsafe { bindings::srnic_irq_effective_affinity(vector.irq) },
+            None => core::ptr::null(),
+        }
+    }
+
+    /// The Linux IRQ number of vector `index`.
+    pub fn irq(&self, index: u32) -> Option<u32> {
+        self.inner.vectors.get(index as usize).map(|vector| vector.irq)
+    }
+
+    /// Events delivered by vector `index`, and how many of them rode on an
+    /// interrupt raised for another.
+    pub fn counts(&self, index: u32) -> (u64, u64) {
+        self.inner
+            .vectors
+            .get(index as usize)
+            .map(|v| (v.delivered.load(Ordering::Relaxed), v.coalesced.load(Ordering::Relaxed)))
+            .unwrap_or((0, 0))
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for SoftVectors {
+    fn drop(self: Pin<&mut Self>) {
+        let hotplug = self.hotplug.get();
+        // SAFETY: nothing is moved out; the set is being dropped.
+        let inner = unsafe { &mut Pin::get_unchecked_mut(self).inner };
+        if inner.hotplug_added {
+            // SAFETY: added in `new`; after this no callback sees the set.
+            unsafe { bindings::srnic_cpuhp_remove_instance(hotplug_state(), hotplug) };
+        }
+        for vector in inner.vectors.iter() {
+            // Nothing raises the vector any more (its events' owners are
+            // gone): once the raises under way have run, none comes.
+            vector.wait_idle();
+            if vector.requested.load(Ordering::Acquire) {
+                let dev_id: *const Vector = &**vector;
+                // SAFETY: requested in `new` with this `dev_id`; the hint
+                // must be gone before the IRQ is freed. `free_irq` waits
+                // for a running handler.
+                unsafe {
+                    bindings::__irq_apply_affinity_hint(vector.irq, core::ptr::null(), false);
+                    bindings::free_irq(vector.irq, dev_id.cast_mut().cast());
+                }
+            }
+            // SAFETY: the IRQ is free and its work idle.
+            unsafe { bindings::irq_dispose_mapping(vector.irq) };
+        }
+        drop(core::mem::replace(&mut inner.vectors, KVec::new()));
+        if !inner.domain.is_null() {
+            // SAFETY: every mapping is disposed of.
+            unsafe { bindings::irq_domain_remove(inner.domain) };
+        }
+        if !inner.fwnode.is_null() {
+            // SAFETY: the domain using it is gone.
+            unsafe { bindings::irq_domain_free_fwnode(inner.fwnode) };
+        }
+    }
+}
