@@ -119,6 +119,12 @@ int srnic_test_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 			 const struct ib_send_wr **bad_wr);
 int srnic_test_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
 			 const struct ib_recv_wr **bad_wr);
+int srnic_test_poll_cq(struct ib_cq *cq, int num, struct ib_wc *wc);
+int srnic_test_req_notify_cq(struct ib_cq *cq, enum ib_cq_notify_flags flags);
+u64 srnic_test_vector_cpus(struct ib_device *dev, int vector);
+int srnic_test_this_cpu(void);
+u64 srnic_test_now_ns(void);
+unsigned int srnic_test_online_cpus(void);
 
 /* A device's maintenance work, run later in process context. */
 void srnic_init_delayed_work(struct delayed_work *dwork, work_func_t fn);

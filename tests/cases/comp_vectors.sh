@@ -137,6 +137,18 @@ stats=$(rdma statistic show link srnic0/1)
 expect_match "$stats" "comp_vector0_events [1-9]" "rdma statistic counts comp0's events"
 expect_match "$stats" "comp_vector1_events [1-9]" "rdma statistic counts comp1's events"
 
+step "arming rules and moderation of kernel CQs (srnic_verbs_test)"
+dmesg -C
+out=$(insmod "$SRNIC_TOP/srnic_verbs_test.ko" 2>&1) ||
+	fail "srnic_verbs_test failed: $out: $(dmesg | grep -A2 'srnic_verbs_test' | tail -5)"
+dmesg | grep -E 'ok: |moderated|CQEs, count|CQ on vector' | sed 's/^\[[^]]*\] //'
+expect_match "$(dmesg)" 'srnic_verbs_test: all checks passed' "every in-kernel check passed"
+expect_match "$(dmesg)" 'ok: CQs on two vectors have their events on two CPUs' "two vectors, two CPUs"
+must rmmod srnic_verbs_test
+
+step "arming rules of user CQs (verbs_user events)"
+must timeout 120 "$SRNIC_TOP/out/progs/verbs_user" srnic0 events
+
 step "removal"
 must rdma link delete srnic0
 expect_eq "$(grep -c 'srnic0-comp' /proc/interrupts)" 0 "srnic0-comp lines after rdma link delete"

@@ -16,3 +16,36 @@ int srnic_test_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr,
 {
 	return ib_post_recv(qp, wr, bad_wr);
 }
+
+int srnic_test_poll_cq(struct ib_cq *cq, int num, struct ib_wc *wc)
+{
+	return ib_poll_cq(cq, num, wc);
+}
+
+int srnic_test_req_notify_cq(struct ib_cq *cq, enum ib_cq_notify_flags flags)
+{
+	return ib_req_notify_cq(cq, flags);
+}
+
+/* The CPUs (of the first 64) that completion vector @vector serves. */
+u64 srnic_test_vector_cpus(struct ib_device *dev, int vector)
+{
+	const struct cpumask *mask = ib_get_vector_affinity(dev, vector);
+
+	return mask ? cpumask_bits(mask)[0] : 0;
+}
+
+int srnic_test_this_cpu(void)
+{
+	return raw_smp_processor_id();
+}
+
+u64 srnic_test_now_ns(void)
+{
+	return ktime_get_ns();
+}
+
+unsigned int srnic_test_online_cpus(void)
+{
+	return num_online_cpus();
+}

@@ -4,7 +4,9 @@
 //! cannot reach: `ib_post_send`/`ib_post_recv` argument checks with
 //! `bad_wr`, the flush of outstanding work when a kernel QP moves to ERR
 //! (seed 004: every WR exactly once, in order), WRs posted in ERR, and
-//! `ib_drain_qp`.
+//! `ib_drain_qp`; then the completion events of kernel CQs (seed 002):
+//! the arming rules, missed events, moderation, and each CQ's events on
+//! the CPU of its vector.
 //!
 //! Loading the module runs the test; it loads only if every check passed,
 //! and says what failed otherwise. The verbs are the core's consumer API,
@@ -14,9 +16,9 @@
 mod bindings;
 
 use core::ptr::null_mut;
-use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use kernel::c_str;
-use kernel::ffi::{c_char, c_int};
+use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
 
 module! {
@@ -194,6 +196,68 @@ fn logged(from: usize, to: usize) -> impl Iterator<Item = (u32, u32)> {
     })
 }
 
+/// Moves RC `qp` from RESET to RTS connected to itself over the port's
+/// RoCEv2 link-local GID, whose MAC the core derives without ARP.
+fn connect_to_itself(
+    dev: *mut bindings::ib_device,
+    qp: *mut bindings::ib_qp,
+    timeout: u8,
+) -> Result<(), &'static str> {
+    let mut attr = bindings::ib_qp_attr {
+        qp_state: bindings::ib_qp_state_IB_QPS_INIT,
+        port_num: 1,
+        ..Default::default()
+    };
+    let m = bindings::ib_qp_attr_mask_IB_QP_STATE
+        | bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX
+        | bindings::ib_qp_attr_mask_IB_QP_PORT
+        | bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
+    check(modify(qp, &mut attr, m) == 0, "modify RC to INIT")?;
+    let mut gid = bindings::ib_gid::default();
+    // SAFETY: a registered device; the GID is written to our local.
+    let ret = unsafe { bindings::rdma_query_gid(dev, 1, 0, &mut gid) };
+    check(ret == 0, "query GID 0")?;
+    let mut attr = bindings::ib_qp_attr {
+        qp_state: bindings::ib_qp_state_IB_QPS_RTR,
+        path_mtu: bindings::ib_mtu_IB_MTU_1024,
+        // SAFETY: the QP is live.
+        dest_qp_num: unsafe { (*qp).qp_num },
+        max_dest_rd_atomic: 1,
+        min_rnr_timer: 12,
+        ..Default::default()
+    };
+    attr.ah_attr.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+    attr.ah_attr.ah_flags = bindings::ib_ah_flags_IB_AH_GRH as u8;
+    attr.ah_attr.port_num = 1;
+    attr.ah_attr.grh.dgid = gid;
+    attr.ah_attr.grh.sgid_index = 0;
+    attr.ah_attr.grh.hop_limit = 1;
+    let m = bindings::ib_qp_attr_mask_IB_QP_STATE
+        | bindings::ib_qp_attr_mask_IB_QP_AV
+        | bindings::ib_qp_attr_mask_IB_QP_PATH_MTU
+        | bindings::ib_qp_attr_mask_IB_QP_DEST_QPN
+        | bindings::ib_qp_attr_mask_IB_QP_RQ_PSN
+        | bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC
+        | bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
+    check(modify(qp, &mut attr, m) == 0, "modify RC to RTR")?;
+    let mut attr = bindings::ib_qp_attr {
+        qp_state: bindings::ib_qp_state_IB_QPS_RTS,
+        timeout,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        max_rd_atomic: 1,
+        ..Default::default()
+    };
+    let m = bindings::ib_qp_attr_mask_IB_QP_STATE
+        | bindings::ib_qp_attr_mask_IB_QP_TIMEOUT
+        | bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT
+        | bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY
+        | bindings::ib_qp_attr_mask_IB_QP_SQ_PSN
+        | bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
+    check(modify(qp, &mut attr, m) == 0, "modify RC to RTS")?;
+    Ok(())
+}
+
 fn run() -> Result<(), &'static str> {
     let mut r = Resources {
         dev: null_mut(),
@@ -230,61 +294,8 @@ fn run() -> Result<(), &'static str> {
     check(!qp.is_null(), "ib_create_qp RC")?;
     r.qps[0] = qp;
 
-    // RESET -> INIT -> RTR -> RTS, towards itself over the port's RoCEv2
-    // link-local GID, whose MAC the core derives without ARP.
-    let mut attr = bindings::ib_qp_attr {
-        qp_state: bindings::ib_qp_state_IB_QPS_INIT,
-        port_num: 1,
-        ..Default::default()
-    };
-    let m = bindings::ib_qp_attr_mask_IB_QP_STATE
-        | bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX
-        | bindings::ib_qp_attr_mask_IB_QP_PORT
-        | bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
-    check(modify(qp, &mut attr, m) == 0, "modify RC to INIT")?;
-    let mut gid = bindings::ib_gid::default();
-    // SAFETY: a registered device; the GID is written to our local.
-    let ret = unsafe { bindings::rdma_query_gid(r.dev, 1, 0, &mut gid) };
-    check(ret == 0, "query GID 0")?;
-    let mut attr = bindings::ib_qp_attr {
-        qp_state: bindings::ib_qp_state_IB_QPS_RTR,
-        path_mtu: bindings::ib_mtu_IB_MTU_1024,
-        // SAFETY: the QP is live.
-        dest_qp_num: unsafe { (*qp).qp_num },
-        max_dest_rd_atomic: 1,
-        min_rnr_timer: 12,
-        ..Default::default()
-    };
-    attr.ah_attr.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
-    attr.ah_attr.ah_flags = bindings::ib_ah_flags_IB_AH_GRH as u8;
-    attr.ah_attr.port_num = 1;
-    attr.ah_attr.grh.dgid = gid;
-    attr.ah_attr.grh.sgid_index = 0;
-    attr.ah_attr.grh.hop_limit = 1;
-    let m = bindings::ib_qp_attr_mask_IB_QP_STATE
-        | bindings::ib_qp_attr_mask_IB_QP_AV
-        | bindings::ib_qp_attr_mask_IB_QP_PATH_MTU
-        | bindings::ib_qp_attr_mask_IB_QP_DEST_QPN
-        | bindings::ib_qp_attr_mask_IB_QP_RQ_PSN
-        | bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC
-        | bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
-    check(modify(qp, &mut attr, m) == 0, "modify RC to RTR")?;
-    let mut attr = bindings::ib_qp_attr {
-        qp_state: bindings::ib_qp_state_IB_QPS_RTS,
-        // The longest timeout: sends stay outstanding until the flush.
-        timeout: 31,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        max_rd_atomic: 1,
-        ..Default::default()
-    };
-    let m = bindings::ib_qp_attr_mask_IB_QP_STATE
-        | bindings::ib_qp_attr_mask_IB_QP_TIMEOUT
-        | bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT
-        | bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY
-        | bindings::ib_qp_attr_mask_IB_QP_SQ_PSN
-        | bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
-    check(modify(qp, &mut attr, m) == 0, "modify RC to RTS")?;
+    // The longest timeout: sends stay outstanding until the flush.
+    connect_to_itself(r.dev, qp, 31)?;
 
     let buffer = KBox::new([0u8; 64], GFP_KERNEL).map_err(|_| "allocate buffer")?;
     // SAFETY: the PD is live; its local DMA lkey covers kernel memory.
@@ -411,11 +422,367 @@ fn run() -> Result<(), &'static str> {
     Ok(())
 }
 
+/// Completion events per test CQ, the CPUs they ran on (a bit each), the
+/// time of the last, and whether the handler arms the CQ again.
+static EVENTS: [AtomicU32; 2] = [const { AtomicU32::new(0) }; 2];
+static EVENT_CPUS: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
+static LAST_EVENT_NS: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
+static REARM: [AtomicBool; 2] = [const { AtomicBool::new(false) }; 2];
+
+unsafe extern "C" fn count_event(cq: *mut bindings::ib_cq, context: *mut c_void) {
+    let index = context as usize;
+    // SAFETY: no preconditions.
+    let (cpu, now) = unsafe { (bindings::srnic_test_this_cpu(), bindings::srnic_test_now_ns()) };
+    if let (Some(events), Some(cpus), Some(last), Some(rearm)) = (
+        EVENTS.get(index),
+        EVENT_CPUS.get(index),
+        LAST_EVENT_NS.get(index),
+        REARM.get(index),
+    ) {
+        cpus.fetch_or(1u64.checked_shl(cpu as u32).unwrap_or(0), Ordering::AcqRel);
+        last.store(now, Ordering::Release);
+        events.fetch_add(1, Ordering::AcqRel);
+        if rearm.load(Ordering::Acquire) {
+            // SAFETY: the CQ is live while its events can come.
+            unsafe {
+                bindings::srnic_test_req_notify_cq(cq, bindings::ib_cq_notify_flags_IB_CQ_NEXT_COMP)
+            };
+        }
+    }
+}
+
+fn events(index: usize) -> u32 {
+    EVENTS.get(index).map_or(0, |e| e.load(Ordering::Acquire))
+}
+
+fn sleep_ms(ms: u32) {
+    // SAFETY: module init runs in process context.
+    unsafe { bindings::msleep(ms) };
+}
+
+fn now_ns() -> u64 {
+    // SAFETY: no preconditions.
+    unsafe { bindings::srnic_test_now_ns() }
+}
+
+/// Polls `cq` until `count` CQEs were taken (two seconds at most); all
+/// must be successful.
+fn take(cq: *mut bindings::ib_cq, count: u32) -> Result<(), &'static str> {
+    let mut taken = 0;
+    for _ in 0..2000 {
+        let mut wc = bindings::ib_wc::default();
+        // SAFETY: a live CQ of ours, polled only by this thread.
+        while unsafe { bindings::srnic_test_poll_cq(cq, 1, &mut wc) } > 0 {
+            if wc.status != bindings::ib_wc_status_IB_WC_SUCCESS {
+                return Err("a CQE of the events test reports an error");
+            }
+            taken += 1;
+        }
+        if taken >= count {
+            return check_quiet(taken == count, "more CQEs than WRs");
+        }
+        sleep_ms(1);
+    }
+    Err("CQEs of the events test did not arrive within 2 s")
+}
+
+/// Waits up to two seconds until CQ `index` has seen `count` events.
+fn await_events(index: usize, count: u32) -> bool {
+    for _ in 0..2000 {
+        if events(index) >= count {
+            return true;
+        }
+        sleep_ms(1);
+    }
+    false
+}
+
+fn arm(cq: *mut bindings::ib_cq, flags: bindings::ib_cq_notify_flags) -> c_int {
+    // SAFETY: a live CQ of ours.
+    unsafe { bindings::srnic_test_req_notify_cq(cq, flags) }
+}
+
+/// The event test's objects, released in reverse order.
+struct EventResources {
+    dev: *mut bindings::ib_device,
+    pd: *mut bindings::ib_pd,
+    send_cq: *mut bindings::ib_cq,
+    recv_cqs: [*mut bindings::ib_cq; 2],
+    qps: [*mut bindings::ib_qp; 2],
+}
+
+impl Drop for EventResources {
+    fn drop(&mut self) {
+        // SAFETY: as in `Resources::drop`.
+        unsafe {
+            for qp in self.qps {
+                if !qp.is_null() {
+                    bindings::ib_destroy_qp_user(qp, null_mut());
+                }
+            }
+            for cq in Iterator::chain(self.recv_cqs.into_iter(), [self.send_cq]) {
+                if !cq.is_null() {
+                    bindings::ib_destroy_cq_user(cq, null_mut());
+                }
+            }
+            if !self.pd.is_null() {
+                bindings::ib_dealloc_pd_user(self.pd, null_mut());
+            }
+            if !self.dev.is_null() {
+                bindings::ib_device_put(self.dev);
+            }
+        }
+    }
+}
+
+/// SEND `count` messages on `qp` to itself, each received: `solicited`
+/// asks for the solicited event.
+fn exchange(
+    qp: *mut bindings::ib_qp,
+    sge: &mut bindings::ib_sge,
+    count: u32,
+    solicited: bool,
+) -> Result<(), &'static str> {
+    for _ in 0..count {
+        let recv = bindings::ib_recv_wr {
+            sg_list: sge,
+            num_sge: 1,
+            ..Default::default()
+        };
+        check_quiet(post_recv(qp, &recv).0 == 0, "post_recv (events)")?;
+        let mut flags = bindings::ib_send_flags_IB_SEND_SIGNALED;
+        if solicited {
+            flags |= bindings::ib_send_flags_IB_SEND_SOLICITED;
+        }
+        let send = bindings::ib_send_wr {
+            sg_list: sge,
+            num_sge: 1,
+            opcode: bindings::ib_wr_opcode_IB_WR_SEND,
+            send_flags: flags as c_int,
+            ..Default::default()
+        };
+        check_quiet(post_send(qp, &send).0 == 0, "post_send (events)")?;
+    }
+    Ok(())
+}
+
+fn check_quiet(ok: bool, what: &'static str) -> Result<(), &'static str> {
+    if ok {
+        Ok(())
+    } else {
+        Err(what)
+    }
+}
+
+fn run_events() -> Result<(), &'static str> {
+    let mut r = EventResources {
+        dev: null_mut(),
+        pd: null_mut(),
+        send_cq: null_mut(),
+        recv_cqs: [null_mut(); 2],
+        qps: [null_mut(); 2],
+    };
+    // SAFETY: as in `run`.
+    r.dev = unsafe {
+        bindings::ib_device_get_by_name(
+            DEVICE.as_char_ptr(),
+            bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN,
+        )
+    };
+    check(!r.dev.is_null(), "srnic0 exists (events)")?;
+    // SAFETY: a registered device.
+    let vectors = unsafe { (*r.dev).num_comp_vectors } as u32;
+    // SAFETY: no preconditions.
+    let online = unsafe { bindings::srnic_test_online_cpus() };
+    check(vectors == online, "num_comp_vectors is the number of online CPUs")?;
+    // SAFETY: as in `run`.
+    let pd = unsafe { bindings::__ib_alloc_pd(r.dev, 0, CALLER.as_char_ptr()) };
+    check(!is_err(pd), "ib_alloc_pd (events)")?;
+    r.pd = pd;
+    let create_cq = |vector: u32, context: usize| {
+        let attr = bindings::ib_cq_init_attr {
+            cqe: 64,
+            comp_vector: vector,
+            flags: 0,
+        };
+        // SAFETY: a registered device, a handler valid while the module
+        // is loaded, and attributes on our stack.
+        let cq = unsafe {
+            bindings::__ib_create_cq(
+                r.dev,
+                Some(count_event),
+                None,
+                context as *mut c_void,
+                &attr,
+                CALLER.as_char_ptr(),
+            )
+        };
+        if is_err(cq) {
+            null_mut()
+        } else {
+            cq
+        }
+    };
+    let last_vector = vectors.saturating_sub(1);
+    r.send_cq = create_cq(0, 9);
+    r.recv_cqs = [create_cq(0, 0), create_cq(last_vector, 1)];
+    check(
+        !r.send_cq.is_null() && r.recv_cqs.iter().all(|cq| !cq.is_null()),
+        "ib_create_cq with a handler, on vector 0 and the last vector",
+    )?;
+    // SAFETY: as in `create_cq`; the answer is checked.
+    let beyond = unsafe {
+        let attr = bindings::ib_cq_init_attr {
+            cqe: 4,
+            comp_vector: vectors,
+            flags: 0,
+        };
+        bindings::__ib_create_cq(r.dev, None, None, null_mut(), &attr, CALLER.as_char_ptr())
+    };
+    check(
+        beyond as isize == -(bindings::EINVAL as isize),
+        "a CQ on vector num_comp_vectors fails with EINVAL",
+    )?;
+    for (slot, recv_cq) in r.qps.iter_mut().zip(r.recv_cqs) {
+        let mut init = bindings::ib_qp_init_attr {
+            send_cq: r.send_cq,
+            recv_cq,
+            sq_sig_type: bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
+            qp_type: bindings::ib_qp_type_IB_QPT_RC,
+            port_num: 1,
+            ..Default::default()
+        };
+        init.cap.max_send_wr = 64;
+        init.cap.max_recv_wr = 64;
+        init.cap.max_send_sge = 1;
+        init.cap.max_recv_sge = 1;
+        // SAFETY: a valid PD and attributes; the result is checked.
+        let qp = unsafe { bindings::ib_create_qp_kernel(r.pd, &mut init, CALLER.as_char_ptr()) };
+        check(!is_err(qp), "ib_create_qp RC (events)")?;
+        *slot = qp;
+        connect_to_itself(r.dev, qp, 14)?;
+    }
+    let [qp, other_qp] = r.qps;
+    let [cq, other_cq] = r.recv_cqs;
+    let buffer = KBox::new([0u8; 64], GFP_KERNEL).map_err(|_| "allocate buffer")?;
+    // SAFETY: the PD is live; its local DMA lkey covers kernel memory.
+    let lkey = unsafe { (*r.pd).local_dma_lkey };
+    let mut sge = bindings::ib_sge {
+        addr: buffer.as_ptr() as u64,
+        length: 64,
+        lkey,
+    };
+    let solicited_only = bindings::ib_cq_notify_flags_IB_CQ_SOLICITED;
+    let next = bindings::ib_cq_notify_flags_IB_CQ_NEXT_COMP;
+    let missed = bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS;
+
+    check(arm(cq, solicited_only) == 0, "arm for solicited completions")?;
+    exchange(qp, &mut sge, 3, false)?;
+    take(cq, 3)?;
+    take(r.send_cq, 3)?;
+    sleep_ms(20);
+    check(events(0) == 0, "unsolicited CQEs raise no event on a CQ armed for solicited")?;
+    exchange(qp, &mut sge, 1, true)?;
+    check(await_events(0, 1), "a solicited CQE raises the event")?;
+    take(cq, 1)?;
+    take(r.send_cq, 1)?;
+
+    check(arm(cq, next) == 0, "arm for the next completion")?;
+    exchange(qp, &mut sge, 10, false)?;
+    take(cq, 10)?;
+    take(r.send_cq, 10)?;
+    sleep_ms(20);
+    check(events(0) == 2, "ten CQEs after one arming raise exactly one event")?;
+
+    // The receive's CQE is written before the ACK that completes the send.
+    exchange(qp, &mut sge, 1, false)?;
+    take(r.send_cq, 1)?;
+    check(arm(cq, next | missed) > 0, "arming reports the CQE already waiting")?;
+    take(cq, 1)?;
+    check(arm(cq, next | missed) == 0, "arming an empty CQ reports nothing missed")?;
+    exchange(qp, &mut sge, 1, false)?;
+    check(await_events(0, 3), "the armed CQ raises the event for the next CQE")?;
+    take(cq, 1)?;
+    take(r.send_cq, 1)?;
+
+    // Moderation by period: a count never reached, so the event waits the
+    // whole period.
+    // SAFETY: a live CQ of ours.
+    let ret = unsafe { bindings::rdma_set_cq_moderation(cq, 1000, 3000) };
+    check(ret == 0, "modify_cq: count 1000, period 3000 us")?;
+    // SAFETY: as above.
+    let ret = unsafe { bindings::rdma_set_cq_moderation(cq, 1, 5000) };
+    check(
+        ret == -(bindings::EINVAL as c_int),
+        "modify_cq: a period above the advertised maximum fails with EINVAL",
+    )?;
+    check(arm(cq, next) == 0, "arm with moderation")?;
+    let start = now_ns();
+    exchange(qp, &mut sge, 1, false)?;
+    check(await_events(0, 4), "the moderated event comes")?;
+    let waited_us = LAST_EVENT_NS[0].load(Ordering::Acquire).saturating_sub(start) / 1000;
+    pr_info!("moderated event after {} us (period 3000 us)\n", waited_us);
+    check(waited_us >= 3000, "the event waits for the period")?;
+    check(waited_us < 3000 + 500_000, "the event comes soon after the period")?;
+    take(cq, 1)?;
+    take(r.send_cq, 1)?;
+
+    // Moderation by count, the handler arming again each time.
+    // SAFETY: a live CQ of ours.
+    let ret = unsafe { bindings::rdma_set_cq_moderation(cq, 8, 4000) };
+    check(ret == 0, "modify_cq: count 8, period 4000 us")?;
+    REARM[0].store(true, Ordering::Release);
+    let before = events(0);
+    check(arm(cq, next) == 0, "arm with count moderation")?;
+    let start = now_ns();
+    exchange(qp, &mut sge, 48, false)?;
+    take(cq, 48)?;
+    let elapsed_us = (now_ns().saturating_sub(start) / 1000) as u32;
+    take(r.send_cq, 48)?;
+    sleep_ms(10);
+    REARM[0].store(false, Ordering::Release);
+    let raised = events(0) - before;
+    let bound = 48 / 8 + elapsed_us / 4000 + 1;
+    pr_info!("48 CQEs, count 8: {} events in {} us (at most {})\n", raised, elapsed_us, bound);
+    check(raised >= 1 && raised <= bound, "events at most CQEs / count plus the period's share")?;
+    // SAFETY: a live CQ of ours.
+    let ret = unsafe { bindings::rdma_set_cq_moderation(cq, 0, 0) };
+    check(ret == 0, "modify_cq: moderation off")?;
+
+    // Each CQ's events run on the CPU of its vector.
+    for _ in 0..5 {
+        for (index, (qp, cq)) in [(qp, cq), (other_qp, other_cq)].into_iter().enumerate() {
+            let before = events(index);
+            check_quiet(arm(cq, next) == 0, "arm (vectors)")?;
+            exchange(qp, &mut sge, 1, false)?;
+            check(await_events(index, before + 1), "event (vectors)")?;
+            take(cq, 1)?;
+            take(r.send_cq, 1)?;
+        }
+    }
+    for (index, vector) in [(0, 0), (1, last_vector)] {
+        // SAFETY: a registered device and a valid vector.
+        let serves = unsafe { bindings::srnic_test_vector_cpus(r.dev, vector as c_int) };
+        let ran = EVENT_CPUS[index].load(Ordering::Acquire);
+        pr_info!("CQ on vector {}: events on CPUs {:#x}, the vector serves {:#x}\n", vector, ran, serves);
+        check(serves != 0, "get_vector_affinity names the vector's CPUs")?;
+        check(ran & !serves == 0, "a CQ's events run only on its vector's CPUs")?;
+    }
+    if last_vector > 0 {
+        check(
+            EVENT_CPUS[0].load(Ordering::Acquire) != EVENT_CPUS[1].load(Ordering::Acquire),
+            "CQs on two vectors have their events on two CPUs",
+        )?;
+    }
+    drop(r);
+    Ok(())
+}
+
 struct VerbsTest;
 
 impl kernel::Module for VerbsTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        match run() {
+        match run().and_then(|()| run_events()) {
             Ok(()) => {
                 pr_info!("srnic_verbs_test: all checks passed\n");
                 Ok(VerbsTest)

@@ -10,6 +10,9 @@
  *                            opcode checked, and each error path: RNR
  *                            retries exhausted and waited out, bad rkey,
  *                            missing access, overlong SEND, bad lkey
+ *   verbs_user DEV events    CQ events through a completion channel on the
+ *                            last vector: the solicited and next-completion
+ *                            arming rules, one event per arming
  *   verbs_user DEV hold      open every object type, print "ready", wait
  *   verbs_user DEV watch     as hold, then report async events until the
  *                            device is gone (IBV_EVENT_DEVICE_FATAL)
@@ -19,6 +22,7 @@
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <arpa/inet.h>
+#include <poll.h>
 #include <pthread.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/rdma_user_rxe.h>
@@ -796,11 +800,12 @@ static void rc_modify(struct ibv_qp *qp, uint32_t dest, int access, int rnr_retr
 		FAIL("modify to RTS: %s", strerror(errno));
 }
 
-static void rc_side_init(struct rc_side *s)
+/* A side whose receives complete on `recv_cq` (NULL: on its own CQ). */
+static void rc_side_init_with(struct rc_side *s, struct ibv_cq *recv_cq)
 {
 	s->cq = make_cq(256);
 	struct ibv_qp_init_attr attr = {
-		.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
+		.send_cq = s->cq, .recv_cq = recv_cq ? recv_cq : s->cq, .qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4, .max_recv_sge = 4,
 			 .max_inline_data = 64 },
 	};
@@ -815,6 +820,11 @@ static void rc_side_init(struct rc_side *s)
 			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 	if (!s->mr)
 		FAIL("ibv_reg_mr: %s", strerror(errno));
+}
+
+static void rc_side_init(struct rc_side *s)
+{
+	rc_side_init_with(s, NULL);
 }
 
 /* Two fresh connected QPs; `access` is what each allows its peer,
@@ -1064,10 +1074,104 @@ static void rc_error_test(void)
 	rc_free(&b);
 }
 
+/* ---- CQ events through a completion channel ---- */
+
+static struct ibv_comp_channel *channel;
+static struct ibv_cq *event_cq;
+static unsigned int events_got;
+
+/* Whether an event for `event_cq` arrives within `ms` milliseconds. */
+static int got_event(int ms)
+{
+	struct pollfd pfd = { .fd = channel->fd, .events = POLLIN };
+	struct ibv_cq *cq;
+	void *cq_context;
+
+	if (poll(&pfd, 1, ms) <= 0)
+		return 0;
+	if (ibv_get_cq_event(channel, &cq, &cq_context))
+		FAIL("ibv_get_cq_event: %s", strerror(errno));
+	if (cq != event_cq || cq_context != &events_got)
+		FAIL("an event for another CQ arrived");
+	events_got++;
+	return 1;
+}
+
+/* `count` SENDs from a to b, each received on b's receive CQ (taken). */
+static void send_to(struct rc_side *a, struct rc_side *b, int count, int solicited)
+{
+	for (int i = 0; i < count; i++) {
+		struct ibv_sge sge = { (uintptr_t)a->buf, 64, a->mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED |
+							(solicited ? IBV_SEND_SOLICITED : 0) }, *bad;
+
+		if (rc_recv(b, 1000 + i, 0, 64) || ibv_post_send(a->qp, &wr, &bad))
+			FAIL("post: %s", strerror(errno));
+		struct ibv_wc sent = rc_wait(a->cq, "SEND (events)");
+		struct ibv_wc got = rc_wait(event_cq, "receive (events)");
+
+		if (sent.status != IBV_WC_SUCCESS || got.status != IBV_WC_SUCCESS ||
+		    got.wr_id != 1000 + (uint64_t)i)
+			FAIL("SEND %d (events): status %s, receive %llu status %s", i,
+			     ibv_wc_status_str(sent.status), (unsigned long long)got.wr_id,
+			     ibv_wc_status_str(got.status));
+	}
+}
+
+static void events_test(void)
+{
+	struct rc_side a, b;
+	int vector = ctx->num_comp_vectors - 1;
+
+	channel = ibv_create_comp_channel(ctx);
+	if (!channel)
+		FAIL("ibv_create_comp_channel: %s", strerror(errno));
+	CHECK(!ibv_create_cq(ctx, 4, NULL, channel, ctx->num_comp_vectors) && errno == EINVAL,
+	      "a CQ on vector num_comp_vectors (%d) fails with EINVAL", ctx->num_comp_vectors);
+	event_cq = ibv_create_cq(ctx, 64, &events_got, channel, vector);
+	CHECK(event_cq, "a CQ with a completion channel on vector %d", vector);
+	rc_side_init(&a);
+	rc_side_init_with(&b, event_cq);
+	rc_modify(a.qp, b.qp->qp_num, ALL_ACCESS, 7);
+	rc_modify(b.qp, a.qp->qp_num, ALL_ACCESS, 7);
+
+	if (ibv_req_notify_cq(event_cq, 1))
+		FAIL("ibv_req_notify_cq(solicited): %s", strerror(errno));
+	send_to(&a, &b, 3, 0);
+	CHECK(!got_event(300), "unsolicited receives raise no event on a CQ armed for solicited");
+	send_to(&a, &b, 1, 1);
+	CHECK(got_event(3000), "a solicited receive raises the event");
+
+	if (ibv_req_notify_cq(event_cq, 0))
+		FAIL("ibv_req_notify_cq(next): %s", strerror(errno));
+	send_to(&a, &b, 10, 0);
+	CHECK(got_event(3000), "the CQ armed for the next completion raises the event");
+	CHECK(!got_event(300), "ten completions after one arming raise exactly one event");
+	send_to(&a, &b, 2, 1);
+	CHECK(!got_event(300), "an unarmed CQ raises no event, even for solicited receives");
+
+	if (ibv_req_notify_cq(event_cq, 0))
+		FAIL("ibv_req_notify_cq(next): %s", strerror(errno));
+	send_to(&a, &b, 1, 0);
+	CHECK(got_event(3000), "arming again gives the next event");
+
+	ibv_ack_cq_events(event_cq, events_got);
+	rc_free(&a);
+	ibv_destroy_qp(b.qp);
+	ibv_dereg_mr(b.mr);
+	ibv_destroy_cq(b.cq);
+	free(b.buf);
+	CHECK(!ibv_destroy_cq(event_cq), "the event CQ is destroyed after acknowledging %u events",
+	      events_got);
+	ibv_destroy_comp_channel(channel);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3)
-		FAIL("usage: %s DEVICE limits|flush|race|hostile|rc|hold|watch", argv[0]);
+		FAIL("usage: %s DEVICE limits|flush|race|hostile|rc|events|hold|watch", argv[0]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	open_device(argv[1]);
 	if (!strcmp(argv[2], "limits"))
@@ -1082,6 +1186,8 @@ int main(int argc, char **argv)
 		rc_data_test();
 		rc_error_test();
 	}
+	else if (!strcmp(argv[2], "events"))
+		events_test();
 	else if (!strcmp(argv[2], "hold"))
 		hold(0);
 	else if (!strcmp(argv[2], "watch"))
