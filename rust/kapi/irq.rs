@@ -21,8 +21,8 @@ use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use kernel::ffi::{c_int, c_uint};
 use kernel::prelude::*;
 use kernel::str::{CStr, CString};
-use kernel::{c_str, fmt};
 use kernel::types::Opaque;
+use kernel::{c_str, fmt};
 
 /// No CPU: a vector no offlining has moved.
 const NO_CPU: i32 = -1;
@@ -261,9 +261,8 @@ unsafe extern "C" fn handler_cb(_irq: c_int, dev_id: *mut c_void) -> bindings::i
     // which `free_irq` (waiting for running handlers) ends before it goes.
     let vector = unsafe { &*dev_id.cast::<Vector>() };
     // SAFETY: the queue is a valid llist head.
-    let mut node = unsafe {
-        bindings::llist_reverse_order(bindings::srnic_llist_del_all(vector.queue.get()))
-    };
+    let mut node =
+        unsafe { bindings::llist_reverse_order(bindings::srnic_llist_del_all(vector.queue.get())) };
     let offset = core::mem::offset_of!(IrqEvent, node);
     while !node.is_null() {
         // SAFETY: every node on a queue is the `node` of a live IrqEvent,
@@ -364,7 +363,8 @@ impl SoftVectors {
         // done so far.
         let inner = unsafe { &mut Pin::get_unchecked_mut(set.as_mut()).inner };
         // SAFETY: the name is copied by the callee.
-        inner.fwnode = unsafe { bindings::srnic_irq_domain_alloc_named_fwnode(prefix.as_char_ptr()) };
+        inner.fwnode =
+            unsafe { bindings::srnic_irq_domain_alloc_named_fwnode(prefix.as_char_ptr()) };
         if inner.fwnode.is_null() {
             return Err(ENOMEM);
         }
@@ -528,7 +528,10 @@ impl SoftVectors {
 
     /// The Linux IRQ number of vector `index`.
     pub fn irq(&self, index: u32) -> Option<u32> {
-        self.inner.vectors.get(index as usize).map(|vector| vector.irq)
+        self.inner
+            .vectors
+            .get(index as usize)
+            .map(|vector| vector.irq)
     }
 
     /// Events delivered by vector `index`, and how many of them rode on an
@@ -537,7 +540,12 @@ impl SoftVectors {
         self.inner
             .vectors
             .get(index as usize)
-            .map(|v| (v.delivered.load(Ordering::Relaxed), v.coalesced.load(Ordering::Relaxed)))
+            .map(|v| {
+                (
+                    v.delivered.load(Ordering::Relaxed),
+                    v.coalesced.load(Ordering::Relaxed),
+                )
+            })
             .unwrap_or((0, 0))
     }
 }
