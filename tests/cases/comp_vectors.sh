@@ -35,25 +35,15 @@ port=18700
 # pingpong ARGS...: ibv_rc_pingpong -e (CQ events on vector 0) in loopback.
 pingpong() {
 	port=$((port + 1))
-	timeout 300 ibv_rc_pingpong -d srnic0 -g 1 -p $port -e "$@" > /tmp/pp_server.out 2>&1 &
-	server=$!
-	wait_until 60 listening $port || { cat /tmp/pp_server.out; fail "ibv_rc_pingpong server never listened"; }
-	timeout 300 ibv_rc_pingpong -d srnic0 -g 1 -p $port -e "$@" localhost > /tmp/pp_client.out 2>&1 ||
-		{ cat /tmp/pp_client.out /tmp/pp_server.out; fail "ibv_rc_pingpong -e $*: expected it to complete"; }
-	wait $server || { cat /tmp/pp_server.out; fail "ibv_rc_pingpong -e server $*"; }
+	pair ibv_rc_pingpong -d srnic0 -g 1 -p $port -e "$@"
 }
 
 # perftest NAME ARGS...: server and client of one perftest binary.
 perftest() {
+	port=$((port + 1))
 	name=$1
 	shift
-	port=$((port + 1))
-	timeout 300 "$name" -d srnic0 -x 1 -p $port -F "$@" > /tmp/pt_server.out 2>&1 &
-	server=$!
-	wait_until 60 listening $port || { cat /tmp/pt_server.out; fail "$name server never listened"; }
-	timeout 300 "$name" -d srnic0 -x 1 -p $port -F "$@" localhost > /tmp/pt_client.out 2>&1 ||
-		{ cat /tmp/pt_client.out /tmp/pt_server.out; fail "$name $*: the client failed"; }
-	wait $server || { cat /tmp/pt_server.out; fail "$name $*: the server failed"; }
+	pair "$name" -d srnic0 -x 1 -p $port -F "$@"
 }
 
 # rises_only VECTOR CPU OTHER COMMAND...: COMMAND raises the vector's count

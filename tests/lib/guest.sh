@@ -154,3 +154,24 @@ gid_index() {
 counter_of() {
 	rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v n="$2" 'f { print; exit } $0 == n { f = 1 }'
 }
+
+# pair CMD ARGS...: a loopback run of a client/server tool (ibv_*_pingpong,
+# perftest): CMD ARGS as the server, then, once it listens on the port of
+# ARGS' `-p PORT`, CMD ARGS localhost as the client. Both must succeed
+# within 300 s; their output is in /tmp/pair_server.out and
+# /tmp/pair_client.out.
+pair() {
+	_port=
+	_prev=
+	for _arg in "$@"; do
+		[ "$_prev" != "-p" ] || _port=$_arg
+		_prev=$_arg
+	done
+	[ -n "$_port" ] || fail "pair $*: no -p PORT"
+	timeout 300 "$@" > /tmp/pair_server.out 2>&1 &
+	_server=$!
+	wait_until 60 listening "$_port" || { cat /tmp/pair_server.out; fail "$1 server never listened"; }
+	timeout 300 "$@" localhost > /tmp/pair_client.out 2>&1 ||
+		{ cat /tmp/pair_client.out /tmp/pair_server.out; fail "$*: the client failed"; }
+	wait "$_server" || { cat /tmp/pair_server.out; fail "$*: the server failed"; }
+}
