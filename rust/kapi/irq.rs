@@ -513,6 +513,10 @@ impl SoftVectors {
             if !event.queued.load(Ordering::Acquire) {
                 break;
             }
+            // Queued, but its interrupt not sent yet: the raiser is about
+            // to send it.
+            // SAFETY: process context.
+            unsafe { bindings::msleep(1) };
         }
     }
 
