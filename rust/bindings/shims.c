@@ -538,7 +538,7 @@ int srnic_netdev_ifindex(const struct net_device *dev)
 
 void srnic_irq_set_soft_chip(unsigned int irq, const struct irq_chip *chip)
 {
-	irq_set_chip_and_handler(irq, chip, handle_simple_irq);
+	irq_set_chip_and_handler(irq, chip, handle_edge_irq);
 	/* Nothing to reprogram: a move takes effect at the next raise. */
 	irq_set_status_flags(irq, IRQ_MOVE_PCNTXT);
 }

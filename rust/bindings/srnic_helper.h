@@ -209,6 +209,9 @@ struct nlattr *srnic_nla_nest_start_driver(struct sk_buff *msg);
 void srnic_nla_nest_end(struct sk_buff *msg, struct nlattr *nest);
 void srnic_nla_nest_cancel(struct sk_buff *msg, struct nlattr *nest);
 
+/* srnic's module parameters (drivers/infiniband/sw/srnic/params.c). */
+unsigned int srnic_param_comp_vectors(void);
+
 /* Mapping offset of an mmap entry. */
 u64 srnic_mmap_offset(struct rdma_user_mmap_entry *entry);
 

@@ -108,6 +108,11 @@ struct Vector {
     delivered: AtomicU64,
     /// Events that found the vector already raised and rode along.
     coalesced: AtomicU64,
+    /// Handler runs begun and ended. The IRQ core runs one handler of an
+    /// IRQ at a time, so when `ended` reaches a value `begun` had, every
+    /// run begun by then is over.
+    begun: AtomicU64,
+    ended: AtomicU64,
     /// The CPU whose offlining moved this vector away, and the affinity it
     /// had: it goes back when that CPU returns.
     displaced_from: AtomicI32,
@@ -180,6 +185,7 @@ unsafe impl Sync for Chip {}
 
 static CHIP: Chip = Chip(bindings::irq_chip {
     name: c_str!("srnic").as_char_ptr(),
+    irq_ack: Some(ack_cb),
     irq_set_affinity: Some(set_affinity_cb),
     flags: bindings::IRQCHIP_SKIP_SET_WAKE as _,
     // SAFETY: the remaining fields are optional callbacks and data; zero
@@ -206,6 +212,10 @@ unsafe extern "C" fn map_cb(
     unsafe { bindings::srnic_irq_set_soft_chip(irq, &CHIP.0) };
     0
 }
+
+/// The edge flow acknowledges every interrupt; a software one needs
+/// nothing.
+unsafe extern "C" fn ack_cb(_data: *mut bindings::irq_data) {}
 
 /// The chip's affinity setter: the first online CPU of `mask` takes the
 /// vector; the next raise goes there.
@@ -260,6 +270,7 @@ unsafe extern "C" fn handler_cb(_irq: c_int, dev_id: *mut c_void) -> bindings::i
     // SAFETY: `dev_id` is the vector given to `request_threaded_irq`,
     // which `free_irq` (waiting for running handlers) ends before it goes.
     let vector = unsafe { &*dev_id.cast::<Vector>() };
+    vector.begun.fetch_add(1, Ordering::SeqCst);
     // SAFETY: the queue is a valid llist head.
     let mut node =
         unsafe { bindings::llist_reverse_order(bindings::srnic_llist_del_all(vector.queue.get())) };
@@ -273,12 +284,13 @@ unsafe extern "C" fn handler_cb(_irq: c_int, dev_id: *mut c_void) -> bindings::i
             let event = node.cast::<u8>().sub(offset).cast::<IrqEvent>();
             // Cleared before delivering: an event raised during delivery
             // is queued again, not lost.
-            (*event).queued.store(false, Ordering::Release);
+            (*event).queued.store(false, Ordering::SeqCst);
             ((*event).deliver)(event);
             node = next;
         }
         vector.delivered.fetch_add(1, Ordering::Relaxed);
     }
+    vector.ended.fetch_add(1, Ordering::SeqCst);
     bindings::irqreturn_IRQ_HANDLED
 }
 
@@ -302,7 +314,9 @@ unsafe extern "C" fn cpu_offline_cb(cpu: c_uint, node: *mut bindings::hlist_node
     for vector in set.inner.vectors.iter() {
         // SAFETY: the IRQ is mapped while the vector exists.
         let serving = unsafe { bindings::srnic_irq_effective_cpu(vector.irq) };
-        if serving as c_uint != cpu {
+        // A vector already displaced keeps the affinity from before its
+        // first move, to return to when that CPU comes back.
+        if serving as c_uint != cpu || vector.displaced_from.load(Ordering::Acquire) != NO_CPU {
             continue;
         }
         // SAFETY: the hotplug core serialises the callbacks of a state, the
@@ -397,6 +411,8 @@ impl SoftVectors {
                         requested: AtomicBool::new(false),
                         delivered: AtomicU64::new(0),
                         coalesced: AtomicU64::new(0),
+                        begun: AtomicU64::new(0),
+                        ended: AtomicU64::new(0),
                         displaced_from: AtomicI32::new(NO_CPU),
                         // SAFETY: an empty mask is all zeroes.
                         saved_affinity: UnsafeCell::new(unsafe { core::mem::zeroed() }),
@@ -503,18 +519,21 @@ impl SoftVectors {
 
     /// Waits until `event`, raised on vector `index`, is neither queued
     /// nor being delivered. The caller ensures nothing raises it again.
-    /// Sleeps.
+    /// Sleeps; other events of the vector do not hold it up.
     pub fn quiesce(&self, index: u32, event: &IrqEvent) {
         let Some(vector) = self.inner.vectors.get(index as usize) else {
             return;
         };
-        loop {
-            vector.wait_idle();
-            if !event.queued.load(Ordering::Acquire) {
-                break;
-            }
-            // Queued, but its interrupt not sent yet: the raiser is about
-            // to send it.
+        // Queued events are delivered soon: their interrupt is raised or
+        // about to be.
+        while event.queued.load(Ordering::SeqCst) {
+            // SAFETY: process context.
+            unsafe { bindings::msleep(1) };
+        }
+        // The handler run that cleared `queued` had begun by now; wait
+        // until it (and so its delivery) is over.
+        let begun = vector.begun.load(Ordering::SeqCst);
+        while vector.ended.load(Ordering::SeqCst) < begun {
             // SAFETY: process context.
             unsafe { bindings::msleep(1) };
         }

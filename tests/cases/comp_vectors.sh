@@ -146,3 +146,12 @@ must rdma link add srnic0 type srnic netdev eth0
 expect_eq "$(grep -c 'srnic0-comp' /proc/interrupts)" 2 "srnic0-comp lines after adding again"
 unload_srnic
 expect_eq "$(grep -c 'srnic0-comp' /proc/interrupts)" 0 "srnic0-comp lines after rmmod"
+
+step "the comp_vectors module parameter"
+must insmod "$srnic_ko" comp_vectors=3
+must rdma link add srnic0 type srnic netdev eth0
+expect_eq "$(grep -c 'srnic0-comp' /proc/interrupts)" 3 "srnic0-comp lines with comp_vectors=3 on 2 CPUs"
+irq2=$(irq_of 2)
+expect_eq "$(cat /proc/irq/$irq2/effective_affinity_list)" 0 "the third vector wraps around to CPU 0"
+must rdma link delete srnic0
+unload_srnic

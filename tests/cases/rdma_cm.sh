@@ -1,15 +1,17 @@
 # rdma_cm over srnic: its connection messages are MADs on QP1 (GSI), sent
 # and received through the kernel's unmodified ib_mad, ib_cm and rdma_cm.
 # In one VM (loopback through the device): rping with its data checked,
-# ucmatose and udaddy. Across the wire, srnic to srnic: rping over IPv4
+# and the rdma_cm tool suite below. Across the wire, srnic to srnic: rping over IPv4
 # and IPv6 GIDs, ucmatose (several connections), udaddy (UD with rdma_cm's
 # address handles), rdma_server and rdma_client, rstream and riostream
 # (rsockets), ibv_ud_pingpong, ibv_srq_pingpong, perftest through rdma_cm
 # (-R) and over UD and UC (-c), mckey (multicast); a connect nobody
 # listens for is refused at once; a server whose client is killed sees the
-# disconnect. Then VM b swaps srnic for the kernel's rxe, and rping,
-# ucmatose, udaddy, ibv_ud_pingpong and perftest (-R, -c UD) run
-# between them with either as the server. ib_mad and ib_cm log no error.
+# disconnect. Then VM b swaps srnic for the kernel's rxe, and rping and
+# the suite run between them with either as the server. The suite:
+# ucmatose, udaddy, rdma_server/rdma_client, rstream, riostream,
+# ibv_ud/uc/srq_pingpong, perftest -R, -c UD and -c UC, and mckey.
+# ib_mad and ib_cm log no error.
 # vms: 2
 # timeout: 1500
 # pcap: off
@@ -71,6 +73,21 @@ clock_only() {
 	echo "note: perftest ran but could not time itself under TCG: $(grep -m1 Correlation "$1")"
 }
 
+# start_server NAME READY LOG CMD...: CMD in the background (pid in
+# $spid), output in LOG, once it is ready: READY is "cm" (an rdma_cm ID
+# listens) or the TCP port of its out-of-band exchange.
+start_server() {
+	_name=$1 _ready=$2 _log=$3
+	shift 3
+	timeout 240 "$@" > "$_log" 2>&1 &
+	spid=$!
+	if [ "$_ready" = cm ]; then
+		wait_until 60 sh -c 'rdma res show cm_id | grep -q LISTEN'
+	else
+		wait_until 60 listening "$_ready"
+	fi || { cat "$_log"; fail "$_name: server not listening"; }
+}
+
 # serve_pair SERVER_VM NAME READY SERVER_CMD CLIENT_CMD: a server on
 # SERVER_VM (it must exit 0 once its client is done) and a client on the
 # other VM, given the server's address as its last argument. READY is
@@ -79,13 +96,8 @@ clock_only() {
 serve_pair() {
 	vm=$1 name=$2 ready=$3
 	if [ "$SRNIC_VM" = "$vm" ]; then
-		timeout 240 $4 > /tmp/serve_s.out 2>&1 &
-		pid=$!
-		if [ "$ready" = cm ]; then
-			wait_until 60 sh -c 'rdma res show cm_id | grep -q LISTEN'
-		else
-			wait_until 60 listening "$ready"
-		fi || { cat /tmp/serve_s.out; fail "$name: server not listening"; }
+		start_server "$name" "$ready" /tmp/serve_s.out $4
+		pid=$spid
 		barrier "$name" 2
 		wait $pid || clock_only /tmp/serve_s.out || { cat /tmp/serve_s.out; fail "$name: server failed"; }
 		tail -n 3 /tmp/serve_s.out | cut -c1-120
@@ -101,7 +113,76 @@ serve_pair() {
 	barrier "$name.done" 2
 }
 
-step "rping loopback in VM a, through srnic0"
+# mckey_pair SENDER_VM NAME GROUP: mckey receives 10 messages to GROUP on
+# the other VM (the same one for "loop") from a sender on SENDER_VM.
+mckey_pair() {
+	vm=$1 name=$2 group=$3
+	if [ "$vm" = loop ] || [ "$SRNIC_VM" != "$vm" ]; then
+		timeout 120 stdbuf -oL mckey -m $group -b $me -C 10 -S 512 > /tmp/mckey.out 2>&1 &
+		mpid=$!
+		wait_until 60 grep -q 'joined' /tmp/mckey.out || { cat /tmp/mckey.out; fail "$name: the receiver never joined"; }
+	fi
+	if [ "$vm" = loop ]; then
+		out=$(timeout 120 mckey -m $group -b $me -s -C 10 -S 512 2>&1) || fail "$name: sender failed: $out"
+	elif [ "$SRNIC_VM" = "$vm" ]; then
+		barrier "$name" 2
+		out=$(timeout 120 mckey -m $group -b $me -s -C 10 -S 512 2>&1) || fail "$name: sender failed: $out"
+	else
+		barrier "$name" 2
+	fi
+	if [ "$vm" = loop ] || [ "$SRNIC_VM" != "$vm" ]; then
+		wait $mpid || { cat /tmp/mckey.out; fail "$name: the receiver did not get its 10 messages"; }
+		echo "ok: $name: 10 multicast messages received"
+	fi
+	[ "$vm" = loop ] || barrier "$name.done" 2
+}
+
+# loop_pair NAME READY SERVER_CMD CLIENT_CMD: serve_pair within this VM.
+loop_pair() {
+	name=$1 ready=$2
+	start_server "$name" "$ready" /tmp/loop_s.out $3
+	lpid=$spid
+	out=$(timeout 240 $4 $me 2>&1) || printf '%s\n' "$out" > /tmp/loop_c.out
+	[ ! -s /tmp/loop_c.out ] || clock_only /tmp/loop_c.out || fail "$name: client failed: $out"
+	rm -f /tmp/loop_c.out
+	wait $lpid || clock_only /tmp/loop_s.out || { cat /tmp/loop_s.out; fail "$name: server failed"; }
+	echo "ok: $name"
+}
+
+# suite SERVER_VM TAG DEV: the rdma_cm tool suite with its servers on
+# SERVER_VM ("loop": server and client in this VM), DEV being this VM's
+# device.
+suite() {
+	where=$1 tag=$2 dev=$3
+	if [ "$where" = loop ]; then run=loop_pair; else run="serve_pair $where"; fi
+	n=$((n + 20))
+	$run "$tag-ucmatose" cm "ucmatose -c 4 -C 10" "ucmatose -c 4 -C 10 -s"
+	$run "$tag-udaddy" cm "udaddy -c 2 -C 10" "udaddy -c 2 -C 10 -s"
+	$run "$tag-rdma_server" cm "rdma_server" "rdma_client -s"
+	$run "$tag-rstream" cm "rstream -S 65536 -C 100" "rstream -S 65536 -C 100 -s"
+	$run "$tag-riostream" cm "riostream -S 65536 -C 100" "riostream -S 65536 -C 100 -s"
+	for kind in ud uc srq; do
+		n=$((n + 1))
+		case $kind in ud) size=512 ;; *) size=4096 ;; esac
+		$run "$tag-$kind" $n "ibv_${kind}_pingpong -d $dev -g 1 -p $n -s $size -n 100" \
+			"ibv_${kind}_pingpong -d $dev -g 1 -p $n -s $size -n 100"
+	done
+	n=$((n + 1))
+	$run "$tag-send-R" cm "ib_send_bw -R -d $dev -F -p $n -n 100 -s 65536" \
+		"ib_send_bw -R -d $dev -F -p $n -n 100 -s 65536"
+	for mode in UD UC; do
+		n=$((n + 1))
+		case $mode in UD) size=1024 ;; UC) size=65536 ;; esac
+		$run "$tag-send-$mode" $n "ib_send_bw -c $mode -d $dev -x 1 -F -p $n -n 100 -s $size" \
+			"ib_send_bw -c $mode -d $dev -x 1 -F -p $n -n 100 -s $size"
+	done
+	group_byte=$((group_byte + 1))
+	mckey_pair "$where" "$tag-mckey" 239.1.2.$group_byte
+}
+n=19000
+group_byte=10
+
+step "rping in loopback in VM a, through srnic0"
 if [ "$SRNIC_VM" = a ]; then
 	for size in 64 4096 65000; do
 		port=$((port + 1))
@@ -115,18 +196,14 @@ if [ "$SRNIC_VM" = a ]; then
 	done
 	hops=$(counter_of srnic0 sent_packets)
 	echo "srnic0 sent $hops packets"
-	for tool in ucmatose udaddy; do
-		timeout 120 $tool -c 2 -C 10 > /tmp/loop_s.out 2>&1 &
-		pid=$!
-		wait_until 60 sh -c 'rdma res show cm_id | grep -q LISTEN' || { cat /tmp/loop_s.out; fail "loopback $tool: no listener"; }
-		out=$(timeout 120 $tool -c 2 -C 10 -s $me 2>&1) || fail "loopback $tool client failed: $out"
-		wait $pid || { cat /tmp/loop_s.out; fail "loopback $tool server failed"; }
-		echo "ok: $tool in loopback"
-	done
+	step "the rdma_cm tool suite in loopback in VM a"
+	suite loop loop srnic0
 else
 	port=$((port + 3))
 fi
 barrier loopback.done 2
+# The loopback suite ran in VM a only: both VMs count ports alike again.
+n=19100 group_byte=20
 
 for vm in a b; do
 	for args in "5 64" "20 4096" "4 65000"; do
@@ -159,8 +236,9 @@ step "rstream and riostream (rsockets), server on b"
 serve_pair b rstream cm "rstream -S 65536 -C 200" "rstream -S 65536 -C 200 -s"
 serve_pair b riostream cm "riostream -S 65536 -C 200" "riostream -S 65536 -C 200 -s"
 pp="-d srnic0 -g 1"
-step "ibv_ud_pingpong, ibv_srq_pingpong"
+step "ibv_ud_pingpong, ibv_uc_pingpong, ibv_srq_pingpong"
 serve_pair a ud_pingpong 18601 "ibv_ud_pingpong $pp -p 18601 -s 512 -n 200" "ibv_ud_pingpong $pp -p 18601 -s 512 -n 200"
+serve_pair b uc_pingpong 18603 "ibv_uc_pingpong $pp -p 18603 -s 8192 -n 100" "ibv_uc_pingpong $pp -p 18603 -s 8192 -n 100"
 serve_pair b srq_pingpong 18602 "ibv_srq_pingpong $pp -p 18602 -q 4 -s 4096 -n 100" "ibv_srq_pingpong $pp -p 18602 -q 4 -s 4096 -n 100"
 step "perftest through rdma_cm (-R), and over UD and UC (-c)"
 n=18610
@@ -235,21 +313,10 @@ if [ "$SRNIC_VM" = b ]; then
 fi
 barrier rxe.ready 2
 if [ "$SRNIC_VM" = b ]; then mydev=rxe0; else mydev=srnic0; fi
-n=18700
 for vm in a b; do
-	step "srnic and rxe, server on $vm: rping, ucmatose, udaddy, ibv_ud_pingpong, perftest -R and -c UD"
+	step "srnic and rxe, server on $vm: rping and the rdma_cm tool suite"
 	rping_pair $vm "rxe-$vm" 10 4096
-	serve_pair $vm "rxe-ucmatose-$vm" cm "ucmatose -c 4 -C 10" "ucmatose -c 4 -C 10 -s"
-	serve_pair $vm "rxe-udaddy-$vm" cm "udaddy -c 2 -C 10" "udaddy -c 2 -C 10 -s"
-	n=$((n + 1))
-	serve_pair $vm "rxe-ud-$vm" $n "ibv_ud_pingpong -d $mydev -g 1 -p $n -s 512 -n 100" \
-		"ibv_ud_pingpong -d $mydev -g 1 -p $n -s 512 -n 100"
-	n=$((n + 1))
-	serve_pair $vm "rxe-send-R-$vm" cm "ib_send_bw -R -d $mydev -F -p $n -n 100 -s 65536" \
-		"ib_send_bw -R -d $mydev -F -p $n -n 100 -s 65536"
-	n=$((n + 1))
-	serve_pair $vm "rxe-send-UD-$vm" $n "ib_send_bw -c UD -d $mydev -x 1 -F -p $n -n 100 -s 1024" \
-		"ib_send_bw -c UD -d $mydev -x 1 -F -p $n -n 100 -s 1024"
+	suite $vm "rxe-$vm" $mydev
 done
 no_mad_errors "after all the traffic"
 if [ "$SRNIC_VM" = b ]; then

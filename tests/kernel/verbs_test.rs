@@ -72,8 +72,24 @@ fn is_err<T>(ptr: *mut T) -> bool {
 struct Resources {
     dev: *mut bindings::ib_device,
     pd: *mut bindings::ib_pd,
+    /// A CQ from `ib_alloc_cq` (the core polls it for us).
     cq: *mut bindings::ib_cq,
+    /// CQs from `ib_create_cq`, with our own handler: two receive CQs and
+    /// a send CQ.
+    own_cqs: [*mut bindings::ib_cq; 3],
     qps: [*mut bindings::ib_qp; 2],
+}
+
+impl Resources {
+    fn new() -> Self {
+        Self {
+            dev: null_mut(),
+            pd: null_mut(),
+            cq: null_mut(),
+            own_cqs: [null_mut(); 3],
+            qps: [null_mut(); 2],
+        }
+    }
 }
 
 impl Drop for Resources {
@@ -89,6 +105,11 @@ impl Drop for Resources {
             if !self.cq.is_null() {
                 bindings::ib_free_cq(self.cq);
             }
+            for cq in self.own_cqs {
+                if !cq.is_null() {
+                    bindings::ib_destroy_cq_user(cq, null_mut());
+                }
+            }
             if !self.pd.is_null() {
                 bindings::ib_dealloc_pd_user(self.pd, null_mut());
             }
@@ -100,12 +121,9 @@ impl Drop for Resources {
 }
 
 fn check(ok: bool, what: &'static str) -> Result<(), &'static str> {
-    if ok {
-        pr_info!("ok: {}\n", what);
-        Ok(())
-    } else {
-        Err(what)
-    }
+    check_quiet(ok, what)?;
+    pr_info!("ok: {}\n", what);
+    Ok(())
 }
 
 fn create_qp(r: &Resources, qp_type: bindings::ib_qp_type, depth: u32) -> *mut bindings::ib_qp {
@@ -258,25 +276,46 @@ fn connect_to_itself(
     Ok(())
 }
 
-fn run() -> Result<(), &'static str> {
-    let mut r = Resources {
-        dev: null_mut(),
-        pd: null_mut(),
-        cq: null_mut(),
-        qps: [null_mut(); 2],
-    };
-    // SAFETY: a NUL-terminated name; the reference is dropped in `Resources`.
-    r.dev = unsafe {
+/// srnic0, with a reference the caller drops with `ib_device_put`.
+fn get_device() -> Result<*mut bindings::ib_device, &'static str> {
+    // SAFETY: a NUL-terminated name; the caller drops the reference.
+    let dev = unsafe {
         bindings::ib_device_get_by_name(
             DEVICE.as_char_ptr(),
             bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN,
         )
     };
-    check(!r.dev.is_null(), "srnic0 exists")?;
-    // SAFETY: a registered device.
-    let pd = unsafe { bindings::__ib_alloc_pd(r.dev, 0, CALLER.as_char_ptr()) };
+    check(!dev.is_null(), "srnic0 exists")?;
+    Ok(dev)
+}
+
+fn alloc_pd(dev: *mut bindings::ib_device) -> Result<*mut bindings::ib_pd, &'static str> {
+    // SAFETY: a registered device; the caller deallocates the PD.
+    let pd = unsafe { bindings::__ib_alloc_pd(dev, 0, CALLER.as_char_ptr()) };
     check(!is_err(pd), "ib_alloc_pd")?;
-    r.pd = pd;
+    Ok(pd)
+}
+
+/// A 64-byte kernel buffer and the SGE that covers it through the PD's
+/// local DMA lkey (the buffer must outlive the WRs using the SGE).
+fn buffer_sge(
+    pd: *mut bindings::ib_pd,
+) -> Result<(KBox<[u8; 64]>, bindings::ib_sge), &'static str> {
+    let buffer = KBox::new([0u8; 64], GFP_KERNEL).map_err(|_| "allocate buffer")?;
+    // SAFETY: the PD is live; its local DMA lkey covers kernel memory.
+    let lkey = unsafe { (*pd).local_dma_lkey };
+    let sge = bindings::ib_sge {
+        addr: buffer.as_ptr() as u64,
+        length: 64,
+        lkey,
+    };
+    Ok((buffer, sge))
+}
+
+fn run() -> Result<(), &'static str> {
+    let mut r = Resources::new();
+    r.dev = get_device()?;
+    r.pd = alloc_pd(r.dev)?;
     // SAFETY: as above.
     let cq = unsafe {
         bindings::__ib_alloc_cq(
@@ -297,14 +336,7 @@ fn run() -> Result<(), &'static str> {
     // The longest timeout: sends stay outstanding until the flush.
     connect_to_itself(r.dev, qp, 31)?;
 
-    let buffer = KBox::new([0u8; 64], GFP_KERNEL).map_err(|_| "allocate buffer")?;
-    // SAFETY: the PD is live; its local DMA lkey covers kernel memory.
-    let lkey = unsafe { (*r.pd).local_dma_lkey };
-    let mut sge = bindings::ib_sge {
-        addr: buffer.as_ptr() as u64,
-        length: 64,
-        lkey,
-    };
+    let (_buffer, mut sge) = buffer_sge(r.pd)?;
     let mut tags = KVec::new();
     let all = Iterator::chain(0..SENDS, RECV_BASE..RECV_BASE + RECVS);
     let all = Iterator::chain(all, LATE_SEND_BASE..LATE_SEND_BASE + 2);
@@ -503,6 +535,38 @@ fn take(cq: *mut bindings::ib_cq, count: u32) -> Result<(), &'static str> {
     Err("CQEs of the events test did not arrive within 2 s")
 }
 
+/// Takes `count` receive CQEs from `recv_cq` and as many send CQEs from
+/// `send_cq`.
+fn take_both(
+    recv_cq: *mut bindings::ib_cq,
+    send_cq: *mut bindings::ib_cq,
+    count: u32,
+) -> Result<(), &'static str> {
+    take(recv_cq, count)?;
+    take(send_cq, count)
+}
+
+/// Sends `count` unsolicited messages over the QP of `pair` (QP, its
+/// receive CQ, its send CQ), takes their CQEs, and checks that CQ 0 has
+/// seen `events` events in all once things settled.
+fn unsolicited_then_count(
+    pair: (
+        *mut bindings::ib_qp,
+        *mut bindings::ib_cq,
+        *mut bindings::ib_cq,
+    ),
+    sge: &mut bindings::ib_sge,
+    count: u32,
+    expected: u32,
+    what: &'static str,
+) -> Result<(), &'static str> {
+    let (qp, recv_cq, send_cq) = pair;
+    exchange(qp, sge, count, false)?;
+    take_both(recv_cq, send_cq, count)?;
+    sleep_ms(20);
+    check(events(0) == expected, what)
+}
+
 /// Waits up to two seconds until CQ `index` has seen `count` events.
 fn await_events(index: usize, count: u32) -> bool {
     for _ in 0..2000 {
@@ -517,39 +581,6 @@ fn await_events(index: usize, count: u32) -> bool {
 fn arm(cq: *mut bindings::ib_cq, flags: bindings::ib_cq_notify_flags) -> c_int {
     // SAFETY: a live CQ of ours.
     unsafe { bindings::srnic_test_req_notify_cq(cq, flags) }
-}
-
-/// The event test's objects, released in reverse order.
-struct EventResources {
-    dev: *mut bindings::ib_device,
-    pd: *mut bindings::ib_pd,
-    send_cq: *mut bindings::ib_cq,
-    recv_cqs: [*mut bindings::ib_cq; 2],
-    qps: [*mut bindings::ib_qp; 2],
-}
-
-impl Drop for EventResources {
-    fn drop(&mut self) {
-        // SAFETY: as in `Resources::drop`.
-        unsafe {
-            for qp in self.qps {
-                if !qp.is_null() {
-                    bindings::ib_destroy_qp_user(qp, null_mut());
-                }
-            }
-            for cq in Iterator::chain(self.recv_cqs.into_iter(), [self.send_cq]) {
-                if !cq.is_null() {
-                    bindings::ib_destroy_cq_user(cq, null_mut());
-                }
-            }
-            if !self.pd.is_null() {
-                bindings::ib_dealloc_pd_user(self.pd, null_mut());
-            }
-            if !self.dev.is_null() {
-                bindings::ib_device_put(self.dev);
-            }
-        }
-    }
 }
 
 /// SEND `count` messages on `qp` to itself, each received: `solicited`
@@ -592,21 +623,8 @@ fn check_quiet(ok: bool, what: &'static str) -> Result<(), &'static str> {
 }
 
 fn run_events() -> Result<(), &'static str> {
-    let mut r = EventResources {
-        dev: null_mut(),
-        pd: null_mut(),
-        send_cq: null_mut(),
-        recv_cqs: [null_mut(); 2],
-        qps: [null_mut(); 2],
-    };
-    // SAFETY: as in `run`.
-    r.dev = unsafe {
-        bindings::ib_device_get_by_name(
-            DEVICE.as_char_ptr(),
-            bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN,
-        )
-    };
-    check(!r.dev.is_null(), "srnic0 exists (events)")?;
+    let mut r = Resources::new();
+    r.dev = get_device()?;
     // SAFETY: a registered device.
     let vectors = unsafe { (*r.dev).num_comp_vectors } as u32;
     // SAFETY: no preconditions.
@@ -615,10 +633,7 @@ fn run_events() -> Result<(), &'static str> {
         vectors == online,
         "num_comp_vectors is the number of online CPUs",
     )?;
-    // SAFETY: as in `run`.
-    let pd = unsafe { bindings::__ib_alloc_pd(r.dev, 0, CALLER.as_char_ptr()) };
-    check(!is_err(pd), "ib_alloc_pd (events)")?;
-    r.pd = pd;
+    r.pd = alloc_pd(r.dev)?;
     let create_cq = |vector: u32, context: usize| {
         let attr = bindings::ib_cq_init_attr {
             cqe: 64,
@@ -644,10 +659,10 @@ fn run_events() -> Result<(), &'static str> {
         }
     };
     let last_vector = vectors.saturating_sub(1);
-    r.send_cq = create_cq(0, 9);
-    r.recv_cqs = [create_cq(0, 0), create_cq(last_vector, 1)];
+    r.own_cqs = [create_cq(0, 0), create_cq(last_vector, 1), create_cq(0, 9)];
+    let [cq, other_cq, send_cq] = r.own_cqs;
     check(
-        !r.send_cq.is_null() && r.recv_cqs.iter().all(|cq| !cq.is_null()),
+        r.own_cqs.iter().all(|cq| !cq.is_null()),
         "ib_create_cq with a handler, on vector 0 and the last vector",
     )?;
     // SAFETY: as in `create_cq`; the answer is checked.
@@ -663,9 +678,9 @@ fn run_events() -> Result<(), &'static str> {
         beyond as isize == -(bindings::EINVAL as isize),
         "a CQ on vector num_comp_vectors fails with EINVAL",
     )?;
-    for (slot, recv_cq) in r.qps.iter_mut().zip(r.recv_cqs) {
+    for (slot, recv_cq) in r.qps.iter_mut().zip([cq, other_cq]) {
         let mut init = bindings::ib_qp_init_attr {
-            send_cq: r.send_cq,
+            send_cq,
             recv_cq,
             sq_sig_type: bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
             qp_type: bindings::ib_qp_type_IB_QPT_RC,
@@ -683,15 +698,7 @@ fn run_events() -> Result<(), &'static str> {
         connect_to_itself(r.dev, qp, 14)?;
     }
     let [qp, other_qp] = r.qps;
-    let [cq, other_cq] = r.recv_cqs;
-    let buffer = KBox::new([0u8; 64], GFP_KERNEL).map_err(|_| "allocate buffer")?;
-    // SAFETY: the PD is live; its local DMA lkey covers kernel memory.
-    let lkey = unsafe { (*r.pd).local_dma_lkey };
-    let mut sge = bindings::ib_sge {
-        addr: buffer.as_ptr() as u64,
-        length: 64,
-        lkey,
-    };
+    let (_buffer, mut sge) = buffer_sge(r.pd)?;
     let solicited_only = bindings::ib_cq_notify_flags_IB_CQ_SOLICITED;
     let next = bindings::ib_cq_notify_flags_IB_CQ_NEXT_COMP;
     let missed = bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS;
@@ -700,32 +707,30 @@ fn run_events() -> Result<(), &'static str> {
         arm(cq, solicited_only) == 0,
         "arm for solicited completions",
     )?;
-    exchange(qp, &mut sge, 3, false)?;
-    take(cq, 3)?;
-    take(r.send_cq, 3)?;
-    sleep_ms(20);
-    check(
-        events(0) == 0,
+    let pair = (qp, cq, send_cq);
+    unsolicited_then_count(
+        pair,
+        &mut sge,
+        3,
+        0,
         "unsolicited CQEs raise no event on a CQ armed for solicited",
     )?;
     exchange(qp, &mut sge, 1, true)?;
     check(await_events(0, 1), "a solicited CQE raises the event")?;
-    take(cq, 1)?;
-    take(r.send_cq, 1)?;
+    take_both(cq, send_cq, 1)?;
 
     check(arm(cq, next) == 0, "arm for the next completion")?;
-    exchange(qp, &mut sge, 10, false)?;
-    take(cq, 10)?;
-    take(r.send_cq, 10)?;
-    sleep_ms(20);
-    check(
-        events(0) == 2,
+    unsolicited_then_count(
+        pair,
+        &mut sge,
+        10,
+        2,
         "ten CQEs after one arming raise exactly one event",
     )?;
 
     // The receive's CQE is written before the ACK that completes the send.
     exchange(qp, &mut sge, 1, false)?;
-    take(r.send_cq, 1)?;
+    take(send_cq, 1)?;
     check(
         arm(cq, next | missed) > 0,
         "arming reports the CQE already waiting",
@@ -740,8 +745,7 @@ fn run_events() -> Result<(), &'static str> {
         await_events(0, 3),
         "the armed CQ raises the event for the next CQE",
     )?;
-    take(cq, 1)?;
-    take(r.send_cq, 1)?;
+    take_both(cq, send_cq, 1)?;
 
     // Moderation by period: a count never reached, so the event waits the
     // whole period.
@@ -768,8 +772,7 @@ fn run_events() -> Result<(), &'static str> {
         waited_us < 3000 + 500_000,
         "the event comes soon after the period",
     )?;
-    take(cq, 1)?;
-    take(r.send_cq, 1)?;
+    take_both(cq, send_cq, 1)?;
 
     // Moderation by count, the handler arming again each time.
     // SAFETY: a live CQ of ours.
@@ -782,7 +785,7 @@ fn run_events() -> Result<(), &'static str> {
     exchange(qp, &mut sge, 48, false)?;
     take(cq, 48)?;
     let elapsed_us = (now_ns().saturating_sub(start) / 1000) as u32;
-    take(r.send_cq, 48)?;
+    take(send_cq, 48)?;
     sleep_ms(10);
     set_rearm(0, false);
     let raised = events(0) - before;
@@ -808,8 +811,7 @@ fn run_events() -> Result<(), &'static str> {
             check_quiet(arm(cq, next) == 0, "arm (vectors)")?;
             exchange(qp, &mut sge, 1, false)?;
             check(await_events(index, before + 1), "event (vectors)")?;
-            take(cq, 1)?;
-            take(r.send_cq, 1)?;
+            take_both(cq, send_cq, 1)?;
         }
     }
     for (index, vector) in [(0, 0), (1, last_vector)] {

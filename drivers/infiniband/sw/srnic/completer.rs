@@ -10,6 +10,7 @@
 
 use crate::bindings;
 use crate::counters::Counter;
+use crate::cq::SrnicCq;
 use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::{QpState, WcOpcode, WcStatus};
@@ -363,7 +364,7 @@ fn complete_oldest(
     if signaled {
         let mut wc = qp.completion(wqe.wr.wr_id, status, WcOpcode::of_send(wqe.wr.opcode));
         wc.byte_len = wqe.dma.length;
-        upcalls.send.merge(qp.send_cq().push(&wc, false));
+        upcalls.send.merge(SrnicCq::push(qp.send_cq(), &wc, false));
     }
     if wqe.has_rd_atomic != 0 {
         state.requester.rd_atomic = state.requester.rd_atomic.saturating_sub(1);

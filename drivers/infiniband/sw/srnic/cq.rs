@@ -86,30 +86,18 @@ pub(crate) const MAX_MODERATION_COUNT: u16 = u16::MAX;
 pub(crate) struct CqUpcalls {
     pub(crate) completion: bool,
     pub(crate) overrun: bool,
-    /// Start the moderation wait of this many microseconds.
-    wait_us: Option<u16>,
-    /// The held event went: the wait is over.
-    wait_over: bool,
 }
 
 impl CqUpcalls {
     pub(crate) fn merge(&mut self, other: CqUpcalls) {
         self.completion |= other.completion;
         self.overrun |= other.overrun;
-        self.wait_us = other.wait_us.or(self.wait_us);
-        self.wait_over |= other.wait_over;
     }
 
     /// Runs the upcalls on `cq`; call with no driver lock held.
     pub(crate) fn run(self, cq: &Cq<SrnicDevice>) {
         if self.overrun {
             cq.error_event();
-        }
-        if self.wait_over {
-            cq.stop_moderation_timer();
-        }
-        if let Some(usecs) = self.wait_us {
-            cq.start_moderation_timer(usecs.into());
         }
         if self.completion {
             cq.raise_completion_event();
@@ -168,13 +156,15 @@ impl SrnicCq {
         ))
     }
 
-    /// Appends a completion. A full CQ drops it and reports the overrun
-    /// (`IB_EVENT_CQ_ERR`): never overwrite what the consumer has not read.
-    pub(crate) fn push(&self, wc: &WorkCompletion, solicited: bool) -> CqUpcalls {
-        let mut state = self.state.lock();
+    /// Appends a completion to `cq`. A full CQ drops it and reports the
+    /// overrun (`IB_EVENT_CQ_ERR`): never overwrite what the consumer has
+    /// not read.
+    pub(crate) fn push(cq: &Cq<SrnicDevice>, wc: &WorkCompletion, solicited: bool) -> CqUpcalls {
+        let this: &SrnicCq = cq;
+        let mut state = this.state.lock();
         let mut upcalls = CqUpcalls::default();
         let geometry = *state.queue.geometry();
-        let full = match state.consumer(self.user) {
+        let full = match state.consumer(this.user) {
             Some(consumer) => geometry.is_full(state.producer, consumer),
             None => true,
         };
@@ -183,7 +173,7 @@ impl SrnicCq {
             return upcalls;
         }
         let index = state.producer;
-        if wc.write(&state.queue, index, self.user).is_err() {
+        if wc.write(&state.queue, index, this.user).is_err() {
             upcalls.overrun = true;
             return upcalls;
         }
@@ -205,12 +195,16 @@ impl SrnicCq {
         } else {
             return upcalls;
         }
+        // The timer is started and stopped under the lock, so that a late
+        // stop never cancels the wait of the next arming.
         if state.held >= moderation.cqes_needed() {
             state.held = 0;
             upcalls.completion = true;
-            upcalls.wait_over = moderation.is_on();
+            if moderation.is_on() {
+                cq.stop_moderation_timer();
+            }
         } else if state.held == 1 {
-            upcalls.wait_us = Some(moderation.wait_us());
+            cq.start_moderation_timer(moderation.wait_us().into());
         }
         upcalls
     }

@@ -4,7 +4,7 @@
 //! (or an SRQ) the responder consumes, the IBTA state machine and the flush
 //! of outstanding work when a QP fails or closes (seed 004).
 
-use crate::cq::CqUpcalls;
+use crate::cq::{CqUpcalls, SrnicCq};
 use crate::device::{limits, SrnicDevice};
 use crate::kapi::rdma::queue::{response, Queue};
 use crate::kapi::rdma::verbs::{
@@ -416,7 +416,7 @@ impl SrnicQp {
             };
             fetched = fetched.saturating_sub(1);
             let wc = qp.completion(wr_id, WcStatus::WrFlushError, opcode);
-            upcalls.send.merge(send_cq.push(&wc, false));
+            upcalls.send.merge(SrnicCq::push(send_cq, &wc, false));
             sq.consumer = geometry.next(index);
         }
         sq.producer = sq.consumer;
@@ -428,7 +428,7 @@ impl SrnicQp {
         // QP's to flush.
         if let Some(wr_id) = state.responder.drop_srq_receive() {
             let wc = qp.completion(wr_id, WcStatus::WrFlushError, WcOpcode::Recv);
-            upcalls.recv.merge(recv_cq.push(&wc, false));
+            upcalls.recv.merge(SrnicCq::push(recv_cq, &wc, false));
         }
         if let Some(rq) = &mut state.rq {
             let geometry = *rq.queue.geometry();
@@ -441,7 +441,7 @@ impl SrnicQp {
                 let index = rq.consumer;
                 let wr_id = wqe::recv_wr_id(&rq.queue, index).unwrap_or(0);
                 let wc = qp.completion(wr_id, WcStatus::WrFlushError, WcOpcode::Recv);
-                upcalls.recv.merge(recv_cq.push(&wc, false));
+                upcalls.recv.merge(SrnicCq::push(recv_cq, &wc, false));
                 rq.consumer = geometry.next(index);
             }
             rq.queue.set_consumer(rq.consumer);
@@ -572,7 +572,7 @@ impl SrnicQp {
                     if index == sq.consumer {
                         let wc =
                             qp.completion(wr_id, WcStatus::LocalQpOperationError, WcOpcode::Send);
-                        upcalls.send.merge(qp.send_cq().push(&wc, false));
+                        upcalls.send.merge(SrnicCq::push(qp.send_cq(), &wc, false));
                         sq.consumer = geometry.next(index);
                         sq.producer = sq.consumer;
                         user.set_consumer(sq.consumer);

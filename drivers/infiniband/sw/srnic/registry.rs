@@ -122,7 +122,7 @@ impl LinkType for SrnicLink {
             netdev,
             node_guid: crate::pure::guid::node_guid_from_mac(mac),
             node_desc: kernel::c_str!("srnic"),
-            num_comp_vectors: crate::kapi::irq::online_cpus(),
+            num_comp_vectors: crate::params::comp_vectors(),
             module: registry.module,
         };
         let device = Device::register(SrnicDevice::new(netdev)?, &config)?;

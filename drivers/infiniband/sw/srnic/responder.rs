@@ -12,6 +12,7 @@
 
 use crate::bindings;
 use crate::counters::Counter;
+use crate::cq::SrnicCq;
 use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::{QpState, WcOpcode, WcStatus};
@@ -501,7 +502,7 @@ fn complete_receive(
     }
     upcalls
         .recv
-        .merge(qp.recv_cq().push(&wc, packet.hdr.bth.solicited));
+        .merge(SrnicCq::push(qp.recv_cq(), &wc, packet.hdr.bth.solicited));
     if from == ReceiveFrom::Rq {
         if let Some(rq) = &mut state.rq {
             rq.consumer = rq.queue.geometry().next(rq.consumer);
