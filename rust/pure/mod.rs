@@ -11,6 +11,7 @@
 #![allow(dead_code)]
 
 pub mod aeth;
+pub mod cq_event;
 pub mod grh;
 pub mod guid;
 pub mod headers;

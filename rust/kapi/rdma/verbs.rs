@@ -709,13 +709,7 @@ impl PollOutput {
 }
 
 /// How `req_notify_cq` arms a CQ.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CqArm {
-    /// Notify on the next solicited (or error) completion.
-    Solicited,
-    /// Notify on the next completion.
-    NextCompletion,
-}
+pub use crate::pure::cq_event::CqArm;
 
 /// SRQ attributes (`struct ib_srq_attr`).
 #[derive(Clone, Copy, Debug, Default)]

@@ -4,19 +4,20 @@
 //! consumer (a kernel ULP through `poll_cq`, or a process through its
 //! mapping) consumes from.
 //!
-//! Events follow the arming rules of an RNIC's CQ: armed for solicited
-//! completions, a CQE raises the event only if its WQE was solicited (or
-//! it reports an error); armed for the next completion, any CQE does. An
-//! arming gives at most one event. With moderation (`modify_cq`), the
-//! event then waits until `count` CQEs have arrived or `period`
-//! microseconds have passed, whichever comes first. The event itself is
-//! raised on the CQ's completion vector, an IRQ (`kapi::irq`).
+//! Events follow the arming rules of an RNIC's CQ (`pure::cq_event`):
+//! armed for solicited completions, a CQE raises the event only if its WQE
+//! was solicited (or it reports an error); armed for the next completion,
+//! any CQE does. An arming gives at most one event. With moderation
+//! (`modify_cq`), the event then waits until `count` CQEs have arrived or
+//! `period` microseconds have passed, whichever comes first. The event
+//! itself is raised on the CQ's completion vector, an IRQ (`kapi::irq`).
 
 use crate::device::{limits, SrnicDevice};
 use crate::kapi::rdma::queue::{response, Queue};
 use crate::kapi::rdma::verbs::{CqArm, PollOutput, WcStatus, WorkCompletion, CQE_SIZE};
 use crate::kapi::rdma::{Cq, Device, UserData};
 use crate::kapi::sync::SpinLockIrq;
+use crate::pure::cq_event::{EventAction, EventState, Moderation};
 use crate::pure::ring::RingGeometry;
 use kernel::prelude::*;
 
@@ -35,49 +36,9 @@ struct CqState {
     producer: u32,
     /// The consumer index of a kernel CQ (a user CQ's is in the ring).
     consumer: u32,
-    arm: Option<CqArm>,
-    moderation: Moderation,
-    /// CQEs since an arming was met whose event moderation still holds
-    /// back (0: no event waits).
-    held: u32,
+    /// Arming and moderation (`pure::cq_event`).
+    events: EventState,
 }
-
-/// `modify_cq`'s settings; both zero means every event goes at once.
-#[derive(Clone, Copy, Default)]
-struct Moderation {
-    count: u16,
-    period_us: u16,
-}
-
-impl Moderation {
-    fn is_on(self) -> bool {
-        self.count > 1 || self.period_us > 0
-    }
-
-    /// CQEs after which the event goes without waiting longer.
-    fn cqes_needed(self) -> u32 {
-        match (self.count, self.period_us) {
-            (0, 0) => 1,
-            (0, _) => u32::MAX,
-            (count, _) => count.into(),
-        }
-    }
-
-    /// How long the event waits at most.
-    fn wait_us(self) -> u16 {
-        match self.period_us {
-            0 => MAX_MODERATION_PERIOD_US,
-            period => period,
-        }
-    }
-}
-
-/// The longest an event may wait, in microseconds; also the wait of a
-/// count set without a period, so that the last CQEs of a burst never
-/// wait forever.
-pub(crate) const MAX_MODERATION_PERIOD_US: u16 = 4095;
-/// The most CQEs an event may wait for.
-pub(crate) const MAX_MODERATION_COUNT: u16 = u16::MAX;
 
 /// What pushing a completion asks of the caller once its locks are
 /// released: the upcalls must not run under them.
@@ -147,9 +108,7 @@ impl SrnicCq {
                     queue,
                     producer: 0,
                     consumer: 0,
-                    arm: None,
-                    moderation: Moderation::default(),
-                    held: 0,
+                    events: EventState::default(),
                 }),
                 user: is_user,
             }? Error),
@@ -180,52 +139,35 @@ impl SrnicCq {
         state.producer = geometry.next(index);
         let producer = state.producer;
         state.queue.set_producer(producer);
-        let meets_arming = match state.arm {
-            Some(CqArm::NextCompletion) => true,
-            Some(CqArm::Solicited) => solicited || wc.status != WcStatus::Success,
-            None => false,
-        };
-        let moderation = state.moderation;
-        if state.held > 0 {
-            // An event waits: this CQE counts towards it.
-            state.held = state.held.saturating_add(1);
-        } else if meets_arming {
-            state.arm = None;
-            state.held = 1;
-        } else {
-            return upcalls;
-        }
+        // Error completions count as solicited.
+        let solicited = solicited || wc.status != WcStatus::Success;
         // The timer is started and stopped under the lock, so that a late
         // stop never cancels the wait of the next arming.
-        if state.held >= moderation.cqes_needed() {
-            state.held = 0;
-            upcalls.completion = true;
-            if moderation.is_on() {
-                cq.stop_moderation_timer();
+        match state.events.on_cqe(solicited) {
+            EventAction::None => {}
+            EventAction::StartWait(usecs) => cq.start_moderation_timer(usecs.into()),
+            EventAction::Raise { stop_wait } => {
+                if stop_wait {
+                    cq.stop_moderation_timer();
+                }
+                upcalls.completion = true;
             }
-        } else if state.held == 1 {
-            cq.start_moderation_timer(moderation.wait_us().into());
         }
         upcalls
     }
 
     /// The moderation wait ended: the held event goes now.
     pub(crate) fn moderation_expired(&self) -> CqUpcalls {
-        let mut state = self.state.lock();
-        let mut upcalls = CqUpcalls::default();
-        if state.held > 0 {
-            state.held = 0;
-            upcalls.completion = true;
+        CqUpcalls {
+            completion: self.state.lock().events.on_wait_over(),
+            overrun: false,
         }
-        upcalls
     }
 
     /// Sets the event moderation (`modify_cq`).
     pub(crate) fn moderate(&self, count: u16, period_us: u16) -> Result {
-        if period_us > MAX_MODERATION_PERIOD_US {
-            return Err(EINVAL);
-        }
-        self.state.lock().moderation = Moderation { count, period_us };
+        let moderation = Moderation::new(count, period_us).map_err(|_| EINVAL)?;
+        self.state.lock().events.moderate(moderation);
         Ok(())
     }
 
@@ -245,10 +187,7 @@ impl SrnicCq {
 
     pub(crate) fn arm(&self, arm: CqArm) -> bool {
         let mut state = self.state.lock();
-        // A request for any completion overrides one for solicited ones.
-        if state.arm != Some(CqArm::NextCompletion) {
-            state.arm = Some(arm);
-        }
+        state.events.arm(arm);
         state.consumer(self.user) != Some(state.producer)
     }
 
