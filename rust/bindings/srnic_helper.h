@@ -215,4 +215,10 @@ unsigned int srnic_param_comp_vectors(void);
 /* Mapping offset of an mmap entry. */
 u64 srnic_mmap_offset(struct rdma_user_mmap_entry *entry);
 
+/* iblan's Ethernet netdev, NAPI and ethtool (rust/kapi/ether.rs). */
+#include "ether_shims.h"
+
+/* Consumer verbs: iblan as a client of the RDMA core (rust/kapi/rdma/consumer.rs). */
+#include "consumer_shims.h"
+
 #endif
