@@ -34,6 +34,7 @@ pub mod skb;
 pub mod sync;
 pub mod rdma;
 pub mod udp;
+pub mod work;
 
 use kernel::error::Error;
 

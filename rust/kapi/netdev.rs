@@ -159,6 +159,12 @@ pub fn rtnl_lock() -> RtnlGuard {
     RtnlGuard(())
 }
 
+/// Takes RTNL if it is free: for work that RTNL holders may wait for.
+pub fn rtnl_try_lock() -> Option<RtnlGuard> {
+    // SAFETY: takes the lock or nothing; the guard releases what it took.
+    (unsafe { bindings::rtnl_trylock() } != 0).then_some(RtnlGuard(()))
+}
+
 impl Drop for RtnlGuard {
     fn drop(&mut self) {
         // SAFETY: the guard exists only while RTNL is held by this thread.

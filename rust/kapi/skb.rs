@@ -168,6 +168,27 @@ impl SkBuff {
         }
     }
 
+    /// Makes `headroom` bytes before the data writable by us alone: a
+    /// clone's header is shared, so it is copied first.
+    pub fn cow_head(&mut self, headroom: u32) -> Result {
+        // SAFETY: the skb is ours.
+        kernel::error::to_result(unsafe { bindings::srnic_skb_cow_head(self.0.as_ptr(), headroom) })
+    }
+
+    /// The control block, which belongs to the layer that holds the skb:
+    /// a driver between `ndo_start_xmit` and freeing it.
+    pub fn control_block(&self) -> &[core::sync::atomic::AtomicU64; 6] {
+        // SAFETY: `cb` is 48 bytes aligned to 8 inside the skb we own;
+        // atomics make shared access sound.
+        unsafe { &*bindings::srnic_skb_cb(self.0.as_ptr()).cast() }
+    }
+
+    /// Frees the skb as consumed (delivered), not dropped.
+    pub fn consume(self) {
+        // SAFETY: ours; ownership ends here.
+        unsafe { bindings::srnic_consume_skb(self.into_raw()) };
+    }
+
     pub(crate) fn as_raw(&self) -> *mut bindings::sk_buff {
         self.0.as_ptr()
     }

@@ -4,6 +4,7 @@
 //! `rdma link` types.
 
 mod attr;
+pub mod consumer;
 mod device;
 mod link;
 mod objects;

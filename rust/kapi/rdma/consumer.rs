@@ -1,0 +1,705 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RDMA core's consumer side: a kernel ULP (iblan) as a client of every
+//! RDMA device, and the objects it owns there: a PD, CQs, a UD QP and
+//! address handles, with posting and polling.
+//!
+//! The provider side of this crate (the rest of `rdma`) implements verbs;
+//! this module calls them, through the core, on any device: srnic, rxe or
+//! a real HCA.
+
+use crate::bindings;
+use crate::kapi::netdev::NetDevice;
+use core::marker::{PhantomData, PhantomPinned};
+use core::pin::Pin;
+use core::ptr::NonNull;
+use kernel::alloc::KBox;
+use kernel::error::{from_err_ptr, to_result};
+use kernel::ffi::{c_int, c_void};
+use kernel::prelude::*;
+use kernel::types::Opaque;
+
+/// A `struct ib_device` the core handed to a client, borrowed.
+#[repr(transparent)]
+pub struct IbDevice(Opaque<bindings::ib_device>);
+
+impl IbDevice {
+    /// # Safety
+    ///
+    /// `ptr` must be a registered device that stays valid for `'a` (a
+    /// client's device between `add` and `remove`).
+    unsafe fn from_raw<'a>(ptr: *mut bindings::ib_device) -> &'a Self {
+        // SAFETY: transparent wrapper; validity is the caller's promise.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    fn as_raw(&self) -> *mut bindings::ib_device {
+        self.0.get()
+    }
+
+    /// The device name (`srnic0`, `rxe0`, ...).
+    pub fn name(&self) -> &CStr {
+        // SAFETY: the name is a NUL-terminated array inside the live device.
+        unsafe { CStr::from_char_ptr(bindings::srnic_ib_device_name(self.as_raw())) }
+    }
+
+    /// The node GUID as a number (the core keeps it in network order).
+    pub fn node_guid(&self) -> u64 {
+        // SAFETY: a plain field of the live device, set before registration.
+        u64::from_be(unsafe { (*self.as_raw()).node_guid })
+    }
+
+    /// The port numbers, 1-based.
+    pub fn ports(&self) -> core::ops::RangeInclusive<u32> {
+        // SAFETY: the live device; the count is fixed at registration.
+        1..=unsafe { bindings::srnic_ulp_phys_port_count(self.as_raw()) }
+    }
+
+    /// Whether `port` runs RoCE (IP-routed GIDs, no subnet manager).
+    pub fn port_is_roce(&self, port: u32) -> bool {
+        // SAFETY: the live device; the core checks the port number.
+        unsafe { bindings::srnic_ulp_port_is_roce(self.as_raw(), port) }
+    }
+
+    /// Whether `port` is active (its link is up).
+    pub fn port_active(&self, port: u32) -> bool {
+        // SAFETY: the live device; the core checks the port number.
+        unsafe { bindings::srnic_ulp_port_active(self.as_raw(), port) }
+    }
+
+    /// The active MTU of `port` in bytes.
+    pub fn port_mtu(&self, port: u32) -> Result<u32> {
+        // SAFETY: the live device; the core checks the port number.
+        let mtu = unsafe { bindings::srnic_ulp_port_mtu_bytes(self.as_raw(), port) };
+        to_result(mtu)?;
+        u32::try_from(mtu).map_err(|_| EINVAL)
+    }
+
+    /// GID `index` of `port` and whether it is a RoCEv2 GID; `ENOENT` for an
+    /// empty entry, `EINVAL` past the end of the table.
+    pub fn gid(&self, port: u32, index: u32) -> Result<([u8; 16], bool)> {
+        let mut gid = [0u8; 16];
+        let mut roce_v2 = false;
+        // SAFETY: the live device; both outputs are writable and sized for
+        // what the shim writes.
+        to_result(unsafe {
+            bindings::srnic_ulp_gid_entry(
+                self.as_raw(),
+                port,
+                index,
+                gid.as_mut_ptr(),
+                &mut roce_v2,
+            )
+        })?;
+        Ok((gid, roce_v2))
+    }
+
+    /// The netdev under a RoCE `port`, referenced.
+    pub fn port_netdev(&self, port: u32) -> Option<NetdevRef> {
+        // SAFETY: the live device; a non-NULL result carries a reference
+        // that `NetdevRef` puts.
+        let raw = unsafe { bindings::srnic_ulp_port_netdev(self.as_raw(), port) };
+        NonNull::new(raw).map(NetdevRef)
+    }
+
+    /// Takes a reference, so the device outlives a borrow of the caller's.
+    pub fn get(&self) -> DeviceRef {
+        // SAFETY: the device is live; the reference is put by `DeviceRef`.
+        unsafe { bindings::srnic_ib_device_get(self.as_raw()) };
+        DeviceRef(NonNull::from(self))
+    }
+}
+
+/// A counted reference to an RDMA device.
+pub struct DeviceRef(NonNull<IbDevice>);
+
+// SAFETY: a device reference may be put from any thread.
+unsafe impl Send for DeviceRef {}
+// SAFETY: `IbDevice` exposes only thread-safe queries.
+unsafe impl Sync for DeviceRef {}
+
+impl core::ops::Deref for DeviceRef {
+    type Target = IbDevice;
+    fn deref(&self) -> &IbDevice {
+        // SAFETY: the reference keeps the device's memory alive.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl Drop for DeviceRef {
+    fn drop(&mut self) {
+        // SAFETY: taken in `IbDevice::get`.
+        unsafe { bindings::srnic_ib_device_put_ref(self.0.as_ref().as_raw()) };
+    }
+}
+
+/// A counted reference to a netdev.
+pub struct NetdevRef(NonNull<bindings::net_device>);
+
+// SAFETY: netdev references may be put from any thread.
+unsafe impl Send for NetdevRef {}
+// SAFETY: `NetDevice` exposes only thread-safe queries.
+unsafe impl Sync for NetdevRef {}
+
+impl core::ops::Deref for NetdevRef {
+    type Target = NetDevice;
+    fn deref(&self) -> &NetDevice {
+        // SAFETY: the reference keeps the netdev alive.
+        unsafe { NetDevice::from_raw(self.0.as_ptr()) }
+    }
+}
+
+impl Drop for NetdevRef {
+    fn drop(&mut self) {
+        // SAFETY: the reference came from `ib_device_get_netdev`.
+        unsafe { bindings::srnic_dev_put(self.0.as_ptr()) };
+    }
+}
+
+/// Joins the IPv6 multicast `group` on `netdev` at the IP layer, which
+/// RoCEv2 multicast needs (the IP layer drops groups the interface has not
+/// joined); the membership is left when the value is dropped.
+pub struct Ipv6Membership {
+    netdev: NetdevRef,
+    group: [u8; 16],
+}
+
+impl Ipv6Membership {
+    /// Joins `group` on `netdev`.
+    pub fn join(netdev: NetdevRef, group: [u8; 16]) -> Result<Self> {
+        // SAFETY: a referenced netdev and a 16-byte address.
+        to_result(unsafe { bindings::srnic_ulp_ipv6_mc_join(netdev.as_raw(), group.as_ptr()) })?;
+        Ok(Self { netdev, group })
+    }
+}
+
+impl Drop for Ipv6Membership {
+    fn drop(&mut self) {
+        // SAFETY: joined in `join`; the netdev is still referenced.
+        let _ = unsafe {
+            bindings::srnic_ulp_ipv6_mc_leave(self.netdev.as_raw(), self.group.as_ptr())
+        };
+    }
+}
+
+/// What a client does with devices.
+pub trait ClientHandler: Sized + Send + Sync + 'static {
+    /// The client's name in the core.
+    const NAME: &'static CStr;
+    /// What the client keeps per device.
+    type PerDevice: Send + Sync;
+    /// The client's registration, which the core's callbacks need (the
+    /// core's `add` does not say which client it is for).
+    fn client() -> &'static Client<Self>;
+    /// A device appeared (or the client registered while it exists).
+    /// Process context; may sleep.
+    fn add(dev: &IbDevice) -> Result<Pin<KBox<Self::PerDevice>>>;
+    /// The device goes (or the client unregisters): undo `add`.
+    fn remove(dev: &IbDevice, data: Pin<KBox<Self::PerDevice>>);
+}
+
+/// An `ib_client`, in a `static` of the driver.
+pub struct Client<H: ClientHandler> {
+    raw: Opaque<bindings::ib_client>,
+    _handler: PhantomData<H>,
+}
+
+// SAFETY: the core serialises its use of the client; the struct is only
+// written before registration.
+unsafe impl<H: ClientHandler> Sync for Client<H> {}
+
+impl<H: ClientHandler> Client<H> {
+    /// An unregistered client.
+    pub const fn new() -> Self {
+        Self {
+            raw: Opaque::uninit(),
+            _handler: PhantomData,
+        }
+    }
+
+    /// Registers the client: `add` runs for every existing device now and
+    /// for every later one. Call once, at module init.
+    pub fn register(&'static self) -> Result {
+        let client = bindings::ib_client {
+            name: H::NAME.as_char_ptr(),
+            add: Some(Self::add_callback),
+            remove: Some(Self::remove_callback),
+            ..Default::default()
+        };
+        // SAFETY: the client is not registered, so nobody else reads it;
+        // it lives in a static.
+        unsafe { self.raw.get().write(client) };
+        // SAFETY: an initialised client in static memory.
+        to_result(unsafe { bindings::ib_register_client(self.raw.get()) })
+    }
+
+    /// Unregisters the client: `remove` has run for every device when
+    /// this returns.
+    ///
+    /// # Safety
+    ///
+    /// `register` succeeded and this is its only counterpart.
+    pub unsafe fn unregister(&'static self) {
+        // SAFETY: registered, per the caller.
+        unsafe { bindings::ib_unregister_client(self.raw.get()) };
+    }
+
+    unsafe extern "C" fn add_callback(raw: *mut bindings::ib_device) -> c_int {
+        // SAFETY: the core passes a registered device, valid until
+        // `remove_callback` runs for it.
+        let dev = unsafe { IbDevice::from_raw(raw) };
+        match H::add(dev) {
+            Ok(data) => {
+                // SAFETY: turned back into the box only by `remove_callback`,
+                // which does not move the value out.
+                let ptr = KBox::into_raw(unsafe { Pin::into_inner_unchecked(data) });
+                // SAFETY: the client is registered (the core is calling it).
+                unsafe {
+                    bindings::ib_set_client_data(raw, H::client().raw.get(), ptr.cast::<c_void>())
+                };
+                0
+            }
+            Err(err) => err.to_errno(),
+        }
+    }
+
+    unsafe extern "C" fn remove_callback(raw: *mut bindings::ib_device, data: *mut c_void) {
+        // SAFETY: as in `add_callback`; the device is still valid here.
+        let dev = unsafe { IbDevice::from_raw(raw) };
+        if data.is_null() {
+            return;
+        }
+        // SAFETY: `data` is what `add_callback` stored: a leaked pinned box.
+        let data = unsafe { Pin::new_unchecked(KBox::from_raw(data.cast::<H::PerDevice>())) };
+        H::remove(dev, data);
+    }
+}
+
+/// Port state changes of one device.
+pub trait PortEventHandler: Send + Sync {
+    /// `port` became active (`true`) or went down (`false`). Process
+    /// context.
+    fn port_event(&self, port: u32, active: bool);
+}
+
+/// A registered `ib_event_handler`; unregistered when dropped.
+pub struct PortEvents<H: PortEventHandler> {
+    inner: Pin<KBox<EventsInner<H>>>,
+}
+
+struct EventsInner<H> {
+    raw: Opaque<bindings::ib_event_handler>,
+    device: DeviceRef,
+    handler: H,
+    _pin: PhantomPinned,
+}
+
+impl<H: PortEventHandler> PortEvents<H> {
+    /// Registers `handler` for the events of `dev`.
+    pub fn register(dev: &IbDevice, handler: H) -> Result<Self> {
+        let inner = KBox::pin(
+            EventsInner {
+                raw: Opaque::uninit(),
+                device: dev.get(),
+                handler,
+                _pin: PhantomPinned,
+            },
+            GFP_KERNEL,
+        )?;
+        // SAFETY: the handler struct is pinned until `drop` unregisters it.
+        unsafe {
+            bindings::srnic_ulp_init_event_handler(
+                inner.raw.get(),
+                inner.device.as_raw(),
+                Some(Self::callback),
+            );
+            bindings::ib_register_event_handler(inner.raw.get());
+        }
+        Ok(Self { inner })
+    }
+
+    unsafe extern "C" fn callback(raw: *mut bindings::ib_event_handler, event: *mut bindings::ib_event) {
+        // SAFETY: `raw` is the `raw` field of a pinned `EventsInner<H>`
+        // registered above; `Opaque` is transparent.
+        let inner = unsafe {
+            &*kernel::container_of!(
+                raw.cast::<Opaque<bindings::ib_event_handler>>(),
+                EventsInner<H>,
+                raw
+            )
+        };
+        // SAFETY: the core passes a valid event for the call's duration.
+        let (kind, port) = unsafe { ((*event).event, (*event).element.port_num) };
+        match kind {
+            bindings::ib_event_type_IB_EVENT_PORT_ACTIVE => inner.handler.port_event(port, true),
+            bindings::ib_event_type_IB_EVENT_PORT_ERR => inner.handler.port_event(port, false),
+            _ => {}
+        }
+    }
+}
+
+impl<H: PortEventHandler> Drop for PortEvents<H> {
+    fn drop(&mut self) {
+        // SAFETY: registered in `register`; no callback runs once this
+        // returns.
+        unsafe { bindings::ib_unregister_event_handler(self.inner.raw.get()) };
+    }
+}
+
+/// A protection domain.
+pub struct Pd {
+    raw: NonNull<bindings::ib_pd>,
+    device: DeviceRef,
+}
+
+// SAFETY: the core's PD may be used and freed from any thread.
+unsafe impl Send for Pd {}
+// SAFETY: shared use only reads immutable fields.
+unsafe impl Sync for Pd {}
+
+impl Pd {
+    /// Allocates a PD on `dev` for the module `caller`.
+    pub fn new(dev: &IbDevice, caller: &'static CStr) -> Result<Self> {
+        // SAFETY: a live device; the caller name is static.
+        let raw = from_err_ptr(unsafe { bindings::srnic_ulp_alloc_pd(dev.as_raw(), caller.as_char_ptr()) })?;
+        let raw = NonNull::new(raw).ok_or(ENOMEM)?;
+        Ok(Self {
+            raw,
+            device: dev.get(),
+        })
+    }
+
+    /// The lkey that covers all kernel memory the device can reach.
+    pub fn local_dma_lkey(&self) -> u32 {
+        // SAFETY: set at allocation, immutable since.
+        unsafe { (*self.raw.as_ptr()).local_dma_lkey }
+    }
+
+    /// The device of the PD.
+    pub fn device(&self) -> &IbDevice {
+        &self.device
+    }
+
+    /// Maps `len` bytes at `addr` for the device: `to_device` for what it
+    /// reads (send), else for what it writes (receive). The soft devices'
+    /// mapping is the kernel virtual address.
+    ///
+    /// # Safety
+    ///
+    /// The bytes stay allocated until `unmap` with the same arguments.
+    pub unsafe fn map(&self, addr: *const u8, len: usize, to_device: bool) -> Result<u64> {
+        // SAFETY: per the caller, the range is allocated kernel memory.
+        let dma = unsafe {
+            bindings::srnic_ulp_dma_map(self.device.as_raw(), addr.cast_mut().cast(), len, to_device)
+        };
+        if dma == 0 {
+            return Err(ENOMEM);
+        }
+        Ok(dma)
+    }
+
+    /// Undoes `map`.
+    pub fn unmap(&self, dma: u64, len: usize, to_device: bool) {
+        // SAFETY: the mapping came from `map` (a stale one only confuses an
+        // IOMMU's bookkeeping, never memory this side touches).
+        unsafe { bindings::srnic_ulp_dma_unmap(self.device.as_raw(), dma, len, to_device) };
+    }
+}
+
+impl Drop for Pd {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new`; its users (QPs, AHs) are gone, since
+        // they borrow it.
+        unsafe { bindings::ib_dealloc_pd_user(self.raw.as_ptr(), core::ptr::null_mut()) };
+    }
+}
+
+/// What a CQ's completion event does.
+pub trait CqHandler: Send + Sync {
+    /// A completion arrived on an armed CQ. Any context, hard IRQ included.
+    fn completion(&self);
+}
+
+/// A completion queue polled by its owner, with a handler for its events.
+pub struct Cq<H: CqHandler> {
+    raw: NonNull<bindings::ib_cq>,
+    handler: Pin<KBox<H>>,
+}
+
+// SAFETY: the core's CQ may be polled and freed from any thread; `H` is
+// `Send + Sync`.
+unsafe impl<H: CqHandler> Send for Cq<H> {}
+// SAFETY: as above.
+unsafe impl<H: CqHandler> Sync for Cq<H> {}
+
+impl<H: CqHandler> Cq<H> {
+    /// Creates a CQ of `entries` on completion vector `vector` of `pd`'s
+    /// device. It is not armed yet.
+    pub fn new(pd: &Pd, entries: u32, vector: u32, handler: H, caller: &'static CStr) -> Result<Self> {
+        let handler = KBox::pin(handler, GFP_KERNEL)?;
+        let context: *const H = &*handler;
+        // SAFETY: a live device; the context is pinned in the box, which
+        // the CQ outlives never (it is dropped after the CQ).
+        let raw = from_err_ptr(unsafe {
+            bindings::srnic_ulp_create_cq(
+                pd.device.as_raw(),
+                Some(Self::event),
+                context.cast_mut().cast(),
+                c_int::try_from(entries).map_err(|_| EINVAL)?,
+                c_int::try_from(vector).map_err(|_| EINVAL)?,
+                caller.as_char_ptr(),
+            )
+        })?;
+        Ok(Self {
+            raw: NonNull::new(raw).ok_or(ENOMEM)?,
+            handler,
+        })
+    }
+
+    unsafe extern "C" fn event(_cq: *mut bindings::ib_cq, context: *mut c_void) {
+        // SAFETY: the context is the pinned handler, alive while the CQ is.
+        let handler = unsafe { &*context.cast::<H>() };
+        handler.completion();
+    }
+
+    /// The handler.
+    pub fn handler(&self) -> &H {
+        &self.handler
+    }
+
+    /// Polls up to `out.len()` completions; returns how many were written.
+    pub fn poll(&self, out: &mut [WorkCompletion]) -> usize {
+        let want = c_int::try_from(out.len()).unwrap_or(c_int::MAX);
+        // SAFETY: `WorkCompletion` is a transparent `ib_wc`, `out` has room
+        // for `want` of them.
+        let got = unsafe { bindings::srnic_ulp_poll_cq(self.raw.as_ptr(), want, out.as_mut_ptr().cast()) };
+        usize::try_from(got).unwrap_or(0)
+    }
+
+    /// Arms the CQ for its next completion. Returns `true` if completions
+    /// arrived meanwhile, so the caller must poll again rather than wait.
+    pub fn arm(&self) -> bool {
+        // SAFETY: a live CQ.
+        unsafe { bindings::srnic_ulp_arm_cq(self.raw.as_ptr()) > 0 }
+    }
+
+    fn as_raw(&self) -> *mut bindings::ib_cq {
+        self.raw.as_ptr()
+    }
+}
+
+impl<H: CqHandler> Drop for Cq<H> {
+    fn drop(&mut self) {
+        // SAFETY: created in `new`; the QPs using it are gone (they borrow
+        // it). No event runs after destruction, so the handler box may go.
+        unsafe { bindings::ib_destroy_cq_user(self.raw.as_ptr(), core::ptr::null_mut()) };
+    }
+}
+
+/// A work completion (`struct ib_wc`).
+#[repr(transparent)]
+pub struct WorkCompletion(bindings::ib_wc);
+
+impl Default for WorkCompletion {
+    fn default() -> Self {
+        Self(Default::default())
+    }
+}
+
+impl WorkCompletion {
+    /// The WR's identifier.
+    pub fn wr_id(&self) -> u64 {
+        // SAFETY: kernel CQs without `ib_cqe` use the `wr_id` member.
+        unsafe { self.0.__bindgen_anon_1.wr_id }
+    }
+
+    /// Whether the WR succeeded; flushed and failed WRs are not.
+    pub fn ok(&self) -> bool {
+        self.0.status == bindings::ib_wc_status_IB_WC_SUCCESS
+    }
+
+    /// The raw status, for messages.
+    pub fn status(&self) -> u32 {
+        self.0.status
+    }
+
+    /// Bytes received (GRH area included on UD).
+    pub fn byte_len(&self) -> u32 {
+        self.0.byte_len
+    }
+
+    /// The sender's QPN (UD receive).
+    pub fn src_qp(&self) -> u32 {
+        self.0.src_qp
+    }
+
+    /// Whether the receive's first 40 bytes hold an IPv4 header (in their
+    /// last 20) rather than a GRH or IPv6 header.
+    pub fn ipv4_header(&self) -> bool {
+        u32::from(self.0.network_hdr_type) == bindings::rdma_network_type_RDMA_NETWORK_IPV4
+    }
+}
+
+/// An address handle: the route to one peer or group.
+pub struct Ah {
+    raw: NonNull<bindings::ib_ah>,
+}
+
+// SAFETY: AHs may be used and destroyed from any thread.
+unsafe impl Send for Ah {}
+// SAFETY: posting only reads it.
+unsafe impl Sync for Ah {}
+
+impl Ah {
+    /// An AH on `pd` to `dgid` from GID index `sgid_index` of `port`.
+    /// Process context (the core may resolve the destination).
+    pub fn new(pd: &Pd, port: u32, sgid_index: u8, dgid: &[u8; 16], hop_limit: u8) -> Result<Self> {
+        // SAFETY: a live PD; the GID is 16 readable bytes.
+        let raw = from_err_ptr(unsafe {
+            bindings::srnic_ulp_create_ah(pd.raw.as_ptr(), port, sgid_index, dgid.as_ptr(), hop_limit, 0)
+        })?;
+        Ok(Self {
+            raw: NonNull::new(raw).ok_or(ENOMEM)?,
+        })
+    }
+}
+
+impl Drop for Ah {
+    fn drop(&mut self) {
+        // SAFETY: created in `new`. Without the sleepable flag the core
+        // may destroy it in any context.
+        let _ = unsafe { bindings::rdma_destroy_ah_user(self.raw.as_ptr(), 0, core::ptr::null_mut()) };
+    }
+}
+
+/// A gather element of a send or receive.
+#[derive(Clone, Copy, Default)]
+pub struct Sge {
+    /// Mapped address (see [`Pd::map`]).
+    pub addr: u64,
+    /// Length in bytes.
+    pub length: u32,
+    /// The PD's local DMA lkey.
+    pub lkey: u32,
+}
+
+/// A UD QP in RTS, with its send and receive CQ.
+pub struct UdQp {
+    raw: NonNull<bindings::ib_qp>,
+    groups: KVec<[u8; 16]>,
+}
+
+// SAFETY: the core's QPs may be posted to and destroyed from any thread.
+unsafe impl Send for UdQp {}
+// SAFETY: posting is serialised by the provider.
+unsafe impl Sync for UdQp {}
+
+/// The most gather elements a post takes here.
+pub const MAX_SEND_SGE: usize = 4;
+
+impl UdQp {
+    /// Creates a UD QP and brings it to RTS on `port` with `qkey`.
+    pub fn new<S: CqHandler, R: CqHandler>(
+        pd: &Pd,
+        send_cq: &Cq<S>,
+        recv_cq: &Cq<R>,
+        depths: (u32, u32),
+        port: u32,
+        qkey: u32,
+        caller: &'static CStr,
+    ) -> Result<Self> {
+        // SAFETY: live PD and CQs, which outlive the QP (the owner drops it
+        // first).
+        let raw = from_err_ptr(unsafe {
+            bindings::srnic_ulp_create_ud_qp(
+                pd.raw.as_ptr(),
+                send_cq.as_raw(),
+                recv_cq.as_raw(),
+                depths.0,
+                depths.1,
+                MAX_SEND_SGE as u32,
+                caller.as_char_ptr(),
+            )
+        })?;
+        let qp = Self {
+            raw: NonNull::new(raw).ok_or(ENOMEM)?,
+            groups: KVec::new(),
+        };
+        // SAFETY: the QP was just created, in RESET.
+        to_result(unsafe { bindings::srnic_ulp_ud_qp_ready(qp.raw.as_ptr(), port, qkey) })?;
+        Ok(qp)
+    }
+
+    /// The QP number.
+    pub fn qp_num(&self) -> u32 {
+        // SAFETY: set at creation, immutable.
+        unsafe { (*self.raw.as_ptr()).qp_num }
+    }
+
+    /// Posts one signalled send of `sges` to `remote_qpn` through `ah`.
+    pub fn post_send(&self, wr_id: u64, sges: &[Sge], ah: &Ah, remote_qpn: u32, remote_qkey: u32) -> Result {
+        if sges.is_empty() || sges.len() > MAX_SEND_SGE {
+            return Err(EINVAL);
+        }
+        let mut raw = [bindings::ib_sge::default(); MAX_SEND_SGE];
+        for (out, sge) in raw.iter_mut().zip(sges) {
+            out.addr = sge.addr;
+            out.length = sge.length;
+            out.lkey = sge.lkey;
+        }
+        // SAFETY: a live QP in RTS and AH; the elements are read during the
+        // call (the provider copies the WR).
+        to_result(unsafe {
+            bindings::srnic_ulp_post_ud_send(
+                self.raw.as_ptr(),
+                wr_id,
+                raw.as_ptr(),
+                sges.len() as c_int,
+                ah.raw.as_ptr(),
+                remote_qpn,
+                remote_qkey,
+            )
+        })
+    }
+
+    /// Posts one receive into `sge`.
+    pub fn post_recv(&self, wr_id: u64, sge: Sge) -> Result {
+        let raw = bindings::ib_sge {
+            addr: sge.addr,
+            length: sge.length,
+            lkey: sge.lkey,
+        };
+        // SAFETY: a live QP; the element is read during the call.
+        to_result(unsafe { bindings::srnic_ulp_post_recv(self.raw.as_ptr(), wr_id, &raw) })
+    }
+
+    /// Attaches the QP to multicast group `mgid`.
+    pub fn attach(&mut self, mgid: &[u8; 16]) -> Result {
+        // Room first, so that a failed allocation leaves nothing attached.
+        self.groups.reserve(1, GFP_KERNEL)?;
+        let mut gid = bindings::ib_gid { raw: *mgid };
+        // SAFETY: a live UD QP; the GID is read during the call.
+        to_result(unsafe { bindings::ib_attach_mcast(self.raw.as_ptr(), &mut gid, 0) })?;
+        // Cannot fail: the room was reserved.
+        self.groups.push(*mgid, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Moves the QP to ERR: every posted WR completes, flushed.
+    pub fn flush(&self) -> Result {
+        // SAFETY: a live QP.
+        to_result(unsafe { bindings::srnic_ulp_qp_to_error(self.raw.as_ptr()) })
+    }
+}
+
+impl Drop for UdQp {
+    fn drop(&mut self) {
+        for mgid in self.groups.iter() {
+            let mut gid = bindings::ib_gid { raw: *mgid };
+            // SAFETY: attached in `attach`.
+            let _ = unsafe { bindings::ib_detach_mcast(self.raw.as_ptr(), &mut gid, 0) };
+        }
+        // SAFETY: created in `new`; no post runs concurrently with drop.
+        let _ = unsafe { bindings::ib_destroy_qp_user(self.raw.as_ptr(), core::ptr::null_mut()) };
+    }
+}
