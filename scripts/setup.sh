@@ -17,6 +17,8 @@ apt_packages=(
 	# stock RDMA userspace run inside the guest
 	rdmacm-utils ibverbs-utils ibverbs-providers perftest iproute2
 	infiniband-diags python3-pyverbs ethtool iputils-ping tcpdump python3
+	# iblan tests: ARP probes and TCP/UDP over the emulated LAN
+	iputils-arping iperf3
 	# checking captured RoCEv2 packets on the host
 	tshark
 	# building the C test programs run in the guest

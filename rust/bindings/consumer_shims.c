@@ -235,3 +235,25 @@ bool srnic_ulp_port_active(struct ib_device *dev, u32 port)
 
 	return !ib_query_port(dev, port, &attr) && attr.state == IB_PORT_ACTIVE;
 }
+
+static int srnic_debugfs_open(struct inode *inode, struct file *file)
+{
+	const struct srnic_debugfs_show *entry = inode->i_private;
+
+	return single_open(file, entry->show, entry->data);
+}
+
+/* What DEFINE_SHOW_ATTRIBUTE expands to, with the callback in the entry. */
+static const struct file_operations srnic_debugfs_fops = {
+	.owner = THIS_MODULE,
+	.open = srnic_debugfs_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = single_release,
+};
+
+struct dentry *srnic_debugfs_create_show(const char *name, struct dentry *parent,
+					 struct srnic_debugfs_show *entry)
+{
+	return debugfs_create_file(name, 0444, parent, entry, &srnic_debugfs_fops);
+}

@@ -48,4 +48,12 @@ void srnic_consume_skb(struct sk_buff *skb);
 void *srnic_skb_cb(struct sk_buff *skb);
 bool srnic_ulp_port_active(struct ib_device *dev, u32 port);
 
+/* A read-only debugfs file that a show callback fills (rust/kapi/debugfs.rs). */
+struct srnic_debugfs_show {
+	int (*show)(struct seq_file *seq, void *data);
+	void *data;
+};
+struct dentry *srnic_debugfs_create_show(const char *name, struct dentry *parent,
+					 struct srnic_debugfs_show *entry);
+
 #endif

@@ -8,6 +8,8 @@
 #define SRNIC_HELPER_H
 
 #include <linux/cpuhotplug.h>
+#include <linux/debugfs.h>
+#include <linux/seq_file.h>
 #include <linux/cpumask.h>
 #include <linux/device.h>
 #include <linux/etherdevice.h>

@@ -21,6 +21,7 @@
 // objects, and the transport's lookups come with the transport).
 #![allow(dead_code)]
 
+pub mod debugfs;
 pub mod global;
 pub mod irq;
 #[macro_use]

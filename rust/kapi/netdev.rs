@@ -133,6 +133,18 @@ impl NetDevice {
 /// A netdev's name as it was when copied; displays up to its first NUL.
 pub struct NetdevName([u8; 16]);
 
+impl NetdevName {
+    /// The name as a C string (the last byte is always NUL: a name has at
+    /// most 15 characters; a torn copy is cut there).
+    pub fn as_c_str(&mut self) -> &CStr {
+        if let Some(last) = self.0.last_mut() {
+            *last = 0;
+        }
+        let len = self.0.iter().position(|&b| b == 0).unwrap_or(0);
+        CStr::from_bytes_with_nul(self.0.get(..=len).unwrap_or(&[0])).unwrap_or(kernel::c_str!(""))
+    }
+}
+
 impl core::fmt::Display for NetdevName {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let len = self.0.iter().position(|&b| b == 0).unwrap_or(self.0.len());

@@ -58,7 +58,10 @@ impl<T: HasDelayedWork> DelayedWork<T> {
     pub fn schedule(&self, delay_ms: u64) {
         // SAFETY: initialised, per `init`'s contract.
         unsafe {
-            bindings::srnic_mod_delayed_work(self.raw.get(), delay_ms.try_into().unwrap_or(usize::MAX))
+            bindings::srnic_mod_delayed_work(
+                self.raw.get(),
+                delay_ms.try_into().unwrap_or(usize::MAX),
+            )
         };
     }
 

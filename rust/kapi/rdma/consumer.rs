@@ -176,9 +176,8 @@ impl Ipv6Membership {
 impl Drop for Ipv6Membership {
     fn drop(&mut self) {
         // SAFETY: joined in `join`; the netdev is still referenced.
-        let _ = unsafe {
-            bindings::srnic_ulp_ipv6_mc_leave(self.netdev.as_raw(), self.group.as_ptr())
-        };
+        let _ =
+            unsafe { bindings::srnic_ulp_ipv6_mc_leave(self.netdev.as_raw(), self.group.as_ptr()) };
     }
 }
 
@@ -318,7 +317,10 @@ impl<H: PortEventHandler> PortEvents<H> {
         Ok(Self { inner })
     }
 
-    unsafe extern "C" fn callback(raw: *mut bindings::ib_event_handler, event: *mut bindings::ib_event) {
+    unsafe extern "C" fn callback(
+        raw: *mut bindings::ib_event_handler,
+        event: *mut bindings::ib_event,
+    ) {
         // SAFETY: `raw` is the `raw` field of a pinned `EventsInner<H>`
         // registered above; `Opaque` is transparent.
         let inner = unsafe {
@@ -361,7 +363,9 @@ impl Pd {
     /// Allocates a PD on `dev` for the module `caller`.
     pub fn new(dev: &IbDevice, caller: &'static CStr) -> Result<Self> {
         // SAFETY: a live device; the caller name is static.
-        let raw = from_err_ptr(unsafe { bindings::srnic_ulp_alloc_pd(dev.as_raw(), caller.as_char_ptr()) })?;
+        let raw = from_err_ptr(unsafe {
+            bindings::srnic_ulp_alloc_pd(dev.as_raw(), caller.as_char_ptr())
+        })?;
         let raw = NonNull::new(raw).ok_or(ENOMEM)?;
         Ok(Self {
             raw,
@@ -390,7 +394,12 @@ impl Pd {
     pub unsafe fn map(&self, addr: *const u8, len: usize, to_device: bool) -> Result<u64> {
         // SAFETY: per the caller, the range is allocated kernel memory.
         let dma = unsafe {
-            bindings::srnic_ulp_dma_map(self.device.as_raw(), addr.cast_mut().cast(), len, to_device)
+            bindings::srnic_ulp_dma_map(
+                self.device.as_raw(),
+                addr.cast_mut().cast(),
+                len,
+                to_device,
+            )
         };
         if dma == 0 {
             return Err(ENOMEM);
@@ -435,7 +444,13 @@ unsafe impl<H: CqHandler> Sync for Cq<H> {}
 impl<H: CqHandler> Cq<H> {
     /// Creates a CQ of `entries` on completion vector `vector` of `pd`'s
     /// device. It is not armed yet.
-    pub fn new(pd: &Pd, entries: u32, vector: u32, handler: H, caller: &'static CStr) -> Result<Self> {
+    pub fn new(
+        pd: &Pd,
+        entries: u32,
+        vector: u32,
+        handler: H,
+        caller: &'static CStr,
+    ) -> Result<Self> {
         let handler = KBox::pin(handler, GFP_KERNEL)?;
         let context: *const H = &*handler;
         // SAFETY: a live device; the context is pinned in the box, which
@@ -472,7 +487,9 @@ impl<H: CqHandler> Cq<H> {
         let want = c_int::try_from(out.len()).unwrap_or(c_int::MAX);
         // SAFETY: `WorkCompletion` is a transparent `ib_wc`, `out` has room
         // for `want` of them.
-        let got = unsafe { bindings::srnic_ulp_poll_cq(self.raw.as_ptr(), want, out.as_mut_ptr().cast()) };
+        let got = unsafe {
+            bindings::srnic_ulp_poll_cq(self.raw.as_ptr(), want, out.as_mut_ptr().cast())
+        };
         usize::try_from(got).unwrap_or(0)
     }
 
@@ -556,7 +573,14 @@ impl Ah {
     pub fn new(pd: &Pd, port: u32, sgid_index: u8, dgid: &[u8; 16], hop_limit: u8) -> Result<Self> {
         // SAFETY: a live PD; the GID is 16 readable bytes.
         let raw = from_err_ptr(unsafe {
-            bindings::srnic_ulp_create_ah(pd.raw.as_ptr(), port, sgid_index, dgid.as_ptr(), hop_limit, 0)
+            bindings::srnic_ulp_create_ah(
+                pd.raw.as_ptr(),
+                port,
+                sgid_index,
+                dgid.as_ptr(),
+                hop_limit,
+                0,
+            )
         })?;
         Ok(Self {
             raw: NonNull::new(raw).ok_or(ENOMEM)?,
@@ -568,7 +592,8 @@ impl Drop for Ah {
     fn drop(&mut self) {
         // SAFETY: created in `new`. Without the sleepable flag the core
         // may destroy it in any context.
-        let _ = unsafe { bindings::rdma_destroy_ah_user(self.raw.as_ptr(), 0, core::ptr::null_mut()) };
+        let _ =
+            unsafe { bindings::rdma_destroy_ah_user(self.raw.as_ptr(), 0, core::ptr::null_mut()) };
     }
 }
 
@@ -637,7 +662,14 @@ impl UdQp {
     }
 
     /// Posts one signalled send of `sges` to `remote_qpn` through `ah`.
-    pub fn post_send(&self, wr_id: u64, sges: &[Sge], ah: &Ah, remote_qpn: u32, remote_qkey: u32) -> Result {
+    pub fn post_send(
+        &self,
+        wr_id: u64,
+        sges: &[Sge],
+        ah: &Ah,
+        remote_qpn: u32,
+        remote_qkey: u32,
+    ) -> Result {
         if sges.is_empty() || sges.len() > MAX_SEND_SGE {
             return Err(EINVAL);
         }
