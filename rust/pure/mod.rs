@@ -16,6 +16,7 @@ pub mod grh;
 pub mod guid;
 pub mod headers;
 pub mod icrc;
+pub mod lan;
 pub mod mcast;
 pub mod mtu;
 pub mod psn;
