@@ -116,6 +116,12 @@ impl SkBuff {
         })
     }
 
+    /// Whether some of the data is in page fragments.
+    pub fn is_nonlinear(&self) -> bool {
+        // SAFETY: reads a field of our skb.
+        unsafe { self.0.as_ref().data_len != 0 }
+    }
+
     /// Makes all data contiguous.
     pub fn linearize(&mut self) -> Result {
         // SAFETY: the skb is ours.

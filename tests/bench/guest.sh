@@ -7,7 +7,8 @@
 #   /mnt/job/plan     one measurement a line: ID DEVICE TEST SIZE QPS
 #
 # DEVICE is srnic, rxe or siw (loaded one at a time on eth0: rxe and srnic
-# cannot share UDP port 4791), or "limit" for the limits measured in the
+# cannot share UDP port 4791), iblan (iblan0 over srnic0, 10.1.0.N/24, for
+# iperf3 over the emulated LAN), or "limit" for the limits measured in the
 # same VM (memcpy, and on the wire iperf3 over UDP and TCP). TEST is
 # write_bw, read_bw, send_bw, atomic_bw, write_lat, send_lat, send_bw_2proc,
 # memcpy, iperf3_udp or iperf3_tcp.
@@ -142,6 +143,18 @@ setup_device() {
 		ibdev=siw0
 		modprobe siw && rdma link add siw0 type siw netdev eth0 || return 1
 		;;
+	iblan)
+		# Ethernet over srnic0's UD QPs: iperf3 runs on iblan0.
+		setup_device srnic || return 1
+		wait_until 60 sh -c "ip -6 addr show dev eth0 scope link | grep -q inet6" || return 1
+		insmod "$(dirname "$BENCH_KO")/iblan.ko" || return 1
+		wait_until 30 ip link show iblan0 || { echo "no iblan0"; return 1; }
+		ip link set iblan0 up && ip addr add "10.1.0.${my_ip##*.}/24" dev iblan0 || return 1
+		wait_until 30 sh -c "ethtool -S iblan0 | grep -q 'ns_peers: [1-9]'" ||
+			{ ethtool -S iblan0; echo "iblan0 found no peer"; return 1; }
+		log "iblan: iblan0 up over srnic0"
+		return 0
+		;;
 	*) echo "unknown device $dev"; return 1 ;;
 	esac
 	if [ "$dev" = siw ]; then
@@ -169,6 +182,11 @@ teardown_device() {
 	[ -z "$ibdev" ] || rdma statistic show link "$ibdev/1" 2>&1
 	[ -z "$ibdev" ] || [ ! -e "/sys/class/infiniband/$ibdev" ] || rdma link delete "$ibdev" 2>&1
 	case $dev in
+	iblan)
+		[ ! -e /sys/module/iblan ] || rmmod iblan
+		[ ! -e /sys/class/infiniband/srnic0 ] || rdma link delete srnic0
+		[ ! -e /sys/module/srnic ] || rmmod srnic
+		;;
 	srnic) [ ! -e /sys/module/srnic ] || rmmod srnic ;;
 	rxe) [ ! -e /sys/module/rdma_rxe ] || rmmod rdma_rxe ;;
 	siw) [ ! -e /sys/module/siw ] || rmmod siw ;;
@@ -367,19 +385,21 @@ memcpy_limit() {
 	fi
 }
 
-# iperf3 client side (VM b): the receiver's goodput in MiB/s.
+# iperf3 client side (VM b): the receiver's goodput in MiB/s, recorded for
+# DEVICE (limit: over eth0; iblan: over iblan0).
 iperf_client() {
-	local test=$1 port=$2 tag=$3 rc value extra=()
+	local test=$1 port=$2 tag=$3 dev=${4:-limit} rc value extra=() to=$server_ip
 	[ "$test" = iperf3_tcp ] || extra=(-u -b 0)
-	timeout 60 iperf3 -c "$server_ip" -p "$port" -t "$iperf_secs" -J "${extra[@]}" > "$raw/$tag.client.json" 2>&1
+	[ "$dev" != iblan ] || to=10.1.0.1
+	timeout 60 iperf3 -c "$to" -p "$port" -t "$iperf_secs" -J "${extra[@]}" > "$raw/$tag.client.json" 2>&1
 	rc=$?
 	value=$(python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
 print("%.2f" % (d["end"]["sum_received"]["bits_per_second"] / 8 / 2**20))' "$raw/$tag.client.json" 2>/dev/null)
 	if [ "$rc" != 0 ] || [ -z "$value" ]; then
-		record limit "$test" 0 1 "" MiB/s FAILED "exit $rc: $(last_line "$raw/$tag.client.json") ($rel/$tag.client.json)"
+		record "$dev" "$test" 0 1 "" MiB/s FAILED "exit $rc: $(last_line "$raw/$tag.client.json") ($rel/$tag.client.json)"
 	else
-		record limit "$test" 0 1 "$value" MiB/s ok "$rel/$tag.client.json"
+		record "$dev" "$test" 0 1 "$value" MiB/s ok "$rel/$tag.client.json"
 	fi
 }
 
@@ -425,8 +445,8 @@ wire_measure() {
 			elif [ "$got" = "$noserver" ]; then
 				record "$dev" "$test" "$size" "$qps" "" "" FAILED \
 					"the server on VM a never listened: $(cat "$noserver") (a/raw/$tag.server.txt)"
-			elif [ "$dev" = limit ]; then
-				iperf_client "$test" "$port" "$tag"
+			elif [ "$dev" = limit ] || [ "$dev" = iblan ]; then
+				iperf_client "$test" "$port" "$tag" "$dev"
 			else
 				bin=$(perftest_bin "$test")
 				perftest_args "$test" "$size" "$qps" "$port"

@@ -129,7 +129,8 @@ def main():
         limit_name = "memcpy" if mode == "loopback" else "UDP"
         header = ["test", "size", "qps"] + DEVICES + ["srnic/rxe", "srnic/siw", f"srnic/{limit_name}"]
         body = []
-        keys = sorted({(k[2], k[3], k[4]) for k in rows if k[0] == mode and k[1] != "limit"},
+        keys = sorted({(k[2], k[3], k[4]) for k in rows
+                       if k[0] == mode and k[1] not in ("limit", "iblan")},
                       key=lambda t: (TEST_ORDER.index(t[0]) if t[0] in TEST_ORDER else 99, t[2], t[1]))
         for test, size, qps in keys:
             s = value(rows, mode, "srnic", test, size, qps)
@@ -144,6 +145,15 @@ def main():
                            fmt_ratio(ratio(s, value(rows, mode, "siw", test, size, qps))),
                            fmt_ratio(lim)])
         text.extend(table(body, header))
+        # iblan: TCP over the emulated LAN (UD over srnic0) against TCP over
+        # the carrier netdev itself.
+        for k in [k for k in rows if k[0] == mode and k[1] == "iblan"]:
+            c = cell(rows, *k)
+            over_eth = limits.get((mode, "iperf3_tcp"))
+            share = fmt_ratio(ratio(value(rows, *k), over_eth))
+            text.append(f"iblan0 over srnic0: iperf3 TCP {c}"
+                        + ("" if c == "FAILED" else f" MiB/s, {share} of eth0's TCP")
+                        + (f" ({rows[k]['note']})" if c == "FAILED" else ""))
 
     # The issue's targets.
     text.append("")

@@ -163,7 +163,7 @@ fn fragment_headers_round_trip_and_are_checked() {
     );
     let check = |h: FragmentHeader, len: usize| {
         let mut d = h.encode().to_vec();
-        d.extend(std::iter::repeat(1).take(len));
+        d.extend(std::iter::repeat_n(1, len));
         classify_datagram(&d).map(|_| ())
     };
     assert_eq!(
