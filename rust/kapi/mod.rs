@@ -22,6 +22,7 @@
 #![allow(dead_code)]
 
 pub mod debugfs;
+pub mod ether;
 pub mod global;
 pub mod irq;
 #[macro_use]
@@ -38,6 +39,11 @@ pub mod udp;
 pub mod work;
 
 use kernel::error::Error;
+
+/// `EADDRNOTAVAIL`, which the `kernel` crate of 6.12 does not name.
+pub fn address_not_available() -> Error {
+    Error::from_errno(-(crate::bindings::EADDRNOTAVAIL as kernel::ffi::c_int))
+}
 
 /// `EOPNOTSUPP`, which the `kernel` crate of 6.12 does not name.
 pub fn not_supported() -> Error {

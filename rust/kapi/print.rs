@@ -10,6 +10,7 @@ pub fn ratelimit() -> bool {
 }
 
 /// `pr_warn!` unless the kernel-wide printk rate limit is exhausted.
+#[allow(unused_macros)]
 macro_rules! pr_warn_ratelimited {
     ($($arg:tt)*) => {
         if $crate::kapi::print::ratelimit() {

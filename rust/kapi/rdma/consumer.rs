@@ -293,6 +293,12 @@ struct EventsInner<H> {
     _pin: PhantomPinned,
 }
 
+// SAFETY: the handler struct is only touched by the core, which serialises
+// its use, and by `drop`; `H` is `Send + Sync`.
+unsafe impl<H: PortEventHandler> Send for PortEvents<H> {}
+// SAFETY: as above; `&self` exposes nothing.
+unsafe impl<H: PortEventHandler> Sync for PortEvents<H> {}
+
 impl<H: PortEventHandler> PortEvents<H> {
     /// Registers `handler` for the events of `dev`.
     pub fn register(dev: &IbDevice, handler: H) -> Result<Self> {

@@ -1,0 +1,1272 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One emulated LAN port: the netdev `iblanN` over one RDMA port, its UD QP,
+//! the name service and the data path.
+//!
+//! Which CPU does what: `ndo_start_xmit` posts sends on the sending CPU;
+//! the QP's single CQ raises an event on its completion vector, which
+//! schedules NAPI; the NAPI poll reclaims sends, copies each received
+//! datagram once into an skb (or into a reassembly buffer) and reposts the
+//! receive. The name service runs in a work item every second and when an
+//! announcement arrives.
+
+use crate::kapi::address_not_available;
+use crate::kapi::debugfs::{SeqOut, Show};
+use crate::kapi::ether::{EtherDevice, EtherDriver, EtherRegistration, LinkStats, TxOutcome};
+use crate::kapi::netdev::rtnl_try_lock;
+use crate::kapi::rdma::consumer::{
+    Ah, Cq, CqHandler, DeviceRef, IbDevice, Ipv6Membership, Pd, Sge, UdQp, WorkCompletion,
+};
+use crate::kapi::skb::SkBuff;
+use crate::kapi::sync::SpinLockIrq;
+use crate::kapi::work::{now_ms, sleep_ms, DelayedWork, HasDelayedWork};
+use crate::pure::lan::{
+    self, Announcement, Datagram, FragmentPlan, MacKind, Reassembler, Step, ANNOUNCE_LEN,
+    FRAG_HEADER_LEN, MAX_FRAME_LEN,
+};
+use core::pin::Pin;
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering};
+use kernel::c_str;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+const CALLER: &CStr = c_str!("iblan");
+/// The LAN index (byte 3 of every MAC); separate LANs share a fabric.
+const LAN: u8 = 0;
+/// The Q_Key of the LAN's QPs.
+const QKEY: u32 = 0x1b1a_0000 | LAN as u32;
+/// The name service's group: link-scoped, transient (`ff12`), iblan's
+/// prefix, the LAN index.
+const GROUP: [u8; 16] = [0xff, 0x12, 0x40, 0x1b, 0, LAN, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+const SEND_DEPTH: u32 = 1024;
+const RECV_DEPTH: u32 = 256;
+/// The GRH (or IP header) area at the start of every UD receive.
+const GRH_LEN: usize = 40;
+/// Peers a LAN port knows at most.
+const MAX_PEERS: usize = 64;
+/// Reassemblies open at once.
+const REASSEMBLY_SLOTS: usize = 64;
+const ANNOUNCE_EVERY_MS: u64 = 2000;
+/// A peer that missed three announcements is gone.
+const PEER_LIFETIME_MS: u64 = 3 * ANNOUNCE_EVERY_MS;
+const TICK_MS: u64 = 1000;
+const MTU_DEFAULT: u32 = 1500;
+const MTU_MAX: u32 = 9000;
+
+/// Work request identifiers: receives and the announcement are small
+/// numbers, sends carry their skb's address (always above these).
+const WR_ANNOUNCE: u64 = 1;
+const WR_RECV_BASE: u64 = 1 << 32;
+const WR_SKB_MIN: u64 = 1 << 40;
+
+/// `ethtool -S` names, in the order of [`Stat`].
+const STAT_NAMES: &[&CStr] = &[
+    c_str!("tx_frames"),
+    c_str!("tx_posts"),
+    c_str!("tx_fanout_frames"),
+    c_str!("tx_fanout_posts"),
+    c_str!("tx_fragmented_frames"),
+    c_str!("tx_unknown_lid_floods"),
+    c_str!("tx_no_peer_drops"),
+    c_str!("tx_post_errors"),
+    c_str!("tx_queue_stops"),
+    c_str!("tx_copies"),
+    c_str!("rx_datagrams"),
+    c_str!("rx_reassembled_frames"),
+    c_str!("rx_sar_drops_duplicate"),
+    c_str!("rx_sar_drops_inconsistent"),
+    c_str!("rx_sar_drops_evicted"),
+    c_str!("rx_sar_drops_expired"),
+    c_str!("rx_unknown_sender_drops"),
+    c_str!("rx_malformed_drops"),
+    c_str!("rx_alloc_drops"),
+    c_str!("rx_errors"),
+    c_str!("ns_announcements_sent"),
+    c_str!("ns_announcements_received"),
+    c_str!("ns_peers_added"),
+    c_str!("ns_peers_aged_out"),
+    c_str!("ns_peers_left"),
+    c_str!("ns_lid_conflicts"),
+    c_str!("ns_lid_changes"),
+    c_str!("ns_peers"),
+    c_str!("ns_lid"),
+];
+
+#[derive(Clone, Copy)]
+#[repr(usize)]
+enum Stat {
+    TxFrames,
+    TxPosts,
+    TxFanoutFrames,
+    TxFanoutPosts,
+    TxFragmented,
+    TxUnknownLidFloods,
+    TxNoPeer,
+    TxPostErrors,
+    TxQueueStops,
+    TxCopies,
+    RxDatagrams,
+    RxReassembled,
+    RxSarDuplicate,
+    RxSarInconsistent,
+    RxSarEvicted,
+    RxSarExpired,
+    RxUnknownSender,
+    RxMalformed,
+    RxAlloc,
+    RxErrors,
+    NsSent,
+    NsReceived,
+    NsAdded,
+    NsAged,
+    NsLeft,
+    NsConflicts,
+    NsLidChanges,
+    Count,
+}
+
+/// The interface statistics of `ip -s link`.
+#[derive(Default)]
+struct Link {
+    rx_packets: AtomicU64,
+    rx_bytes: AtomicU64,
+    rx_dropped: AtomicU64,
+    rx_multicast: AtomicU64,
+    tx_packets: AtomicU64,
+    tx_bytes: AtomicU64,
+    tx_dropped: AtomicU64,
+}
+
+/// A known node of the LAN.
+struct Peer {
+    gid: [u8; 16],
+    guid: u64,
+    lid: u16,
+    qpn: u32,
+    qkey: u32,
+    ah: Ah,
+}
+
+struct PeerEntry {
+    peer: Arc<Peer>,
+    last_seen_ms: u64,
+}
+
+/// The known nodes, in fixed slots: a slot's index names its peer while
+/// it is there (reassemblies are keyed by it).
+struct PeerTable {
+    slots: [Option<PeerEntry>; MAX_PEERS],
+}
+
+impl PeerTable {
+    fn new() -> Self {
+        Self {
+            slots: [const { None }; MAX_PEERS],
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &PeerEntry> {
+        self.slots.iter().flatten()
+    }
+
+    fn len(&self) -> usize {
+        self.iter().count()
+    }
+
+    /// The slot of the first entry `pred` accepts.
+    fn find(&self, pred: impl Fn(&PeerEntry) -> bool) -> Option<usize> {
+        self.slots
+            .iter()
+            .position(|s| s.as_ref().is_some_and(&pred))
+    }
+
+    fn get(&self, at: usize) -> Option<&PeerEntry> {
+        self.slots.get(at).and_then(Option::as_ref)
+    }
+
+    fn get_mut(&mut self, at: usize) -> Option<&mut PeerEntry> {
+        self.slots.get_mut(at).and_then(Option::as_mut)
+    }
+
+    fn remove(&mut self, at: usize) -> Option<PeerEntry> {
+        self.slots.get_mut(at).and_then(Option::take)
+    }
+
+    /// Adds `entry`; a full table gives it back.
+    fn insert(&mut self, entry: PeerEntry) -> core::result::Result<(), PeerEntry> {
+        match self.slots.iter_mut().find(|s| s.is_none()) {
+            Some(slot) => {
+                *slot = Some(entry);
+                Ok(())
+            }
+            None => Err(entry),
+        }
+    }
+}
+
+/// Completion events wake the port's NAPI.
+struct Events {
+    netdev: AtomicPtr<EtherDevice<LanDev>>,
+}
+
+impl CqHandler for Events {
+    fn completion(&self) {
+        let dev = self.netdev.load(Ordering::Acquire);
+        // SAFETY: set once the netdev is registered and cleared before it
+        // goes; the CQ (and so this handler) is destroyed before the netdev
+        // is freed.
+        if let Some(dev) = unsafe { dev.as_ref() } {
+            dev.napi_schedule();
+        }
+    }
+}
+
+/// Receive buffers: each holds the GRH area and one path-MTU datagram.
+struct RxBuffer {
+    bytes: KVec<u8>,
+    dma: u64,
+}
+
+/// Announcements the receive path saw, for the name service to process.
+struct Inbox {
+    pending: [[u8; ANNOUNCE_LEN]; 16],
+    count: usize,
+}
+
+/// The netdev's private data. Fields drop in declaration order, which is
+/// the order the verbs objects must go in.
+pub(crate) struct LanDev {
+    qp: UdQp,
+    cq: Cq<Events>,
+    peers: Pin<KBox<SpinLockIrq<PeerTable>>>,
+    group_ah: Ah,
+    _membership: Ipv6Membership,
+    rx: KVec<RxBuffer>,
+    reassembly: Pin<KBox<SpinLockIrq<Reassembly>>>,
+    announce: KBox<[u8; ANNOUNCE_LEN]>,
+    announce_dma: u64,
+    pd: Pd,
+    device: DeviceRef,
+    port: u32,
+    sgid_index: u8,
+    sgid: [u8; 16],
+    guid: u64,
+    /// Bytes of a UD datagram's payload on this port (its active MTU).
+    datagram_len: u32,
+    lid: AtomicU16,
+    /// A LID the name service wants but could not set yet (0: none).
+    lid_wanted: AtomicU16,
+    sequence: AtomicU32,
+    last_announce_ms: AtomicU64,
+    announce_busy: AtomicBool,
+    announce_soon: AtomicBool,
+    running: AtomicBool,
+    /// The ticker was initialised (on the first open).
+    ticker_ready: AtomicBool,
+    inbox: Pin<KBox<SpinLockIrq<Inbox>>>,
+    sq_free: AtomicU32,
+    frame_number: AtomicU32,
+    stats: [AtomicU64; Stat::Count as usize],
+    link: Link,
+    ticker: DelayedWork<LanDev>,
+}
+
+/// Open reassemblies and their buffers.
+struct Reassembly {
+    table: Reassembler<REASSEMBLY_SLOTS>,
+    buffers: KVec<KVec<u8>>,
+}
+
+// SAFETY: `ticker` is the field at this offset.
+unsafe impl HasDelayedWork for LanDev {
+    const OFFSET: usize = core::mem::offset_of!(LanDev, ticker);
+    fn run(&self) {
+        self.name_service();
+    }
+}
+
+/// Creates the LAN port over `port` of `dev` and registers its netdev.
+pub(crate) fn create(dev: &IbDevice, port: u32) -> Result<EtherRegistration<LanDev>> {
+    let (sgid_index, sgid) = link_local_gid(dev, port)?;
+    let netdev = dev.port_netdev(port).ok_or(ENODEV)?;
+    let datagram_len = dev.port_mtu(port)?;
+    let pd = Pd::new(dev, CALLER)?;
+    let cq = Cq::new(
+        &pd,
+        SEND_DEPTH + RECV_DEPTH,
+        0,
+        Events {
+            netdev: AtomicPtr::new(core::ptr::null_mut()),
+        },
+        CALLER,
+    )?;
+    let mut qp = UdQp::new(&pd, &cq, &cq, (SEND_DEPTH, RECV_DEPTH), port, QKEY, CALLER)?;
+    let membership = Ipv6Membership::join(netdev, GROUP)?;
+    qp.attach(&GROUP)?;
+    let group_ah = Ah::new(&pd, port, sgid_index, &GROUP, 1)?;
+
+    let mut rx = KVec::with_capacity(RECV_DEPTH as usize, GFP_KERNEL)?;
+    let rx_len = GRH_LEN + datagram_len as usize;
+    for _ in 0..RECV_DEPTH {
+        let bytes = KVec::from_elem(0u8, rx_len, GFP_KERNEL)?;
+        // SAFETY: the buffer lives in `rx` until after the QP is destroyed;
+        // `Drop for LanDev` unmaps it.
+        let dma = unsafe { pd.map(bytes.as_ptr(), rx_len, false)? };
+        rx.push(RxBuffer { bytes, dma }, GFP_KERNEL)?;
+    }
+    let mut buffers = KVec::with_capacity(REASSEMBLY_SLOTS, GFP_KERNEL)?;
+    for _ in 0..REASSEMBLY_SLOTS {
+        let buffer = KVec::from_elem(0u8, MAX_FRAME_LEN, GFP_KERNEL)?;
+        buffers.push(buffer, GFP_KERNEL)?;
+    }
+    let announce = KBox::new([0u8; ANNOUNCE_LEN], GFP_KERNEL)?;
+    // SAFETY: the box lives as long as the QP; unmapped in drop.
+    let announce_dma = unsafe { pd.map(announce.as_ptr(), ANNOUNCE_LEN, true)? };
+
+    let lid = lan::initial_lid(&sgid);
+    let data = LanDev {
+        qp,
+        cq,
+        peers: KBox::pin_init(
+            new_spinlock_irq!(PeerTable::new(), "iblan_peers"),
+            GFP_KERNEL,
+        )?,
+        group_ah,
+        _membership: membership,
+        rx,
+        reassembly: KBox::pin_init(
+            new_spinlock_irq!(
+                Reassembly {
+                    table: Reassembler::new(),
+                    buffers,
+                },
+                "iblan_reassembly"
+            ),
+            GFP_KERNEL,
+        )?,
+        announce,
+        announce_dma,
+        device: dev.get(),
+        port,
+        sgid_index,
+        sgid,
+        guid: dev.node_guid(),
+        datagram_len,
+        lid: AtomicU16::new(lid),
+        lid_wanted: AtomicU16::new(0),
+        sequence: AtomicU32::new(0),
+        last_announce_ms: AtomicU64::new(0),
+        announce_busy: AtomicBool::new(false),
+        announce_soon: AtomicBool::new(true),
+        running: AtomicBool::new(false),
+        ticker_ready: AtomicBool::new(false),
+        inbox: KBox::pin_init(
+            new_spinlock_irq!(
+                Inbox {
+                    pending: [[0; ANNOUNCE_LEN]; 16],
+                    count: 0,
+                },
+                "iblan_inbox"
+            ),
+            GFP_KERNEL,
+        )?,
+        sq_free: AtomicU32::new(SEND_DEPTH),
+        frame_number: AtomicU32::new(0),
+        stats: [const { AtomicU64::new(0) }; Stat::Count as usize],
+        link: Link::default(),
+        ticker: DelayedWork::new(),
+        pd,
+    };
+    for index in 0..data.rx.len() {
+        data.post_receive(index)?;
+    }
+    let mac = lan::mac_for(lan::DEFAULT_VENDOR, LAN, lid);
+    let reg = EtherRegistration::new(c_str!("iblan%d"), (68, MTU_MAX), MTU_DEFAULT, mac, data)?;
+    let netdev = reg.device();
+    let lan = netdev.data();
+    lan.cq
+        .handler()
+        .netdev
+        .store(core::ptr::from_ref(netdev).cast_mut(), Ordering::Release);
+    if lan.device.port_active(port) {
+        netdev.carrier_on();
+    }
+    Ok(reg)
+}
+
+/// The port's RoCEv2 GID of its netdev's IPv6 link-local address: every
+/// RoCE port has one, and link-local needs no routing.
+fn link_local_gid(dev: &IbDevice, port: u32) -> Result<(u8, [u8; 16])> {
+    for index in 0..=255u8 {
+        match dev.gid(port, index.into()) {
+            Ok((gid, true)) if gid[0] == 0xfe && gid[1] & 0xc0 == 0x80 => return Ok((index, gid)),
+            Ok(_) => {}
+            Err(err) if err == EINVAL => break,
+            Err(_) => {}
+        }
+    }
+    Err(address_not_available())
+}
+
+impl LanDev {
+    fn count(&self, stat: Stat) {
+        self.add(stat, 1);
+    }
+
+    fn add(&self, stat: Stat, n: u64) {
+        if let Some(counter) = self.stats.get(stat as usize) {
+            counter.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Follows the port's state.
+    pub(crate) fn carrier_changed(&self, dev: &EtherDevice<LanDev>, active: bool) {
+        if active {
+            dev.carrier_on();
+            self.announce_soon.store(true, Ordering::Relaxed);
+            if self.running.load(Ordering::Acquire) {
+                self.ticker.schedule(0);
+            }
+        } else {
+            dev.carrier_off();
+        }
+    }
+
+    fn post_receive(&self, index: usize) -> Result {
+        let buffer = self.rx.get(index).ok_or(EINVAL)?;
+        self.qp.post_recv(
+            WR_RECV_BASE + index as u64,
+            Sge {
+                addr: buffer.dma,
+                length: buffer.bytes.len() as u32,
+                lkey: self.pd.local_dma_lkey(),
+            },
+        )
+    }
+
+    /// The peers a frame to `mac` goes to, and whether it is a fan-out.
+    fn targets(&self, mac: &[u8; 6], out: &mut [Option<Arc<Peer>>; MAX_PEERS]) -> (usize, bool) {
+        let peers = self.peers.lock();
+        let lid = match lan::classify_mac(mac, lan::DEFAULT_VENDOR, LAN) {
+            MacKind::Unicast { lid } => Some(lid),
+            _ => None,
+        };
+        if let Some(lid) = lid {
+            if let (Some(entry), Some(slot)) =
+                (peers.iter().find(|e| e.peer.lid == lid), out.first_mut())
+            {
+                *slot = Some(entry.peer.clone());
+                return (1, false);
+            }
+            self.count(Stat::TxUnknownLidFloods);
+        }
+        let mut n = 0;
+        for (slot, entry) in out.iter_mut().zip(peers.iter()) {
+            *slot = Some(entry.peer.clone());
+            n += 1;
+        }
+        (n, true)
+    }
+
+    /// Sends one frame; see [`EtherDriver::start_xmit`].
+    fn transmit(&self, dev: &EtherDevice<LanDev>, mut skb: SkBuff) -> TxOutcome {
+        // Without scatter-gather the stack hands over linear frames; one
+        // that is not costs a copy, counted.
+        if skb.is_nonlinear() {
+            self.count(Stat::TxCopies);
+        }
+        if skb.linearize().is_err() {
+            self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
+            return TxOutcome::Sent;
+        }
+        let frame_len = skb.data().len();
+        let Some(mac) = skb
+            .data()
+            .get(..6)
+            .and_then(|m| <[u8; 6]>::try_from(m).ok())
+        else {
+            self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
+            return TxOutcome::Sent;
+        };
+        let Ok(plan) = FragmentPlan::new(frame_len, self.datagram_len as usize) else {
+            self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
+            return TxOutcome::Sent;
+        };
+        let mut targets: [Option<Arc<Peer>>; MAX_PEERS] = [const { None }; MAX_PEERS];
+        let (peer_count, fanout) = self.targets(&mac, &mut targets);
+        if peer_count == 0 {
+            self.count(Stat::TxNoPeer);
+            self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
+            return TxOutcome::Sent;
+        }
+        let fragments = plan.count();
+        let posts = (fragments * peer_count) as u32;
+        if posts > SEND_DEPTH {
+            self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
+            return TxOutcome::Sent;
+        }
+        // Reserve send queue slots; without room the stack keeps the frame.
+        let mut free = self.sq_free.load(Ordering::Acquire);
+        loop {
+            if free < posts {
+                dev.stop_queue();
+                self.count(Stat::TxQueueStops);
+                // A completion may have freed room meanwhile.
+                if self.sq_free.load(Ordering::Acquire) >= posts {
+                    dev.wake_queue();
+                }
+                return TxOutcome::Busy(skb);
+            }
+            match self.sq_free.compare_exchange(
+                free,
+                free - posts,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
+                Err(now) => free = now,
+            }
+        }
+        // The fragment headers go in front of the frame, so that one
+        // mapping covers everything every post points at.
+        let header_len = (fragments * FRAG_HEADER_LEN) as u32;
+        if skb.cow_head(header_len).is_err() || skb.push(header_len).is_err() {
+            self.sq_free.fetch_add(posts, Ordering::AcqRel);
+            self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
+            return TxOutcome::Sent;
+        }
+        let frame = self.frame_number.fetch_add(1, Ordering::Relaxed) as u16;
+        {
+            let data = skb.data_mut();
+            for index in 0..fragments {
+                let at = index * FRAG_HEADER_LEN;
+                if let (Some(out), Some(header)) = (
+                    data.get_mut(at..at + FRAG_HEADER_LEN),
+                    plan.header(index, frame),
+                ) {
+                    out.copy_from_slice(&header.encode());
+                }
+            }
+        }
+        let total = skb.data().len();
+        // SAFETY: the skb's data stays put until the last completion frees
+        // it, after unmapping.
+        let Ok(dma) = (unsafe { self.pd.map(skb.data().as_ptr(), total, true) }) else {
+            self.sq_free.fetch_add(posts, Ordering::AcqRel);
+            self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
+            return TxOutcome::Sent;
+        };
+        let cb = skb.control_block();
+        cb[0].store(u64::from(posts), Ordering::Relaxed);
+        cb[1].store(dma, Ordering::Relaxed);
+        cb[2].store(total as u64, Ordering::Relaxed);
+        let wr_id = skb.into_raw() as u64;
+        let lkey = self.pd.local_dma_lkey();
+        let mut posted = 0u32;
+        'peers: for peer in targets.iter().take(peer_count).flatten() {
+            for index in 0..fragments {
+                let Some((offset, len)) = plan.fragment(index) else {
+                    break 'peers;
+                };
+                let sges = [
+                    Sge {
+                        addr: dma.wrapping_add((index * FRAG_HEADER_LEN) as u64),
+                        length: FRAG_HEADER_LEN as u32,
+                        lkey,
+                    },
+                    Sge {
+                        addr: dma.wrapping_add(u64::from(header_len) + offset as u64),
+                        length: len as u32,
+                        lkey,
+                    },
+                ];
+                if self
+                    .qp
+                    .post_send(wr_id, &sges, &peer.ah, peer.qpn, peer.qkey)
+                    .is_err()
+                {
+                    self.count(Stat::TxPostErrors);
+                    break 'peers;
+                }
+                posted += 1;
+            }
+        }
+        self.add(Stat::TxPosts, posted.into());
+        self.count(Stat::TxFrames);
+        if fanout {
+            self.count(Stat::TxFanoutFrames);
+            self.add(Stat::TxFanoutPosts, posted.into());
+        }
+        if fragments > 1 {
+            self.count(Stat::TxFragmented);
+        }
+        self.link.tx_packets.fetch_add(1, Ordering::Relaxed);
+        self.link
+            .tx_bytes
+            .fetch_add(frame_len as u64, Ordering::Relaxed);
+        let unposted = posts - posted;
+        if unposted > 0 {
+            self.sq_free.fetch_add(unposted, Ordering::AcqRel);
+            self.send_done(wr_id, unposted);
+        }
+        // Stop early rather than fail the next frame.
+        if self.sq_free.load(Ordering::Acquire) < SEND_DEPTH / 8 {
+            dev.stop_queue();
+            self.count(Stat::TxQueueStops);
+        }
+        TxOutcome::Sent
+    }
+
+    /// `done` posts of the skb at `wr_id` completed; the last one unmaps
+    /// and frees it.
+    fn send_done(&self, wr_id: u64, done: u32) {
+        let raw = wr_id as *mut crate::bindings::sk_buff;
+        // SAFETY: `wr_id` is the skb `transmit` gave up to its posts, which
+        // hold it until the last of them completes (the count in its
+        // control block).
+        let Some(skb) = (unsafe { SkBuff::from_raw(raw) }) else {
+            return;
+        };
+        let cb = skb.control_block();
+        let before = cb[0].fetch_sub(u64::from(done), Ordering::AcqRel);
+        if before > u64::from(done) {
+            // Others still hold it.
+            let _ = skb.into_raw();
+            return;
+        }
+        let dma = cb[1].load(Ordering::Relaxed);
+        let len = cb[2].load(Ordering::Relaxed) as usize;
+        self.pd.unmap(dma, len, true);
+        skb.consume();
+    }
+
+    fn completion(&self, dev: &EtherDevice<LanDev>, wc: &WorkCompletion) {
+        let id = wc.wr_id();
+        if id >= WR_SKB_MIN {
+            self.send_done(id, 1);
+            self.send_slot_freed(dev);
+        } else if id == WR_ANNOUNCE {
+            self.announce_busy.store(false, Ordering::Release);
+            self.send_slot_freed(dev);
+        } else if let Some(index) = id.checked_sub(WR_RECV_BASE) {
+            let index = index as usize;
+            if !self.running.load(Ordering::Acquire) {
+                // Down or going: receives wait (or are flushed at teardown).
+                return;
+            }
+            if !wc.ok() {
+                // A local error: the buffer goes back, nothing to deliver.
+                self.count(Stat::RxErrors);
+                let _ = self.post_receive(index);
+                return;
+            }
+            self.count(Stat::RxDatagrams);
+            if let Some(buffer) = self.rx.get(index) {
+                let len = (wc.byte_len() as usize).min(buffer.bytes.len());
+                if let Some(bytes) = buffer.bytes.get(..len) {
+                    self.received(dev, bytes, wc.ipv4_header());
+                }
+            }
+            if self.post_receive(index).is_err() {
+                self.count(Stat::RxErrors);
+            }
+        }
+    }
+
+    fn send_slot_freed(&self, dev: &EtherDevice<LanDev>) {
+        let free = self.sq_free.fetch_add(1, Ordering::AcqRel) + 1;
+        if free >= SEND_DEPTH / 2 && dev.queue_stopped() && self.running.load(Ordering::Acquire) {
+            dev.wake_queue();
+        }
+    }
+
+    /// One datagram: GRH area, then an iblan fragment or announcement.
+    fn received(&self, dev: &EtherDevice<LanDev>, bytes: &[u8], ipv4: bool) {
+        let Some((grh, payload)) = bytes.split_at_checked(GRH_LEN) else {
+            self.count(Stat::RxMalformed);
+            return;
+        };
+        let mut sgid = [0u8; 16];
+        if ipv4 {
+            // An IPv4 header in the area's last 20 bytes: source at 12.
+            sgid[10] = 0xff;
+            sgid[11] = 0xff;
+            if let Some(src) = grh.get(32..36) {
+                sgid[12..].copy_from_slice(src);
+            }
+        } else if let Some(src) = grh.get(8..24) {
+            sgid.copy_from_slice(src);
+        }
+        match lan::classify_datagram(payload) {
+            Ok(Datagram::Announcement(_)) => {
+                let mut inbox = self.inbox.lock();
+                let at = inbox.count;
+                if let (Some(slot), Ok(copy)) = (
+                    inbox.pending.get_mut(at),
+                    <[u8; ANNOUNCE_LEN]>::try_from(payload),
+                ) {
+                    *slot = copy;
+                    inbox.count += 1;
+                }
+                drop(inbox);
+                if self.running.load(Ordering::Acquire) {
+                    self.ticker.schedule(0);
+                }
+            }
+            Ok(Datagram::Fragment { header, payload }) => {
+                self.fragment(dev, &sgid, &header, payload);
+            }
+            Err(_) => self.count(Stat::RxMalformed),
+        }
+    }
+
+    fn fragment(
+        &self,
+        dev: &EtherDevice<LanDev>,
+        sgid: &[u8; 16],
+        header: &lan::FragmentHeader,
+        payload: &[u8],
+    ) {
+        if header.count == 1 {
+            self.deliver(dev, payload);
+            return;
+        }
+        // Reassemblies are keyed by the sender's slot in the peer table,
+        // which the GID names uniquely (QPNs repeat across nodes).
+        let sender = {
+            let peers = self.peers.lock();
+            peers.find(|e| &e.peer.gid == sgid)
+        };
+        let Some(sender) = sender else {
+            self.count(Stat::RxUnknownSender);
+            return;
+        };
+        let mut guard = self.reassembly.lock();
+        let reassembly = &mut *guard;
+        let now = now_ms();
+        let mut expired = 0;
+        reassembly.table.expire(now, |_| expired += 1);
+        self.add(Stat::RxSarExpired, expired);
+        match reassembly
+            .table
+            .accept(sender as u16, header, payload.len(), now)
+        {
+            Step::Deliver => {
+                drop(guard);
+                self.deliver(dev, payload);
+            }
+            Step::Copy {
+                slot,
+                offset,
+                evicted,
+                ..
+            } => {
+                if evicted.is_some() {
+                    self.count(Stat::RxSarEvicted);
+                }
+                copy_into(&mut reassembly.buffers, slot, offset, payload);
+            }
+            Step::Complete {
+                slot,
+                offset,
+                total_len,
+            } => {
+                copy_into(&mut reassembly.buffers, slot, offset, payload);
+                if let Some(frame) = reassembly
+                    .buffers
+                    .get(slot)
+                    .and_then(|b| b.get(..total_len))
+                {
+                    self.count(Stat::RxReassembled);
+                    self.deliver(dev, frame);
+                }
+            }
+            Step::Drop { reason, .. } => self.count(match reason {
+                lan::DropReason::Duplicate => Stat::RxSarDuplicate,
+                _ => Stat::RxSarInconsistent,
+            }),
+        }
+    }
+
+    /// Hands one whole frame to the stack: its single copy on receive.
+    fn deliver(&self, dev: &EtherDevice<LanDev>, frame: &[u8]) {
+        if frame.len() < 14 {
+            self.count(Stat::RxMalformed);
+            return;
+        }
+        let Some(mut skb) = dev.alloc_rx_skb(frame.len() as u32) else {
+            self.count(Stat::RxAlloc);
+            self.link.rx_dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        match skb.put(frame.len() as u32) {
+            Ok(room) => room.copy_from_slice(frame),
+            Err(_) => {
+                self.count(Stat::RxAlloc);
+                return;
+            }
+        }
+        if frame.first().is_some_and(|b| b & 1 != 0) {
+            self.link.rx_multicast.fetch_add(1, Ordering::Relaxed);
+        }
+        self.link.rx_packets.fetch_add(1, Ordering::Relaxed);
+        self.link
+            .rx_bytes
+            .fetch_add(frame.len() as u64, Ordering::Relaxed);
+        dev.receive(skb);
+    }
+
+    /// The announcement of this node, `leaving` or not.
+    fn send_announcement(&self, leaving: bool) {
+        if self.announce_busy.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if self
+            .sq_free
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |f| f.checked_sub(1))
+            .is_err()
+        {
+            self.announce_busy.store(false, Ordering::Release);
+            return;
+        }
+        let announcement = Announcement {
+            leaving,
+            lan: LAN,
+            lid: self.lid.load(Ordering::Relaxed),
+            qpn: self.qp.qp_num(),
+            qkey: QKEY,
+            node_guid: self.guid,
+            gid: self.sgid,
+            sequence: self.sequence.fetch_add(1, Ordering::Relaxed),
+        };
+        let bytes = announcement.encode();
+        // SAFETY: nothing reads the buffer while no announcement is in
+        // flight (`announce_busy` was false), and the device reads it only
+        // after the post below.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.announce.as_ptr().cast_mut(),
+                ANNOUNCE_LEN,
+            )
+        };
+        let sge = Sge {
+            addr: self.announce_dma,
+            length: ANNOUNCE_LEN as u32,
+            lkey: self.pd.local_dma_lkey(),
+        };
+        if self
+            .qp
+            .post_send(WR_ANNOUNCE, &[sge], &self.group_ah, 0xff_ffff, QKEY)
+            .is_err()
+        {
+            self.announce_busy.store(false, Ordering::Release);
+            self.sq_free.fetch_add(1, Ordering::AcqRel);
+            return;
+        }
+        self.count(Stat::NsSent);
+        self.last_announce_ms.store(now_ms(), Ordering::Relaxed);
+    }
+
+    /// The name service: takes in announcements, ages peers out, resolves
+    /// LID conflicts and announces this node.
+    fn name_service(&self) {
+        if !self.running.load(Ordering::Acquire) {
+            return;
+        }
+        let now = now_ms();
+        let (pending, count) = {
+            let mut inbox = self.inbox.lock();
+            let taken = (inbox.pending, inbox.count);
+            inbox.count = 0;
+            taken
+        };
+        for bytes in pending.iter().take(count) {
+            let Ok(Datagram::Announcement(a)) = lan::classify_datagram(bytes) else {
+                continue;
+            };
+            self.take_announcement(&a, now);
+        }
+        self.age_peers(now);
+        self.settle_lid();
+        let last = self.last_announce_ms.load(Ordering::Relaxed);
+        if self.announce_soon.swap(false, Ordering::AcqRel) || now >= last + ANNOUNCE_EVERY_MS {
+            self.send_announcement(false);
+        }
+        self.ticker.schedule(TICK_MS);
+    }
+
+    fn take_announcement(&self, a: &Announcement, now: u64) {
+        if a.lan != LAN || (a.node_guid == self.guid && a.gid == self.sgid) {
+            return;
+        }
+        self.count(Stat::NsReceived);
+        let mut removed = None;
+        let known = {
+            let mut peers = self.peers.lock();
+            match peers.find(|e| e.peer.gid == a.gid) {
+                Some(at) if a.leaving => {
+                    removed = peers.remove(at);
+                    self.count(Stat::NsLeft);
+                    true
+                }
+                Some(at) => {
+                    let changed = peers.get_mut(at).is_some_and(|entry| {
+                        entry.last_seen_ms = now;
+                        let p = &entry.peer;
+                        p.lid != a.lid || p.qpn != a.qpn || p.qkey != a.qkey
+                    });
+                    if changed {
+                        // Replaced below with a new entry (and AH).
+                        removed = peers.remove(at);
+                    }
+                    !changed
+                }
+                None => a.leaving,
+            }
+        };
+        // The AH goes outside the lock.
+        drop(removed);
+        if !known {
+            self.add_peer(a, now);
+        }
+        if !a.leaving && a.lid == self.lid.load(Ordering::Relaxed) {
+            self.count(Stat::NsConflicts);
+            if lan::keeps_lid(self.guid, a.node_guid) {
+                // Tell the other node at once that the LID is taken.
+                self.announce_soon.store(true, Ordering::Relaxed);
+            } else {
+                let taken = |lid: u16| self.lid_in_use(lid) || lid == a.lid;
+                if let Some(lid) = lan::next_free_lid(a.lid, taken) {
+                    self.lid_wanted.store(lid, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    fn add_peer(&self, a: &Announcement, now: u64) {
+        let Ok(ah) = Ah::new(&self.pd, self.port, self.sgid_index, &a.gid, 1) else {
+            return;
+        };
+        let Ok(peer) = Arc::new(
+            Peer {
+                gid: a.gid,
+                guid: a.node_guid,
+                lid: a.lid,
+                qpn: a.qpn,
+                qkey: a.qkey,
+                ah,
+            },
+            GFP_KERNEL,
+        ) else {
+            return;
+        };
+        let entry = PeerEntry {
+            peer,
+            last_seen_ms: now,
+        };
+        if self.peers.lock().insert(entry).is_ok() {
+            self.count(Stat::NsAdded);
+        }
+    }
+
+    fn age_peers(&self, now: u64) {
+        let mut gone: [Option<PeerEntry>; MAX_PEERS] = [const { None }; MAX_PEERS];
+        {
+            let mut peers = self.peers.lock();
+            for (at, out) in gone.iter_mut().enumerate() {
+                if peers
+                    .get(at)
+                    .is_some_and(|e| now > e.last_seen_ms + PEER_LIFETIME_MS)
+                {
+                    *out = peers.remove(at);
+                    self.count(Stat::NsAged);
+                }
+            }
+        }
+        // The AHs go outside the lock.
+        drop(gone);
+    }
+
+    fn lid_in_use(&self, lid: u16) -> bool {
+        self.peers.lock().iter().any(|e| e.peer.lid == lid)
+    }
+
+    /// Moves to the LID the conflict rule gave, once RTNL is free.
+    fn settle_lid(&self) {
+        let wanted = self.lid_wanted.load(Ordering::Relaxed);
+        if wanted == 0 {
+            return;
+        }
+        let dev = self.cq.handler().netdev.load(Ordering::Acquire);
+        // SAFETY: see `Events::completion`; the work is cancelled before
+        // the netdev goes.
+        let Some(dev) = (unsafe { dev.as_ref() }) else {
+            return;
+        };
+        // Never wait for RTNL here: `ndo_stop` holds it while it cancels
+        // this work.
+        let Some(rtnl) = rtnl_try_lock() else {
+            return;
+        };
+        let mac = lan::mac_for(lan::DEFAULT_VENDOR, LAN, wanted);
+        if dev.set_mac_locked(&rtnl, &mac).is_ok() {
+            self.count(Stat::NsLidChanges);
+        }
+        drop(rtnl);
+        self.lid_wanted.store(0, Ordering::Relaxed);
+    }
+
+    fn poll(&self, dev: &EtherDevice<LanDev>, budget: u32) -> u32 {
+        let mut done = 0;
+        let mut batch: [WorkCompletion; 16] = Default::default();
+        while done < budget {
+            let got = self.cq.poll(&mut batch);
+            for wc in batch.iter().take(got) {
+                self.completion(dev, wc);
+            }
+            done += got as u32;
+            if got < batch.len() {
+                break;
+            }
+        }
+        done.min(budget)
+    }
+
+    /// Reclaims every posted WR after the QP moved to ERR.
+    fn drain(&self, dev: &EtherDevice<LanDev>) {
+        let _ = self.qp.flush();
+        let mut batch: [WorkCompletion; 16] = Default::default();
+        // Flushing is asynchronous on soft devices: wait up to ~2 s.
+        for _ in 0..2000 {
+            let got = self.cq.poll(&mut batch);
+            for wc in batch.iter().take(got) {
+                self.completion(dev, wc);
+            }
+            if got == 0 {
+                if self.sq_free.load(Ordering::Acquire) == SEND_DEPTH {
+                    break;
+                }
+                sleep_ms(1);
+            }
+        }
+    }
+}
+
+impl EtherDriver for LanDev {
+    const DRIVER: &'static CStr = c_str!("iblan");
+    const VERSION: &'static CStr = c_str!("1.0");
+    const STAT_NAMES: &'static [&'static CStr] = STAT_NAMES;
+
+    fn open(dev: &EtherDevice<Self>) -> Result {
+        let lan = dev.data();
+        if !lan.ticker_ready.swap(true, Ordering::AcqRel) {
+            // SAFETY: the data is at its final place in the netdev, the
+            // work was never scheduled, and `Drop for LanDev` cancels it
+            // before the netdev's memory goes.
+            unsafe { lan.ticker.init() };
+        }
+        lan.running.store(true, Ordering::Release);
+        lan.announce_soon.store(true, Ordering::Relaxed);
+        lan.ticker.schedule(0);
+        // Receives that completed while the netdev was down wait in the CQ.
+        if lan.cq.arm() {
+            dev.napi_schedule();
+        }
+        dev.wake_queue();
+        Ok(())
+    }
+
+    fn stop(dev: &EtherDevice<Self>) -> Result {
+        let lan = dev.data();
+        dev.stop_queue();
+        // Not running first: the ticker then stops rescheduling itself.
+        lan.running.store(false, Ordering::Release);
+        lan.ticker.cancel_sync();
+        lan.send_announcement(true);
+        Ok(())
+    }
+
+    fn start_xmit(dev: &EtherDevice<Self>, skb: SkBuff) -> TxOutcome {
+        dev.data().transmit(dev, skb)
+    }
+
+    fn set_mac_address(dev: &EtherDevice<Self>, mac: &[u8; 6]) -> Result {
+        let lan = dev.data();
+        let lid = lan::check_new_address(mac, lan::DEFAULT_VENDOR, LAN).map_err(|err| {
+            if err.is_invalid_argument() {
+                EINVAL
+            } else {
+                address_not_available()
+            }
+        })?;
+        if lid != lan.lid.load(Ordering::Relaxed) && lan.lid_in_use(lid) {
+            return Err(address_not_available());
+        }
+        lan.lid.store(lid, Ordering::Relaxed);
+        lan.announce_soon.store(true, Ordering::Relaxed);
+        if lan.running.load(Ordering::Acquire) {
+            lan.ticker.schedule(0);
+        }
+        Ok(())
+    }
+
+    fn change_mtu(_dev: &EtherDevice<Self>, mtu: u32) -> Result {
+        if !(68..=MTU_MAX).contains(&mtu) {
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+
+    fn stats64(dev: &EtherDevice<Self>, stats: &mut LinkStats) {
+        let link = &dev.data().link;
+        stats.rx_packets = link.rx_packets.load(Ordering::Relaxed);
+        stats.rx_bytes = link.rx_bytes.load(Ordering::Relaxed);
+        stats.rx_dropped = link.rx_dropped.load(Ordering::Relaxed);
+        stats.multicast = link.rx_multicast.load(Ordering::Relaxed);
+        stats.tx_packets = link.tx_packets.load(Ordering::Relaxed);
+        stats.tx_bytes = link.tx_bytes.load(Ordering::Relaxed);
+        stats.tx_dropped = link.tx_dropped.load(Ordering::Relaxed);
+    }
+
+    fn poll(dev: &EtherDevice<Self>, budget: u32) -> u32 {
+        dev.data().poll(dev, budget)
+    }
+
+    fn poll_done(dev: &EtherDevice<Self>) {
+        if dev.data().cq.arm() {
+            dev.napi_schedule();
+        }
+    }
+
+    fn bus_info(dev: &EtherDevice<Self>, out: &mut [u8; 32]) {
+        use core::fmt::Write;
+        let lan = dev.data();
+        let mut w = BusInfo { out, at: 0 };
+        let _ = write!(w, "{}:{}", lan.device.name(), lan.port);
+    }
+
+    fn ethtool_stats(dev: &EtherDevice<Self>, out: &mut [u64]) {
+        let lan = dev.data();
+        for (value, counter) in out.iter_mut().zip(lan.stats.iter()) {
+            *value = counter.load(Ordering::Relaxed);
+        }
+        if let Some(peers) = out.get_mut(Stat::Count as usize) {
+            *peers = lan.peers.lock().len() as u64;
+        }
+        if let Some(lid) = out.get_mut(Stat::Count as usize + 1) {
+            *lid = lan.lid.load(Ordering::Relaxed).into();
+        }
+    }
+}
+
+impl Drop for LanDev {
+    fn drop(&mut self) {
+        // The netdev is unregistered (stopped) but not freed: reclaim every
+        // posted WR, then the fields go in order.
+        // Nothing schedules the ticker any more (NAPI is disabled, port
+        // events unregistered); a late schedule from before is cancelled.
+        if self.ticker_ready.load(Ordering::Acquire) {
+            self.ticker.cancel_sync();
+        }
+        let dev = self
+            .cq
+            .handler()
+            .netdev
+            .swap(core::ptr::null_mut(), Ordering::AcqRel);
+        // SAFETY: the netdev's memory is freed only after its data drops.
+        if let Some(dev) = unsafe { dev.as_ref() } {
+            self.drain(dev);
+        }
+        for buffer in self.rx.iter() {
+            self.pd.unmap(buffer.dma, buffer.bytes.len(), false);
+        }
+        self.pd.unmap(self.announce_dma, ANNOUNCE_LEN, true);
+    }
+}
+
+/// `/sys/kernel/debug/iblan/<netdev>/peers`: this node, then the name
+/// service's table.
+impl Show for LanDev {
+    fn show(&self, out: &mut SeqOut) {
+        use core::fmt::Write;
+        let now = now_ms();
+        let _ = writeln!(
+            out,
+            "{:<6} {:<6} {:<39} {:<8} {:<10} {:<18} {}",
+            "who", "lid", "gid", "qpn", "qkey", "node_guid", "age_ms"
+        );
+        let _ = writeln!(
+            out,
+            "{:<6} {:<6} {:<39} {:<8} {:<10} {:<18} {}",
+            "self",
+            format_args!("{:#06x}", self.lid.load(Ordering::Relaxed)),
+            Gid(&self.sgid),
+            format_args!("{:#x}", self.qp.qp_num()),
+            format_args!("{:#x}", QKEY),
+            format_args!("{:#018x}", self.guid),
+            0
+        );
+        for entry in self.peers.lock().iter() {
+            let p = &entry.peer;
+            let _ = writeln!(
+                out,
+                "{:<6} {:<6} {:<39} {:<8} {:<10} {:<18} {}",
+                "peer",
+                format_args!("{:#06x}", p.lid),
+                Gid(&p.gid),
+                format_args!("{:#x}", p.qpn),
+                format_args!("{:#x}", p.qkey),
+                format_args!("{:#018x}", p.guid),
+                now.saturating_sub(entry.last_seen_ms)
+            );
+        }
+    }
+}
+
+/// A GID in IPv6 notation (without zero compression: a fixed width).
+struct Gid<'a>(&'a [u8; 16]);
+
+impl core::fmt::Display for Gid<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for (i, pair) in self.0.chunks(2).enumerate() {
+            let word = pair.iter().fold(0u16, |w, b| (w << 8) | u16::from(*b));
+            if i > 0 {
+                f.write_str(":")?;
+            }
+            write!(f, "{word:04x}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes text into a fixed buffer, keeping a final NUL.
+struct BusInfo<'a> {
+    out: &'a mut [u8; 32],
+    at: usize,
+}
+
+impl core::fmt::Write for BusInfo<'_> {
+    fn write_str(&mut self, text: &str) -> core::fmt::Result {
+        for byte in text.bytes() {
+            if self.at + 1 >= self.out.len() {
+                break;
+            }
+            if let Some(slot) = self.out.get_mut(self.at) {
+                *slot = byte;
+            }
+            self.at += 1;
+        }
+        Ok(())
+    }
+}
+
+fn copy_into(buffers: &mut KVec<KVec<u8>>, slot: usize, offset: usize, payload: &[u8]) {
+    if let Some(out) = buffers
+        .get_mut(slot)
+        .and_then(|b| b.get_mut(offset..))
+        .and_then(|b| b.get_mut(..payload.len()))
+    {
+        out.copy_from_slice(payload);
+    }
+}

@@ -1,0 +1,499 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An Ethernet netdev a driver implements: `net_device_ops`, `ethtool_ops`
+//! and NAPI, with the driver's data in the netdev's private area.
+
+use crate::bindings;
+use crate::kapi::netdev::{NetDevice, RtnlGuard};
+use crate::kapi::skb::SkBuff;
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+use kernel::error::to_result;
+use kernel::ffi::{c_char, c_int, c_void};
+use kernel::prelude::*;
+use kernel::types::Opaque;
+
+/// What `ndo_start_xmit` did with a frame.
+pub enum TxOutcome {
+    /// Taken (sent, or dropped and counted): the driver owns the skb.
+    Sent,
+    /// No room: the stack keeps the skb and retries (the driver stopped the
+    /// queue and wakes it when there is room).
+    Busy(SkBuff),
+}
+
+/// The interface statistics of `ip -s link`.
+#[derive(Default)]
+pub struct LinkStats {
+    /// Frames received.
+    pub rx_packets: u64,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// Received frames dropped.
+    pub rx_dropped: u64,
+    /// Multicast frames received.
+    pub multicast: u64,
+    /// Frames sent.
+    pub tx_packets: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Frames dropped on send.
+    pub tx_dropped: u64,
+}
+
+/// An Ethernet driver.
+pub trait EtherDriver: Sized + Send + Sync + 'static {
+    /// `ethtool -i` driver name.
+    const DRIVER: &'static CStr;
+    /// `ethtool -i` version.
+    const VERSION: &'static CStr;
+    /// `ethtool -S` names, one per value [`Self::ethtool_stats`] writes.
+    const STAT_NAMES: &'static [&'static CStr];
+
+    /// `ndo_open`, after NAPI is enabled. RTNL held.
+    fn open(dev: &EtherDevice<Self>) -> Result;
+    /// `ndo_stop`, before NAPI is disabled. RTNL held.
+    fn stop(dev: &EtherDevice<Self>) -> Result;
+    /// `ndo_start_xmit`: softirq or process context with bottom halves off.
+    fn start_xmit(dev: &EtherDevice<Self>, skb: SkBuff) -> TxOutcome;
+    /// Validates a new address; the wrapper sets it on success. RTNL held.
+    fn set_mac_address(dev: &EtherDevice<Self>, mac: &[u8; 6]) -> Result;
+    /// Validates a new MTU (within the registered range); the wrapper sets
+    /// it on success. RTNL held.
+    fn change_mtu(dev: &EtherDevice<Self>, mtu: u32) -> Result;
+    /// The interface statistics. Any context.
+    fn stats64(dev: &EtherDevice<Self>, stats: &mut LinkStats);
+    /// The NAPI poll: at most `budget` units of work, returns how many. If
+    /// fewer, the wrapper completes NAPI and then calls
+    /// [`Self::poll_done`], where the driver re-arms its event source (and
+    /// reschedules if work arrived meanwhile).
+    fn poll(dev: &EtherDevice<Self>, budget: u32) -> u32;
+    /// NAPI completed; see [`Self::poll`].
+    fn poll_done(dev: &EtherDevice<Self>);
+    /// `ethtool -i` bus info, written into `out` (NUL-terminated).
+    fn bus_info(dev: &EtherDevice<Self>, out: &mut [u8; 32]);
+    /// `ethtool -S` values, `out.len() == STAT_NAMES.len()`.
+    fn ethtool_stats(dev: &EtherDevice<Self>, out: &mut [u64]);
+}
+
+/// The netdev's private area: NAPI and the driver's data.
+#[repr(C)]
+struct Private<T> {
+    napi: Opaque<bindings::napi_struct>,
+    data: T,
+}
+
+/// A registered Ethernet netdev of driver `T`, borrowed.
+#[repr(transparent)]
+pub struct EtherDevice<T: EtherDriver>(Opaque<bindings::net_device>, PhantomData<T>);
+
+// SAFETY: the netdev API is thread safe; `T` is `Send + Sync`.
+unsafe impl<T: EtherDriver> Sync for EtherDevice<T> {}
+// SAFETY: as above.
+unsafe impl<T: EtherDriver> Send for EtherDevice<T> {}
+
+impl<T: EtherDriver> EtherDevice<T> {
+    /// # Safety
+    ///
+    /// `raw` is a netdev of this wrapper for driver `T`, valid for `'a`.
+    unsafe fn from_raw<'a>(raw: *mut bindings::net_device) -> &'a Self {
+        // SAFETY: transparent wrapper; validity per the caller.
+        unsafe { &*raw.cast::<Self>() }
+    }
+
+    fn as_raw(&self) -> *mut bindings::net_device {
+        self.0.get()
+    }
+
+    fn private(&self) -> &Private<T> {
+        // SAFETY: the private area holds an initialised `Private<T>` from
+        // registration to the netdev's freeing.
+        unsafe { &*bindings::srnic_netdev_priv(self.as_raw()).cast::<Private<T>>() }
+    }
+
+    /// The driver's data.
+    pub fn data(&self) -> &T {
+        &self.private().data
+    }
+
+    /// The netdev, for generic queries.
+    pub fn as_netdev(&self) -> &NetDevice {
+        // SAFETY: a valid netdev for the borrow.
+        unsafe { NetDevice::from_raw(self.as_raw()) }
+    }
+
+    /// The current MAC address.
+    pub fn mac(&self) -> [u8; 6] {
+        let mut mac = [0u8; 6];
+        // SAFETY: `dev_addr` has at least 6 bytes on an Ethernet netdev.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                bindings::srnic_netdev_addr(self.as_raw()),
+                mac.as_mut_ptr(),
+                6,
+            )
+        };
+        mac
+    }
+
+    /// Changes the address from the driver's own decision, through
+    /// `ndo_set_mac_address` and the notifiers, as `ip link set` would.
+    pub fn set_mac_locked(&self, _rtnl: &RtnlGuard, mac: &[u8; 6]) -> Result {
+        // SAFETY: RTNL is held (the guard); the address is 6 bytes.
+        to_result(unsafe { bindings::srnic_dev_set_mac(self.as_raw(), mac.as_ptr()) })
+    }
+
+    /// The link is up.
+    pub fn carrier_on(&self) {
+        // SAFETY: a registered netdev; any context.
+        unsafe { bindings::netif_carrier_on(self.as_raw()) };
+    }
+
+    /// The link is down.
+    pub fn carrier_off(&self) {
+        // SAFETY: as above.
+        unsafe { bindings::netif_carrier_off(self.as_raw()) };
+    }
+
+    /// Stops the transmit queue (no room).
+    pub fn stop_queue(&self) {
+        // SAFETY: a registered netdev.
+        unsafe { bindings::srnic_netif_stop_queue(self.as_raw()) };
+    }
+
+    /// Restarts the transmit queue.
+    pub fn wake_queue(&self) {
+        // SAFETY: a registered netdev.
+        unsafe { bindings::srnic_netif_wake_queue(self.as_raw()) };
+    }
+
+    /// Whether the transmit queue is stopped.
+    pub fn queue_stopped(&self) -> bool {
+        // SAFETY: a registered netdev.
+        unsafe { bindings::srnic_netif_queue_stopped(self.as_raw()) }
+    }
+
+    /// Schedules the NAPI poll. Any context, hard IRQ included.
+    pub fn napi_schedule(&self) {
+        // SAFETY: NAPI was added at registration; scheduling a disabled
+        // NAPI does nothing.
+        unsafe { bindings::srnic_napi_schedule(self.private().napi.get()) };
+    }
+
+    /// An skb for a received frame of `len` bytes. From the poll only.
+    pub fn alloc_rx_skb(&self, len: u32) -> Option<SkBuff> {
+        // SAFETY: the poll's NAPI; returns NULL or a fresh skb we own.
+        unsafe { SkBuff::from_raw(bindings::napi_alloc_skb(self.private().napi.get(), len)) }
+    }
+
+    /// Hands a received Ethernet frame to the stack. From the poll only.
+    pub fn receive(&self, skb: SkBuff) {
+        let raw = skb.into_raw();
+        // SAFETY: our skb with a whole Ethernet frame, which the stack
+        // takes; the poll's NAPI.
+        unsafe { bindings::srnic_napi_receive_ether(self.private().napi.get(), raw) };
+    }
+
+    const NETDEV_OPS: bindings::net_device_ops = {
+        // SAFETY: an ops table of NULL pointers is valid; the used ones
+        // are set below.
+        let mut ops: bindings::net_device_ops = unsafe { core::mem::zeroed() };
+        ops.ndo_open = Some(Self::ndo_open);
+        ops.ndo_stop = Some(Self::ndo_stop);
+        ops.ndo_start_xmit = Some(Self::ndo_start_xmit);
+        ops.ndo_set_mac_address = Some(Self::ndo_set_mac_address);
+        ops.ndo_validate_addr = Some(bindings::eth_validate_addr);
+        ops.ndo_change_mtu = Some(Self::ndo_change_mtu);
+        ops.ndo_get_stats64 = Some(Self::ndo_get_stats64);
+        ops
+    };
+
+    const ETHTOOL_OPS: bindings::ethtool_ops = {
+        // SAFETY: as for `NETDEV_OPS`.
+        let mut ops: bindings::ethtool_ops = unsafe { core::mem::zeroed() };
+        ops.get_drvinfo = Some(Self::get_drvinfo);
+        ops.get_link = Some(bindings::ethtool_op_get_link);
+        ops.get_sset_count = Some(Self::get_sset_count);
+        ops.get_strings = Some(Self::get_strings);
+        ops.get_ethtool_stats = Some(Self::get_ethtool_stats);
+        ops
+    };
+
+    unsafe extern "C" fn ndo_open(raw: *mut bindings::net_device) -> c_int {
+        // SAFETY: the core calls ops on our registered netdev.
+        let dev = unsafe { Self::from_raw(raw) };
+        let napi = dev.private().napi.get();
+        // SAFETY: NAPI was added and is disabled while the netdev is down.
+        unsafe { bindings::napi_enable(napi) };
+        match T::open(dev) {
+            Ok(()) => 0,
+            Err(err) => {
+                // SAFETY: enabled just above.
+                unsafe { bindings::napi_disable(napi) };
+                err.to_errno()
+            }
+        }
+    }
+
+    unsafe extern "C" fn ndo_stop(raw: *mut bindings::net_device) -> c_int {
+        // SAFETY: as in `ndo_open`.
+        let dev = unsafe { Self::from_raw(raw) };
+        let result = T::stop(dev);
+        // SAFETY: enabled by `ndo_open`, which succeeded (the netdev is up).
+        unsafe { bindings::napi_disable(dev.private().napi.get()) };
+        result.map_or_else(|e| e.to_errno(), |()| 0)
+    }
+
+    unsafe extern "C" fn ndo_start_xmit(
+        skb: *mut bindings::sk_buff,
+        raw: *mut bindings::net_device,
+    ) -> bindings::netdev_tx_t {
+        // SAFETY: as in `ndo_open`.
+        let dev = unsafe { Self::from_raw(raw) };
+        // SAFETY: the stack hands over the skb.
+        let Some(skb) = (unsafe { SkBuff::from_raw(skb) }) else {
+            return bindings::SRNIC_NETDEV_TX_OK;
+        };
+        match T::start_xmit(dev, skb) {
+            TxOutcome::Sent => bindings::SRNIC_NETDEV_TX_OK,
+            TxOutcome::Busy(skb) => {
+                // The stack still owns it and requeues it.
+                let _ = skb.into_raw();
+                bindings::SRNIC_NETDEV_TX_BUSY
+            }
+        }
+    }
+
+    unsafe extern "C" fn ndo_set_mac_address(
+        raw: *mut bindings::net_device,
+        addr: *mut c_void,
+    ) -> c_int {
+        // SAFETY: as in `ndo_open`.
+        let dev = unsafe { Self::from_raw(raw) };
+        // SAFETY: the core passes a `struct sockaddr`, whose data holds at
+        // least 6 bytes.
+        let mac: [u8; 6] = unsafe {
+            core::ptr::read_unaligned(bindings::srnic_sockaddr_data(addr).cast::<[u8; 6]>())
+        };
+        match T::set_mac_address(dev, &mac) {
+            Ok(()) => {
+                // SAFETY: RTNL is held by our caller; 6 bytes.
+                unsafe { bindings::srnic_eth_hw_addr_set(raw, mac.as_ptr()) };
+                0
+            }
+            Err(err) => err.to_errno(),
+        }
+    }
+
+    unsafe extern "C" fn ndo_change_mtu(raw: *mut bindings::net_device, mtu: c_int) -> c_int {
+        // SAFETY: as in `ndo_open`.
+        let dev = unsafe { Self::from_raw(raw) };
+        let Ok(mtu) = u32::try_from(mtu) else {
+            return EINVAL.to_errno();
+        };
+        match T::change_mtu(dev, mtu) {
+            Ok(()) => {
+                // SAFETY: RTNL is held by our caller.
+                unsafe { bindings::srnic_netdev_set_mtu(raw, mtu) };
+                0
+            }
+            Err(err) => err.to_errno(),
+        }
+    }
+
+    unsafe extern "C" fn ndo_get_stats64(
+        raw: *mut bindings::net_device,
+        out: *mut bindings::rtnl_link_stats64,
+    ) {
+        // SAFETY: as in `ndo_open`.
+        let dev = unsafe { Self::from_raw(raw) };
+        let mut stats = LinkStats::default();
+        T::stats64(dev, &mut stats);
+        // SAFETY: the core passes a zeroed struct for us to fill.
+        let out = unsafe { &mut *out };
+        out.rx_packets = stats.rx_packets;
+        out.rx_bytes = stats.rx_bytes;
+        out.rx_dropped = stats.rx_dropped;
+        out.multicast = stats.multicast;
+        out.tx_packets = stats.tx_packets;
+        out.tx_bytes = stats.tx_bytes;
+        out.tx_dropped = stats.tx_dropped;
+    }
+
+    unsafe extern "C" fn get_drvinfo(
+        raw: *mut bindings::net_device,
+        info: *mut bindings::ethtool_drvinfo,
+    ) {
+        // SAFETY: as in `ndo_open`.
+        let dev = unsafe { Self::from_raw(raw) };
+        let mut bus = [0u8; 32];
+        T::bus_info(dev, &mut bus);
+        if let Some(last) = bus.last_mut() {
+            *last = 0;
+        }
+        // SAFETY: a struct the core passes; NUL-terminated strings.
+        unsafe {
+            bindings::srnic_ethtool_drvinfo(
+                info,
+                T::DRIVER.as_char_ptr(),
+                T::VERSION.as_char_ptr(),
+                bus.as_ptr().cast::<c_char>(),
+            )
+        };
+    }
+
+    unsafe extern "C" fn get_sset_count(_raw: *mut bindings::net_device, set: c_int) -> c_int {
+        if set == bindings::SRNIC_ETH_SS_STATS {
+            T::STAT_NAMES.len() as c_int
+        } else {
+            EOPNOTSUPP_ERRNO
+        }
+    }
+
+    unsafe extern "C" fn get_strings(_raw: *mut bindings::net_device, set: u32, out: *mut u8) {
+        if set != bindings::SRNIC_ETH_SS_STATS as u32 {
+            return;
+        }
+        const LEN: usize = bindings::SRNIC_ETH_GSTRING_LEN as usize;
+        for (i, name) in T::STAT_NAMES.iter().enumerate() {
+            let bytes = name.as_bytes();
+            let n = bytes.len().min(LEN - 1);
+            // SAFETY: the core passes room for `get_sset_count` strings of
+            // ETH_GSTRING_LEN bytes each.
+            unsafe {
+                let slot = out.add(i * LEN);
+                core::ptr::write_bytes(slot, 0, LEN);
+                core::ptr::copy_nonoverlapping(bytes.as_ptr(), slot, n);
+            }
+        }
+    }
+
+    unsafe extern "C" fn get_ethtool_stats(
+        raw: *mut bindings::net_device,
+        _stats: *mut bindings::ethtool_stats,
+        out: *mut u64,
+    ) {
+        // SAFETY: as in `ndo_open`.
+        let dev = unsafe { Self::from_raw(raw) };
+        // SAFETY: the core passes room for `get_sset_count` values.
+        let out = unsafe { core::slice::from_raw_parts_mut(out, T::STAT_NAMES.len()) };
+        out.fill(0);
+        T::ethtool_stats(dev, out);
+    }
+
+    unsafe extern "C" fn napi_poll(napi: *mut bindings::napi_struct, budget: c_int) -> c_int {
+        // SAFETY: NAPI of one of our netdevs, which outlives its NAPI.
+        let dev = unsafe { Self::from_raw(bindings::srnic_napi_dev(napi)) };
+        let budget = u32::try_from(budget).unwrap_or(0);
+        let done = T::poll(dev, budget).min(budget);
+        // SAFETY: the NAPI instance being polled; completing with less
+        // than the budget is the protocol.
+        if done < budget && unsafe { bindings::napi_complete_done(napi, done as c_int) } {
+            T::poll_done(dev);
+        }
+        done as c_int
+    }
+}
+
+const EOPNOTSUPP_ERRNO: c_int = -(bindings::EOPNOTSUPP as c_int);
+
+/// A registered Ethernet netdev; unregistered and freed when dropped.
+pub struct EtherRegistration<T: EtherDriver> {
+    raw: NonNull<bindings::net_device>,
+    _driver: PhantomData<T>,
+}
+
+// SAFETY: the registration may be dropped from any process context.
+unsafe impl<T: EtherDriver> Send for EtherRegistration<T> {}
+// SAFETY: `&self` only gives out `&EtherDevice<T>`, which is `Sync`.
+unsafe impl<T: EtherDriver> Sync for EtherRegistration<T> {}
+
+impl<T: EtherDriver> EtherRegistration<T> {
+    /// Allocates an Ethernet netdev named after `name_format` (`"iblan%d"`)
+    /// holding `data`, and registers it with its carrier off.
+    pub fn new(
+        name_format: &CStr,
+        mtu_range: (u32, u32),
+        mtu: u32,
+        mac: [u8; 6],
+        data: T,
+    ) -> Result<Self> {
+        // SAFETY: allocates a zeroed netdev with room for `Private<T>`.
+        let raw = unsafe {
+            bindings::alloc_etherdev_mqs(core::mem::size_of::<Private<T>>() as c_int, 1, 1)
+        };
+        let Some(raw) = NonNull::new(raw) else {
+            return Err(ENOMEM);
+        };
+        let raw = raw.as_ptr();
+        // SAFETY: the fresh netdev's private area is ours, aligned for any
+        // driver data (NETDEV_ALIGN) and sized for `Private<T>`; the NAPI
+        // struct is zeroed, as `netif_napi_add` wants it.
+        let private = unsafe { bindings::srnic_netdev_priv(raw).cast::<Private<T>>() };
+        // SAFETY: as above; `data` is moved in once.
+        unsafe {
+            core::ptr::addr_of_mut!((*private).data).write(data);
+            bindings::srnic_netdev_setup_ether(
+                raw,
+                name_format.as_char_ptr(),
+                Self::netdev_ops(),
+                Self::ethtool_ops(),
+                mtu_range.0,
+                mtu_range.1,
+                mtu,
+            );
+            bindings::srnic_eth_hw_addr_set(raw, mac.as_ptr());
+            bindings::srnic_netif_napi_add(
+                raw,
+                (*private).napi.get(),
+                Some(EtherDevice::<T>::napi_poll),
+            );
+            bindings::netif_carrier_off(raw);
+        }
+        // SAFETY: a fully set up netdev.
+        if let Err(err) = to_result(unsafe { bindings::register_netdev(raw) }) {
+            // SAFETY: never registered: undo in reverse.
+            unsafe {
+                bindings::srnic_netif_napi_del((*private).napi.get());
+                core::ptr::drop_in_place(core::ptr::addr_of_mut!((*private).data));
+                bindings::free_netdev(raw);
+            }
+            return Err(err);
+        }
+        Ok(Self {
+            // SAFETY: checked non-NULL above.
+            raw: unsafe { NonNull::new_unchecked(raw) },
+            _driver: PhantomData,
+        })
+    }
+
+    fn netdev_ops() -> &'static bindings::net_device_ops {
+        &EtherDevice::<T>::NETDEV_OPS
+    }
+
+    fn ethtool_ops() -> &'static bindings::ethtool_ops {
+        &EtherDevice::<T>::ETHTOOL_OPS
+    }
+
+    /// The netdev.
+    pub fn device(&self) -> &EtherDevice<T> {
+        // SAFETY: registered until drop.
+        unsafe { EtherDevice::from_raw(self.raw.as_ptr()) }
+    }
+}
+
+impl<T: EtherDriver> Drop for EtherRegistration<T> {
+    fn drop(&mut self) {
+        let raw = self.raw.as_ptr();
+        // SAFETY: registered in `new`. Unregistering stops the netdev
+        // (`ndo_stop`, NAPI disabled) and waits for its users; then NAPI is
+        // removed, the data dropped and the netdev freed.
+        unsafe {
+            bindings::unregister_netdev(raw);
+            let private = bindings::srnic_netdev_priv(raw).cast::<Private<T>>();
+            bindings::srnic_netif_napi_del((*private).napi.get());
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*private).data));
+            bindings::free_netdev(raw);
+        }
+    }
+}
