@@ -65,6 +65,8 @@ void srnic_netdev_setup_ether(struct net_device *dev, const char *name_format,
 	dev->max_mtu = max_mtu;
 	dev->mtu = mtu;
 	dev->priv_flags |= IFF_LIVE_ADDR_CHANGE;
+	/* Its own lock classes: its transmit nests in the carrier netdev's. */
+	netdev_lockdep_set_classes(dev);
 }
 
 void srnic_netdev_set_mtu(struct net_device *dev, unsigned int mtu)

@@ -309,15 +309,19 @@ impl<T: EtherDriver> EtherDevice<T> {
         let dev = unsafe { Self::from_raw(raw) };
         let mut stats = LinkStats::default();
         T::stats64(dev, &mut stats);
-        // SAFETY: the core passes a zeroed struct for us to fill.
-        let out = unsafe { &mut *out };
-        out.rx_packets = stats.rx_packets;
-        out.rx_bytes = stats.rx_bytes;
-        out.rx_dropped = stats.rx_dropped;
-        out.multicast = stats.multicast;
-        out.tx_packets = stats.tx_packets;
-        out.tx_bytes = stats.tx_bytes;
-        out.tx_dropped = stats.tx_dropped;
+        // SAFETY: the core passes a zeroed struct for us to fill, which
+        // rtnetlink places in a message at only 4-byte alignment: every
+        // store is unaligned.
+        unsafe {
+            use core::ptr::addr_of_mut;
+            addr_of_mut!((*out).rx_packets).write_unaligned(stats.rx_packets);
+            addr_of_mut!((*out).rx_bytes).write_unaligned(stats.rx_bytes);
+            addr_of_mut!((*out).rx_dropped).write_unaligned(stats.rx_dropped);
+            addr_of_mut!((*out).multicast).write_unaligned(stats.multicast);
+            addr_of_mut!((*out).tx_packets).write_unaligned(stats.tx_packets);
+            addr_of_mut!((*out).tx_bytes).write_unaligned(stats.tx_bytes);
+            addr_of_mut!((*out).tx_dropped).write_unaligned(stats.tx_dropped);
+        }
     }
 
     unsafe extern "C" fn get_drvinfo(

@@ -1,0 +1,216 @@
+# iblan: three nodes on one segment, an emulated Ethernet LAN over RDMA UD,
+# first over srnic, then over rxe. Each node's iblan0 has a MAC that embeds
+# its LID; the name service finds the two others; ping and ping -6 reach
+# every other node; arping; a VLAN on top; a raw frame of an unregistered
+# ethertype arrives at both other nodes when broadcast (exactly once, one
+# post per peer from one buffer) and at one when unicast; jumbo frames
+# (MTU 9000) with ping and iperf3 TCP and UDP; a LID taken by another node
+# is refused; a node that vanishes ages out of the others' tables; rmmod
+# iblan under traffic.
+# vms: 3
+# timeout: 1200
+# pcap: off
+iblan_ko=$SRNIC_TOP/iblan.ko
+case $SRNIC_VM in a) me=1 ;; b) me=2 ;; c) me=3 ;; esac
+others=$(for n in 1 2 3; do [ "$n" = "$me" ] || echo $n; done)
+shared=/mnt/shared
+
+# stat NAME: an `ethtool -S iblan0` counter.
+stat() {
+	ethtool -S iblan0 | awk -v n="$1:" '$1 == n { print $2 }'
+}
+
+# raw_frames TYPE SECONDS: print "<dest MAC> <payload>" for each frame of
+# ethertype TYPE iblan0 receives within SECONDS.
+raw_frames() {
+	python3 - "$1" "$2" <<'EOF'
+import socket, sys, time
+kind, seconds = int(sys.argv[1], 16), float(sys.argv[2])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(kind))
+s.bind(("iblan0", 0))
+s.settimeout(0.2)
+end = time.time() + seconds
+while time.time() < end:
+    try:
+        frame = s.recv(65535)
+    except socket.timeout:
+        continue
+    print(frame[:6].hex(":"), frame[14:].decode(errors="replace").strip("\0"), flush=True)
+EOF
+}
+
+# send_raw DEST-MAC TYPE TEXT: one frame of ethertype TYPE out of iblan0.
+send_raw() {
+	python3 - "$1" "$2" "$3" <<'EOF'
+import socket, sys
+dest, kind, text = bytes.fromhex(sys.argv[1].replace(":", "")), int(sys.argv[2], 16), sys.argv[3]
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("iblan0", 0))
+me = open("/sys/class/net/iblan0/address").read().strip()
+frame = dest + bytes.fromhex(me.replace(":", "")) + kind.to_bytes(2, "big") + text.encode()
+s.send(frame.ljust(60, b"\0"))
+EOF
+}
+
+run_over() {
+	kind=$1
+	wait_until 30 sh -c "ip -6 addr show dev eth0 scope link | grep -q inet6 && ! ip -6 addr show dev eth0 | grep -q tentative" ||
+		fail "eth0 has no IPv6 link-local address"
+	case $kind in
+	srnic)
+		load_srnic
+		must rdma link add srnic0 type srnic netdev eth0
+		;;
+	rxe)
+		must modprobe rdma_rxe
+		must rdma link add rxe0 type rxe netdev eth0
+		;;
+	esac
+	# iblan speaks from the port's link-local RoCEv2 GID.
+	eth0_ll=$(ip -6 addr show dev eth0 scope link | awk '/inet6/ { sub("/.*", "", $2); print $2; exit }')
+	gid_index "${kind}0" "$eth0_ll" > /dev/null
+	must insmod "$iblan_ko"
+	wait_until 30 ip link show iblan0 || fail "$kind: no iblan0 after insmod"
+	must ip link set iblan0 up
+	must ip addr add "10.1.0.$me/24" dev iblan0
+	mac=$(cat /sys/class/net/iblan0/address)
+	step "$kind: iblan0 has MAC $mac"
+	lid=$(stat ns_lid)
+	expect_eq "$mac" "$(printf '02:00:00:00:%02x:%02x' $((lid >> 8)) $((lid & 255)))" "$kind: MAC carries the LID"
+	ethtool -i iblan0 | grep -q '^driver: iblan' || fail "$kind: ethtool -i does not name iblan"
+	echo "$mac" > "$shared/mac.$kind.$me"
+	barrier "$kind.up" 3
+	wait_until 30 sh -c "[ \"\$(ethtool -S iblan0 | awk '\$1 == \"ns_peers:\" { print \$2 }')\" = 2 ]" ||
+		{ ethtool -S iblan0; fail "$kind: the name service did not find both other nodes"; }
+	wait_until 30 sh -c "ip -6 addr show dev iblan0 scope link | grep -q 'inet6' && ! ip -6 addr show dev iblan0 | grep -q tentative" ||
+		fail "$kind: no IPv6 link-local address on iblan0"
+	barrier "$kind.named" 3
+
+	for n in $others; do
+		peer_mac=$(cat "$shared/mac.$kind.$n")
+		must ping -c 3 -W 5 "10.1.0.$n"
+		ip neigh show dev iblan0 | grep -q "10.1.0.$n lladdr $peer_mac" ||
+			{ ip neigh show dev iblan0; fail "$kind: ip neigh lacks 10.1.0.$n at $peer_mac"; }
+		ll=$(python3 -c "import ipaddress,sys; m=bytes.fromhex(sys.argv[1].replace(':','')); e=bytes([m[0]^2])+m[1:3]+b'\xff\xfe'+m[3:]; print(ipaddress.IPv6Address(b'\xfe\x80'+bytes(6)+e))" "$peer_mac")
+		must ping -6 -c 3 -W 5 "$ll%iblan0"
+		must arping -c 2 -w 10 -I iblan0 "10.1.0.$n"
+	done
+	barrier "$kind.pinged" 3
+
+	step "$kind: a VLAN on top"
+	must modprobe 8021q
+	must ip link add link iblan0 name iblan0.7 type vlan id 7
+	must ip addr add "10.7.0.$me/24" dev iblan0.7
+	must ip link set iblan0.7 up
+	barrier "$kind.vlan" 3
+	for n in $others; do must ping -c 2 -W 5 "10.7.0.$n"; done
+	barrier "$kind.vlan-done" 3
+	must ip link del iblan0.7
+
+	step "$kind: raw frames of ethertype 0x88b5"
+	b_mac=$(cat "$shared/mac.$kind.2")
+	if [ "$me" = 1 ]; then
+		barrier "$kind.raw-listening" 3
+		posts_before=$(stat tx_fanout_posts)
+		must send_raw ff:ff:ff:ff:ff:ff 88b5 "broadcast-$kind"
+		posts_after=$(stat tx_fanout_posts)
+		expect_eq $((posts_after - posts_before)) 2 "$kind: one broadcast, one post per peer"
+		expect_eq "$(stat tx_copies)" 0 "$kind: no payload copies on send"
+		must send_raw "$b_mac" 88b5 "unicast-$kind"
+		barrier "$kind.raw-sent" 3
+	else
+		raw_frames 88b5 25 > /tmp/raw.$kind &
+		listener=$!
+		sleep 2
+		barrier "$kind.raw-listening" 3
+		barrier "$kind.raw-sent" 3
+		wait $listener
+		cat /tmp/raw.$kind
+		expect_eq "$(grep -c "broadcast-$kind" /tmp/raw.$kind)" 1 "$kind: the broadcast arrived exactly once"
+		if [ "$me" = 2 ]; then
+			expect_eq "$(grep -c "unicast-$kind" /tmp/raw.$kind)" 1 "$kind: the unicast frame arrived at its node"
+		else
+			expect_eq "$(grep -c "unicast-$kind" /tmp/raw.$kind)" 0 "$kind: the unicast frame stayed away from other nodes"
+		fi
+	fi
+
+	step "$kind: a LID another node uses is refused"
+	for n in $others; do
+		must_fail ip link set iblan0 address "$(cat "$shared/mac.$kind.$n")"
+	done
+	must_fail ip link set iblan0 address 02:00:00:00:c0:01
+	must_fail ip link set iblan0 address 04:00:00:00:00:09
+	expect_eq "$(cat /sys/class/net/iblan0/address)" "$mac" "$kind: the MAC is unchanged"
+
+	step "$kind: jumbo frames"
+	must ip link set iblan0 mtu 9000
+	barrier "$kind.jumbo" 3
+	for n in $others; do must ping -c 3 -W 5 -s 8900 -M do "10.1.0.$n"; done
+	[ "$(stat rx_reassembled_frames)" -gt 0 ] || fail "$kind: no frame was reassembled"
+	if [ "$me" = 1 ]; then
+		timeout 60 iperf3 -s -1 -p 5201 > /tmp/iperf_tcp.out 2>&1 &
+		server=$!
+		wait_until 20 listening 5201 || fail "$kind: iperf3 server did not listen"
+		barrier "$kind.iperf-tcp" 3
+		wait $server || { cat /tmp/iperf_tcp.out; fail "$kind: iperf3 TCP server failed"; }
+		timeout 60 iperf3 -s -1 -p 5202 > /tmp/iperf_udp.out 2>&1 &
+		server=$!
+		wait_until 20 listening 5202 || fail "$kind: iperf3 server did not listen"
+		barrier "$kind.iperf-udp" 3
+		wait $server || { cat /tmp/iperf_udp.out; fail "$kind: iperf3 UDP server failed"; }
+	else
+		barrier "$kind.iperf-tcp" 3
+		if [ "$me" = 2 ]; then
+			timeout 50 iperf3 -c 10.1.0.1 -p 5201 -t 5 > /tmp/iperf.out 2>&1 ||
+				{ cat /tmp/iperf.out; fail "$kind: iperf3 TCP over iblan0 failed"; }
+			grep receiver /tmp/iperf.out
+		fi
+		barrier "$kind.iperf-udp" 3
+		if [ "$me" = 2 ]; then
+			timeout 50 iperf3 -c 10.1.0.1 -p 5202 -u -b 20M -l 8000 -t 5 > /tmp/iperf.out 2>&1 ||
+				{ cat /tmp/iperf.out; fail "$kind: iperf3 UDP over iblan0 failed"; }
+			grep receiver /tmp/iperf.out
+		fi
+	fi
+	barrier "$kind.iperf-done" 3
+	ip -s link show iblan0
+	ethtool -S iblan0
+
+	step "$kind: node c vanishes and ages out"
+	if [ "$me" = 3 ]; then
+		# No leaving announcement can get out: the others must age it out.
+		must ip link set eth0 down
+		barrier "$kind.c-gone" 3
+		barrier "$kind.aged" 3
+		must ip link set eth0 up
+	else
+		barrier "$kind.c-gone" 3
+		wait_until 15 sh -c "[ \"\$(ethtool -S iblan0 | awk '\$1 == \"ns_peers:\" { print \$2 }')\" = 1 ]" ||
+			{ ethtool -S iblan0; fail "$kind: node c did not age out"; }
+		[ "$(stat ns_peers_aged_out)" -ge 1 ] || fail "$kind: no peer counted as aged out"
+		barrier "$kind.aged" 3
+	fi
+
+	step "$kind: rmmod iblan under traffic"
+	if [ "$me" != 3 ]; then
+		ping -f -w 5 "10.1.0.$(( me == 1 ? 2 : 1 ))" > /dev/null 2>&1 &
+		sleep 1
+	fi
+	must rmmod iblan
+	! ip link show iblan0 > /dev/null 2>&1 || fail "$kind: iblan0 still there after rmmod"
+	wait
+	barrier "$kind.removed" 3
+	case $kind in
+	srnic)
+		must rdma link delete srnic0
+		unload_srnic
+		;;
+	rxe)
+		must rdma link delete rxe0
+		;;
+	esac
+}
+
+run_over srnic
+run_over rxe
+echo "iblan: all checks passed"
