@@ -7,6 +7,8 @@
 //! Everything here parses untrusted bytes from the fabric: no length,
 //! index or offset is used before it is checked.
 
+use core::ops::DerefMut;
+
 /// The default vendor ID: locally administered, unicast.
 pub const DEFAULT_VENDOR: [u8; 3] = [0x02, 0x00, 0x00];
 /// The unicast LID range (InfiniBand: 0xC000 and up are multicast).
@@ -418,8 +420,10 @@ pub enum Step {
     },
 }
 
-#[derive(Clone, Copy, Default)]
-struct Slot {
+/// One reassembly's state: storage for [`Reassembler`], which the caller
+/// allocates (the kernel on the heap: 64 of them do not belong on a stack).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReassemblySlot {
     open: bool,
     sender: u16,
     frame: u16,
@@ -432,32 +436,31 @@ struct Slot {
     started_ms: u64,
 }
 
-/// Open reassemblies, at most `SLOTS`, keyed by (sender, frame number).
-pub struct Reassembler<const SLOTS: usize> {
-    slots: [Slot; SLOTS],
+impl ReassemblySlot {
+    /// A slot with no reassembly open.
+    pub const CLOSED: Self = Self {
+        open: false,
+        sender: 0,
+        frame: 0,
+        count: 0,
+        received: 0,
+        chunk: 0,
+        last: None,
+        started_ms: 0,
+    };
 }
 
-impl<const SLOTS: usize> Default for Reassembler<SLOTS> {
-    fn default() -> Self {
-        Self::new()
-    }
+/// Open reassemblies, at most one per slot of `S`, keyed by (sender,
+/// frame number).
+pub struct Reassembler<S> {
+    slots: S,
 }
 
-impl<const SLOTS: usize> Reassembler<SLOTS> {
-    /// No reassembly open.
-    pub const fn new() -> Self {
-        Self {
-            slots: [Slot {
-                open: false,
-                sender: 0,
-                frame: 0,
-                count: 0,
-                received: 0,
-                chunk: 0,
-                last: None,
-                started_ms: 0,
-            }; SLOTS],
-        }
+impl<S: DerefMut<Target = [ReassemblySlot]>> Reassembler<S> {
+    /// No reassembly open, in `slots` (whatever they held).
+    pub fn new(mut slots: S) -> Self {
+        slots.fill(ReassemblySlot::CLOSED);
+        Self { slots }
     }
 
     /// Abandons reassemblies open longer than the timeout.
@@ -526,13 +529,13 @@ impl<const SLOTS: usize> Reassembler<SLOTS> {
                         freed_slot: None,
                     };
                 };
-                *slot = Slot {
+                *slot = ReassemblySlot {
                     open: true,
                     sender,
                     frame: header.frame,
                     count: header.count,
                     started_ms: now_ms,
-                    ..Slot::default()
+                    ..ReassemblySlot::CLOSED
                 };
                 (at, true, evicted)
             }
@@ -543,7 +546,7 @@ impl<const SLOTS: usize> Reassembler<SLOTS> {
                 freed_slot: None,
             };
         };
-        let abandon = |slot: &mut Slot, reason| {
+        let abandon = |slot: &mut ReassemblySlot, reason| {
             slot.open = false;
             Step::Drop {
                 reason,

@@ -5,8 +5,8 @@
 # ethertype arrives at both other nodes when broadcast (exactly once, one
 # post per peer from one buffer) and at one when unicast; jumbo frames
 # (MTU 9000) with ping and iperf3 TCP and UDP; a LID taken by another node
-# is refused; a node that vanishes ages out of the others' tables; rmmod
-# iblan under traffic.
+# is refused; a node that vanishes loses its carrier and ages out of the
+# others' tables; rmmod iblan, and deleting the RDMA device, under traffic.
 # vms: 3
 # timeout: 1200
 # pcap: off
@@ -185,9 +185,14 @@ run_over() {
 	if [ "$me" = 3 ]; then
 		# No leaving announcement can get out: the others must age it out.
 		must ip link set eth0 down
+		# The carrier follows the RDMA port, which follows eth0.
+		wait_until 15 sh -c '[ "$(cat /sys/class/net/iblan0/carrier)" = 0 ]' ||
+			fail "$kind: iblan0 kept its carrier after eth0 went down"
 		barrier "$kind.c-gone" 3
 		barrier "$kind.aged" 3
 		must ip link set eth0 up
+		wait_until 15 sh -c '[ "$(cat /sys/class/net/iblan0/carrier)" = 1 ]' ||
+			fail "$kind: iblan0 did not regain its carrier after eth0 came back"
 	else
 		barrier "$kind.c-gone" 3
 		wait_until 15 sh -c "[ \"\$(ethtool -S iblan0 | awk '\$1 == \"ns_peers:\" { print \$2 }')\" = 1 ]" ||
@@ -205,15 +210,24 @@ run_over() {
 	! ip link show iblan0 > /dev/null 2>&1 || fail "$kind: iblan0 still there after rmmod"
 	wait
 	barrier "$kind.removed" 3
-	case $kind in
-	srnic)
-		must rdma link delete srnic0
-		unload_srnic
-		;;
-	rxe)
-		must rdma link delete rxe0
-		;;
-	esac
+
+	step "$kind: the RDMA device goes under traffic"
+	must insmod "$iblan_ko"
+	wait_until 30 ip link show iblan0 || fail "$kind: no iblan0 after the second insmod"
+	must ip link set iblan0 up
+	must ip addr add "10.1.0.$me/24" dev iblan0
+	barrier "$kind.back" 3
+	if [ "$me" != 3 ]; then
+		ping -f -w 5 "10.1.0.$(( me == 1 ? 2 : 1 ))" > /dev/null 2>&1 &
+		sleep 1
+	fi
+	must rdma link delete "${kind}0"
+	wait_until 10 sh -c '! ip link show iblan0 > /dev/null 2>&1' ||
+		fail "$kind: iblan0 still there after its RDMA device was deleted"
+	wait
+	must rmmod iblan
+	[ "$kind" != srnic ] || unload_srnic
+	barrier "$kind.device-gone" 3
 }
 
 run_over srnic

@@ -268,7 +268,7 @@ fn plans_cut_frames_to_the_datagram() {
 
 /// A caller of the reassembler with real buffers, as the driver is.
 struct Receiver {
-    table: Reassembler<4>,
+    table: Reassembler<Vec<ReassemblySlot>>,
     buffers: Vec<Vec<u8>>,
     delivered: Vec<Vec<u8>>,
     drops: usize,
@@ -277,7 +277,7 @@ struct Receiver {
 impl Receiver {
     fn new() -> Self {
         Self {
-            table: Reassembler::new(),
+            table: Reassembler::new(vec![ReassemblySlot::CLOSED; 4]),
             buffers: vec![vec![0; MAX_FRAME_LEN]; 4],
             delivered: Vec::new(),
             drops: 0,

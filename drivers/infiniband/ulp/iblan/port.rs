@@ -21,8 +21,8 @@ use crate::kapi::skb::SkBuff;
 use crate::kapi::sync::SpinLockIrq;
 use crate::kapi::work::{now_ms, sleep_ms, DelayedWork, HasDelayedWork};
 use crate::pure::lan::{
-    self, Announcement, Datagram, FragmentPlan, MacKind, Reassembler, Step, ANNOUNCE_LEN,
-    FRAG_HEADER_LEN, MAX_FRAME_LEN,
+    self, Announcement, Datagram, FragmentPlan, MacKind, Reassembler, ReassemblySlot, Step,
+    ANNOUNCE_LEN, FRAG_HEADER_LEN, MAX_FRAME_LEN,
 };
 use core::pin::Pin;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering};
@@ -155,14 +155,17 @@ struct PeerEntry {
 /// The known nodes, in fixed slots: a slot's index names its peer while
 /// it is there (reassemblies are keyed by it).
 struct PeerTable {
-    slots: [Option<PeerEntry>; MAX_PEERS],
+    /// `MAX_PEERS` slots, on the heap: the table is too big for a stack.
+    slots: KVec<Option<PeerEntry>>,
 }
 
 impl PeerTable {
-    fn new() -> Self {
-        Self {
-            slots: [const { None }; MAX_PEERS],
+    fn new() -> Result<Self> {
+        let mut slots = KVec::with_capacity(MAX_PEERS, GFP_KERNEL)?;
+        for _ in 0..MAX_PEERS {
+            slots.push(None, GFP_KERNEL)?;
         }
+        Ok(Self { slots })
     }
 
     fn iter(&self) -> impl Iterator<Item = &PeerEntry> {
@@ -178,10 +181,6 @@ impl PeerTable {
         self.slots
             .iter()
             .position(|s| s.as_ref().is_some_and(&pred))
-    }
-
-    fn get(&self, at: usize) -> Option<&PeerEntry> {
-        self.slots.get(at).and_then(Option::as_ref)
     }
 
     fn get_mut(&mut self, at: usize) -> Option<&mut PeerEntry> {
@@ -231,6 +230,30 @@ struct RxBuffer {
 struct Inbox {
     pending: [[u8; ANNOUNCE_LEN]; 16],
     count: usize,
+    /// The next to take, below `count`.
+    taken: usize,
+}
+
+impl Inbox {
+    /// The oldest announcement not yet taken.
+    fn pop(&mut self) -> Option<[u8; ANNOUNCE_LEN]> {
+        let next = self
+            .pending
+            .get(self.taken)
+            .filter(|_| self.taken < self.count);
+        match next {
+            Some(bytes) => {
+                let bytes = *bytes;
+                self.taken += 1;
+                Some(bytes)
+            }
+            None => {
+                self.count = 0;
+                self.taken = 0;
+                None
+            }
+        }
+    }
 }
 
 /// The netdev's private data. Fields drop in declaration order, which is
@@ -273,7 +296,7 @@ pub(crate) struct LanDev {
 
 /// Open reassemblies and their buffers.
 struct Reassembly {
-    table: Reassembler<REASSEMBLY_SLOTS>,
+    table: Reassembler<KVec<ReassemblySlot>>,
     buffers: KVec<KVec<u8>>,
 }
 
@@ -328,7 +351,7 @@ pub(crate) fn create(dev: &IbDevice, port: u32) -> Result<EtherRegistration<LanD
         qp,
         cq,
         peers: KBox::pin_init(
-            new_spinlock_irq!(PeerTable::new(), "iblan_peers"),
+            new_spinlock_irq!(PeerTable::new()?, "iblan_peers"),
             GFP_KERNEL,
         )?,
         group_ah,
@@ -337,7 +360,11 @@ pub(crate) fn create(dev: &IbDevice, port: u32) -> Result<EtherRegistration<LanD
         reassembly: KBox::pin_init(
             new_spinlock_irq!(
                 Reassembly {
-                    table: Reassembler::new(),
+                    table: Reassembler::new(KVec::from_elem(
+                        ReassemblySlot::CLOSED,
+                        REASSEMBLY_SLOTS,
+                        GFP_KERNEL
+                    )?),
                     buffers,
                 },
                 "iblan_reassembly"
@@ -365,6 +392,7 @@ pub(crate) fn create(dev: &IbDevice, port: u32) -> Result<EtherRegistration<LanD
                 Inbox {
                     pending: [[0; ANNOUNCE_LEN]; 16],
                     count: 0,
+                    taken: 0,
                 },
                 "iblan_inbox"
             ),
@@ -875,17 +903,17 @@ impl LanDev {
             return;
         }
         let now = now_ms();
-        let (pending, count) = {
-            let mut inbox = self.inbox.lock();
-            let taken = (inbox.pending, inbox.count);
-            inbox.count = 0;
-            taken
-        };
-        for bytes in pending.iter().take(count) {
-            let Ok(Datagram::Announcement(a)) = lan::classify_datagram(bytes) else {
-                continue;
+        // One at a time: a copy of the whole inbox would weigh on the
+        // worker's stack.
+        loop {
+            // Not in the loop's head: the guard would live through the body.
+            let next = self.inbox.lock().pop();
+            let Some(bytes) = next else {
+                break;
             };
-            self.take_announcement(&a, now);
+            if let Ok(Datagram::Announcement(a)) = lan::classify_datagram(&bytes) {
+                self.take_announcement(&a, now);
+            }
         }
         self.age_peers(now);
         self.settle_lid();
@@ -971,21 +999,21 @@ impl LanDev {
     }
 
     fn age_peers(&self, now: u64) {
-        let mut gone: [Option<PeerEntry>; MAX_PEERS] = [const { None }; MAX_PEERS];
-        {
-            let mut peers = self.peers.lock();
-            for (at, out) in gone.iter_mut().enumerate() {
-                if peers
-                    .get(at)
-                    .is_some_and(|e| now > e.last_seen_ms + PEER_LIFETIME_MS)
-                {
-                    *out = peers.remove(at);
-                    self.count(Stat::NsAged);
+        loop {
+            let gone = {
+                let mut peers = self.peers.lock();
+                match peers.find(|e| now > e.last_seen_ms + PEER_LIFETIME_MS) {
+                    Some(at) => peers.remove(at),
+                    None => None,
                 }
-            }
+            };
+            let Some(gone) = gone else {
+                break;
+            };
+            self.count(Stat::NsAged);
+            // The AH goes outside the lock.
+            drop(gone);
         }
-        // The AHs go outside the lock.
-        drop(gone);
     }
 
     fn lid_in_use(&self, lid: u16) -> bool {
