@@ -61,6 +61,7 @@ vm-test: modules test-progs
 	tests/run
 
 check: setup lint host-test modules test-progs
+	scripts/stack-frames *.ko
 	tests/run
 
 demo: modules
