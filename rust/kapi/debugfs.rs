@@ -100,10 +100,18 @@ impl<T: Show> File<T> {
         })
     }
 
-    unsafe extern "C" fn show(seq: *mut bindings::seq_file, data: *mut c_void) -> c_int {
-        // SAFETY: `data` is the `T` given to `new`, valid while the file
+    /// The seq_file callback. Its second argument is the iterator's
+    /// position (`SEQ_START_TOKEN` under `single_open`), not the file's
+    /// data, which `single_open` keeps in the seq_file's `private`.
+    unsafe extern "C" fn show(seq: *mut bindings::seq_file, _position: *mut c_void) -> c_int {
+        // SAFETY: `seq` is the seq_file of the read in progress, which
+        // `single_open` created with the entry's data as `private`.
+        let private = unsafe { (*seq).private };
+        // SAFETY: `private` is the `T` given to `new`, valid while the file
         // exists (which it does during a read).
-        let data = unsafe { &*data.cast::<T>() };
+        let Some(data) = (unsafe { private.cast::<T>().as_ref() }) else {
+            return 0;
+        };
         data.show(&mut SeqOut(seq));
         0
     }

@@ -5,8 +5,10 @@
 # ethertype arrives at both other nodes when broadcast (exactly once, one
 # post per peer from one buffer) and at one when unicast; jumbo frames
 # (MTU 9000) with ping and iperf3 TCP and UDP; a LID taken by another node
-# is refused; a node that vanishes loses its carrier and ages out of the
-# others' tables; rmmod iblan, and deleting the RDMA device, under traffic.
+# is refused; a LID taken by hand while down is resolved the same way on
+# every node (the lower GUID keeps it); a node that vanishes loses its
+# carrier and ages out of the others' tables; rmmod iblan, and deleting the
+# RDMA device, under traffic.
 # vms: 3
 # timeout: 1200
 # pcap: off
@@ -180,6 +182,53 @@ run_over() {
 	barrier "$kind.iperf-done" 3
 	ip -s link show iblan0
 	ethtool -S iblan0
+
+	step "$kind: a LID conflict is resolved the same way on every node"
+	peers_file=/sys/kernel/debug/iblan/iblan0/peers
+	cat "$peers_file"
+	[ "$(grep -c '^peer ' "$peers_file")" = 2 ] || fail "$kind: debugfs does not list both peers"
+	awk '$1 == "self" { print $5 }' "$peers_file" > "$shared/guid.$kind.$me"
+	barrier "$kind.guids" 3
+	guid_a=$(cat "$shared/guid.$kind.1") guid_b=$(cat "$shared/guid.$kind.2")
+	lid_a=$(( 0x$(cut -d: -f5,6 "$shared/mac.$kind.1" | tr -d :) ))
+	# The lower node GUID keeps the LID (fixed-width hex compares as text).
+	if [[ "$guid_a" < "$guid_b" ]]; then keeper=$guid_a mover=$guid_b; else keeper=$guid_b mover=$guid_a; fi
+	if [ "$me" = 2 ]; then
+		# Down, b forgets its peers, so nothing stops it taking a's LID.
+		must ip link set iblan0 down
+		must ip link set iblan0 address "$(cat "$shared/mac.$kind.1")"
+		must ip link set iblan0 up
+	fi
+	# lids_by_guid: "GUID LID" for this node and every peer it knows.
+	lids_by_guid() { awk '$1 == "self" || $1 == "peer" { print $5, $2 }' "$peers_file" | sort; }
+	resolved() {
+		local table keeper_lid mover_lid
+		table=$(lids_by_guid)
+		[ "$(echo "$table" | wc -l)" = 3 ] || return 1
+		[ "$(echo "$table" | awk '{ print $2 }' | sort -u | wc -l)" = 3 ] || return 1
+		keeper_lid=$(echo "$table" | awk -v g="$keeper" '$1 == g { print $2 }')
+		mover_lid=$(echo "$table" | awk -v g="$mover" '$1 == g { print $2 }')
+		[ -n "$keeper_lid" ] && [ -n "$mover_lid" ] && [ $((keeper_lid)) = "$lid_a" ]
+	}
+	wait_until 30 resolved || { cat "$peers_file"; fail "$kind: expected node $keeper to keep LID $lid_a and every node to see three distinct LIDs"; }
+	lids_by_guid > "$shared/lids.$kind.$me"
+	barrier "$kind.resolved" 3
+	for n in $others; do
+		cmp -s "$shared/lids.$kind.$me" "$shared/lids.$kind.$n" ||
+			fail "$kind: node $n resolved the conflict differently: $(cat "$shared/lids.$kind.$n")"
+	done
+	my_lid=$(stat ns_lid)
+	expect_eq "$(cat /sys/class/net/iblan0/address)" "$(printf '02:00:00:00:%02x:%02x' $((my_lid >> 8)) $((my_lid & 255)))" "$kind: the MAC follows the LID after the conflict"
+	if [ "$(awk '$1 == "self" { print $5 }' "$peers_file")" = "$mover" ]; then
+		[ "$(stat ns_lid_changes)" -ge 1 ] || fail "$kind: the node that gave the LID up counted no LID change"
+	fi
+	# The old MAC now names another node: relearn the neighbours.
+	must ip neigh flush dev iblan0
+	barrier "$kind.flushed" 3
+	for n in $others; do
+		must ping -c 2 -W 5 "10.1.0.$n"
+	done
+	barrier "$kind.readdressed" 3
 
 	step "$kind: node c vanishes and ages out"
 	if [ "$me" = 3 ]; then

@@ -995,14 +995,23 @@ impl LanDev {
         };
         if self.peers.lock().insert(entry).is_ok() {
             self.count(Stat::NsAdded);
+            // A newcomer learns of this node now, not at the next period.
+            self.announce_soon.store(true, Ordering::Relaxed);
         }
     }
 
     fn age_peers(&self, now: u64) {
+        let aged = self.remove_peers(|e| now > e.last_seen_ms + PEER_LIFETIME_MS);
+        self.add(Stat::NsAged, aged);
+    }
+
+    /// Removes the peers `pred` picks; returns how many.
+    fn remove_peers(&self, pred: impl Fn(&PeerEntry) -> bool) -> u64 {
+        let mut removed = 0;
         loop {
             let gone = {
                 let mut peers = self.peers.lock();
-                match peers.find(|e| now > e.last_seen_ms + PEER_LIFETIME_MS) {
+                match peers.find(&pred) {
                     Some(at) => peers.remove(at),
                     None => None,
                 }
@@ -1010,10 +1019,11 @@ impl LanDev {
             let Some(gone) = gone else {
                 break;
             };
-            self.count(Stat::NsAged);
+            removed += 1;
             // The AH goes outside the lock.
             drop(gone);
         }
+        removed
     }
 
     fn lid_in_use(&self, lid: u16) -> bool {
@@ -1112,6 +1122,10 @@ impl EtherDriver for LanDev {
         lan.running.store(false, Ordering::Release);
         lan.ticker.cancel_sync();
         lan.send_announcement(true);
+        // A node that is down hears nobody: it relearns the LAN when it
+        // comes up, and meanwhile its stale table must not decide whether
+        // a LID set by hand is free (the name service settles conflicts).
+        lan.remove_peers(|_| true);
         Ok(())
     }
 
