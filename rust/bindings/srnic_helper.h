@@ -214,6 +214,10 @@ void srnic_nla_nest_cancel(struct sk_buff *msg, struct nlattr *nest);
 /* srnic's module parameters (drivers/infiniband/sw/srnic/params.c). */
 unsigned int srnic_param_comp_vectors(void);
 
+/* iblan's module parameters (drivers/infiniband/ulp/iblan/params.c). */
+unsigned int iblan_param_lan(void);
+unsigned int iblan_param_vendor(void);
+
 /* Mapping offset of an mmap entry. */
 u64 srnic_mmap_offset(struct rdma_user_mmap_entry *entry);
 

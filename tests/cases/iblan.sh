@@ -71,14 +71,21 @@ run_over() {
 	# iblan speaks from the port's link-local RoCEv2 GID.
 	eth0_ll=$(ip -6 addr show dev eth0 scope link | awk '/inet6/ { sub("/.*", "", $2); print $2; exit }')
 	gid_index "${kind}0" "$eth0_ll" > /dev/null
-	must insmod "$iblan_ko"
+	# Over rxe, a LAN and vendor ID of our choosing (module parameters).
+	case $kind in
+	srnic) iblan_args= prefix=02:00:00:00 ;;
+	rxe) iblan_args="lan=7 vendor=0x06aabb" prefix=06:aa:bb:07 ;;
+	esac
+	must_fail 'Invalid (argument|parameters)' insmod "$iblan_ko" lan=256
+	must_fail 'Invalid (argument|parameters)' insmod "$iblan_ko" vendor=0x010203
+	must insmod "$iblan_ko" $iblan_args
 	wait_until 30 ip link show iblan0 || fail "$kind: no iblan0 after insmod"
 	must ip link set iblan0 up
 	must ip addr add "10.1.0.$me/24" dev iblan0
 	mac=$(cat /sys/class/net/iblan0/address)
 	step "$kind: iblan0 has MAC $mac"
 	lid=$(stat ns_lid)
-	expect_eq "$mac" "$(printf '02:00:00:00:%02x:%02x' $((lid >> 8)) $((lid & 255)))" "$kind: MAC carries the LID"
+	expect_eq "$mac" "$(printf '%s:%02x:%02x' "$prefix" $((lid >> 8)) $((lid & 255)))" "$kind: MAC carries the LID"
 	ethtool -i iblan0 | grep -q '^driver: iblan' || fail "$kind: ethtool -i does not name iblan"
 	echo "$mac" > "$shared/mac.$kind.$me"
 	barrier "$kind.up" 3
@@ -145,8 +152,9 @@ run_over() {
 	for n in $others; do
 		must_fail 'Cannot assign requested address' ip link set iblan0 address "$(cat "$shared/mac.$kind.$n")"
 	done
-	must_fail 'Cannot assign requested address' ip link set iblan0 address 02:00:00:00:c0:01
+	must_fail 'Cannot assign requested address' ip link set iblan0 address "$prefix:c0:01"
 	must_fail 'Invalid argument' ip link set iblan0 address 04:00:00:00:00:09
+	must_fail 'Invalid argument' ip link set iblan0 address "${prefix%:*}:08:00:09"
 	expect_eq "$(cat /sys/class/net/iblan0/address)" "$mac" "$kind: the MAC is unchanged"
 
 	step "$kind: jumbo frames"
@@ -187,12 +195,16 @@ run_over() {
 	peers_file=/sys/kernel/debug/iblan/iblan0/peers
 	cat "$peers_file"
 	[ "$(grep -c '^peer ' "$peers_file")" = 2 ] || fail "$kind: debugfs does not list both peers"
-	awk '$1 == "self" { print $5 }' "$peers_file" > "$shared/guid.$kind.$me"
+	awk '$1 == "self" { print $6 }' "$peers_file" > "$shared/guid.$kind.$me"
 	barrier "$kind.guids" 3
 	guid_a=$(cat "$shared/guid.$kind.1") guid_b=$(cat "$shared/guid.$kind.2")
 	lid_a=$(( 0x$(cut -d: -f5,6 "$shared/mac.$kind.1" | tr -d :) ))
 	# The lower node GUID keeps the LID (fixed-width hex compares as text).
-	if [[ "$guid_a" < "$guid_b" ]]; then keeper=$guid_a mover=$guid_b; else keeper=$guid_b mover=$guid_a; fi
+	if [ "$(printf '%s\n' "$guid_a" "$guid_b" | sort | head -n 1)" = "$guid_a" ]; then
+		keeper=$guid_a mover=$guid_b
+	else
+		keeper=$guid_b mover=$guid_a
+	fi
 	if [ "$me" = 2 ]; then
 		# Down, b forgets its peers, so nothing stops it taking a's LID.
 		must ip link set iblan0 down
@@ -200,7 +212,7 @@ run_over() {
 		must ip link set iblan0 up
 	fi
 	# lids_by_guid: "GUID LID" for this node and every peer it knows.
-	lids_by_guid() { awk '$1 == "self" || $1 == "peer" { print $5, $2 }' "$peers_file" | sort; }
+	lids_by_guid() { awk '$1 == "self" || $1 == "peer" { print $6, $2 }' "$peers_file" | sort; }
 	resolved() {
 		local table keeper_lid mover_lid
 		table=$(lids_by_guid)
@@ -218,8 +230,8 @@ run_over() {
 			fail "$kind: node $n resolved the conflict differently: $(cat "$shared/lids.$kind.$n")"
 	done
 	my_lid=$(stat ns_lid)
-	expect_eq "$(cat /sys/class/net/iblan0/address)" "$(printf '02:00:00:00:%02x:%02x' $((my_lid >> 8)) $((my_lid & 255)))" "$kind: the MAC follows the LID after the conflict"
-	if [ "$(awk '$1 == "self" { print $5 }' "$peers_file")" = "$mover" ]; then
+	expect_eq "$(cat /sys/class/net/iblan0/address)" "$(printf '%s:%02x:%02x' "$prefix" $((my_lid >> 8)) $((my_lid & 255)))" "$kind: the MAC follows the LID after the conflict"
+	if [ "$(awk '$1 == "self" { print $6 }' "$peers_file")" = "$mover" ]; then
 		[ "$(stat ns_lid_changes)" -ge 1 ] || fail "$kind: the node that gave the LID up counted no LID change"
 	fi
 	# The old MAC now names another node: relearn the neighbours.
@@ -261,7 +273,7 @@ run_over() {
 	barrier "$kind.removed" 3
 
 	step "$kind: the RDMA device goes under traffic"
-	must insmod "$iblan_ko"
+	must insmod "$iblan_ko" $iblan_args
 	wait_until 30 ip link show iblan0 || fail "$kind: no iblan0 after the second insmod"
 	must ip link set iblan0 up
 	must ip addr add "10.1.0.$me/24" dev iblan0

@@ -16,6 +16,7 @@ mod kapi;
 #[path = "../../../../rust/pure/mod.rs"]
 mod pure;
 
+mod params;
 mod port;
 
 use kapi::debugfs;
@@ -24,6 +25,7 @@ use kapi::global::ModuleGlobal;
 use kapi::rdma::consumer::{Client, ClientHandler, IbDevice, PortEventHandler, PortEvents};
 use kernel::c_str;
 use kernel::prelude::*;
+use params::LanConfig;
 use port::LanDev;
 
 module! {
@@ -43,6 +45,8 @@ static DEBUGFS: ModuleGlobal<debugfs::Dir> = ModuleGlobal::new();
 
 impl kernel::Module for IblanModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        // Refuse bad parameters now rather than at every port.
+        LanConfig::from_params()?;
         DEBUGFS.install(KBox::pin(
             debugfs::Dir::new(c_str!("iblan"), None),
             GFP_KERNEL,
@@ -137,6 +141,7 @@ impl ClientHandler for IblanClient {
     }
 
     fn add(dev: &IbDevice) -> Result<Pin<KBox<PerDevice>>> {
+        let config = LanConfig::from_params()?;
         let mut ports = KVec::new();
         let mut netdevs = KVec::new();
         for port in dev.ports() {
@@ -145,7 +150,7 @@ impl ClientHandler for IblanClient {
                 // service, which iblan does not do yet.
                 continue;
             }
-            match port::create(dev, port) {
+            match port::create(dev, port, config) {
                 Ok(reg) => {
                     netdevs.push((port, core::ptr::from_ref(reg.device())), GFP_KERNEL)?;
                     ports.push(Port::new(reg), GFP_KERNEL)?;

@@ -20,6 +20,7 @@ use crate::kapi::rdma::consumer::{
 use crate::kapi::skb::SkBuff;
 use crate::kapi::sync::SpinLockIrq;
 use crate::kapi::work::{now_ms, sleep_ms, DelayedWork, HasDelayedWork};
+use crate::params::LanConfig;
 use crate::pure::lan::{
     self, Announcement, Datagram, FragmentPlan, MacKind, Reassembler, ReassemblySlot, Step,
     ANNOUNCE_LEN, FRAG_HEADER_LEN, MAX_FRAME_LEN,
@@ -31,13 +32,6 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 
 const CALLER: &CStr = c_str!("iblan");
-/// The LAN index (byte 3 of every MAC); separate LANs share a fabric.
-const LAN: u8 = 0;
-/// The Q_Key of the LAN's QPs.
-const QKEY: u32 = 0x1b1a_0000 | LAN as u32;
-/// The name service's group: link-scoped, transient (`ff12`), iblan's
-/// prefix, the LAN index.
-const GROUP: [u8; 16] = [0xff, 0x12, 0x40, 0x1b, 0, LAN, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
 const SEND_DEPTH: u32 = 1024;
 const RECV_DEPTH: u32 = 256;
 /// The GRH (or IP header) area at the start of every UD receive.
@@ -270,6 +264,7 @@ pub(crate) struct LanDev {
     announce_dma: u64,
     pd: Pd,
     device: DeviceRef,
+    config: LanConfig,
     port: u32,
     sgid_index: u8,
     sgid: [u8; 16],
@@ -309,7 +304,12 @@ unsafe impl HasDelayedWork for LanDev {
 }
 
 /// Creates the LAN port over `port` of `dev` and registers its netdev.
-pub(crate) fn create(dev: &IbDevice, port: u32) -> Result<EtherRegistration<LanDev>> {
+pub(crate) fn create(
+    dev: &IbDevice,
+    port: u32,
+    config: LanConfig,
+) -> Result<EtherRegistration<LanDev>> {
+    let group = config.group();
     let (sgid_index, sgid) = link_local_gid(dev, port)?;
     let netdev = dev.port_netdev(port).ok_or(ENODEV)?;
     let datagram_len = dev.port_mtu(port)?;
@@ -323,10 +323,18 @@ pub(crate) fn create(dev: &IbDevice, port: u32) -> Result<EtherRegistration<LanD
         },
         CALLER,
     )?;
-    let mut qp = UdQp::new(&pd, &cq, &cq, (SEND_DEPTH, RECV_DEPTH), port, QKEY, CALLER)?;
-    let membership = Ipv6Membership::join(netdev, GROUP)?;
-    qp.attach(&GROUP)?;
-    let group_ah = Ah::new(&pd, port, sgid_index, &GROUP, 1)?;
+    let mut qp = UdQp::new(
+        &pd,
+        &cq,
+        &cq,
+        (SEND_DEPTH, RECV_DEPTH),
+        port,
+        config.qkey(),
+        CALLER,
+    )?;
+    let membership = Ipv6Membership::join(netdev, group)?;
+    qp.attach(&group)?;
+    let group_ah = Ah::new(&pd, port, sgid_index, &group, 1)?;
 
     let mut rx = KVec::with_capacity(RECV_DEPTH as usize, GFP_KERNEL)?;
     let rx_len = GRH_LEN + datagram_len as usize;
@@ -374,6 +382,7 @@ pub(crate) fn create(dev: &IbDevice, port: u32) -> Result<EtherRegistration<LanD
         announce,
         announce_dma,
         device: dev.get(),
+        config,
         port,
         sgid_index,
         sgid,
@@ -408,7 +417,7 @@ pub(crate) fn create(dev: &IbDevice, port: u32) -> Result<EtherRegistration<LanD
     for index in 0..data.rx.len() {
         data.post_receive(index)?;
     }
-    let mac = lan::mac_for(lan::DEFAULT_VENDOR, LAN, lid);
+    let mac = lan::mac_for(config.vendor, config.lan, lid);
     let reg = EtherRegistration::new(c_str!("iblan%d"), (68, MTU_MAX), MTU_DEFAULT, mac, data)?;
     let netdev = reg.device();
     let lan = netdev.data();
@@ -475,7 +484,7 @@ impl LanDev {
     /// The peers a frame to `mac` goes to, and whether it is a fan-out.
     fn targets(&self, mac: &[u8; 6], out: &mut [Option<Arc<Peer>>; MAX_PEERS]) -> (usize, bool) {
         let peers = self.peers.lock();
-        let lid = match lan::classify_mac(mac, lan::DEFAULT_VENDOR, LAN) {
+        let lid = match lan::classify_mac(mac, self.config.vendor, self.config.lan) {
             MacKind::Unicast { lid } => Some(lid),
             _ => None,
         };
@@ -859,10 +868,10 @@ impl LanDev {
         }
         let announcement = Announcement {
             leaving,
-            lan: LAN,
+            lan: self.config.lan,
             lid: self.lid.load(Ordering::Relaxed),
             qpn: self.qp.qp_num(),
-            qkey: QKEY,
+            qkey: self.config.qkey(),
             node_guid: self.guid,
             gid: self.sgid,
             sequence: self.sequence.fetch_add(1, Ordering::Relaxed),
@@ -885,7 +894,13 @@ impl LanDev {
         };
         if self
             .qp
-            .post_send(WR_ANNOUNCE, &[sge], &self.group_ah, 0xff_ffff, QKEY)
+            .post_send(
+                WR_ANNOUNCE,
+                &[sge],
+                &self.group_ah,
+                0xff_ffff,
+                self.config.qkey(),
+            )
             .is_err()
         {
             self.announce_busy.store(false, Ordering::Release);
@@ -925,7 +940,7 @@ impl LanDev {
     }
 
     fn take_announcement(&self, a: &Announcement, now: u64) {
-        if a.lan != LAN || (a.node_guid == self.guid && a.gid == self.sgid) {
+        if a.lan != self.config.lan || (a.node_guid == self.guid && a.gid == self.sgid) {
             return;
         }
         self.count(Stat::NsReceived);
@@ -1047,7 +1062,7 @@ impl LanDev {
         let Some(rtnl) = rtnl_try_lock() else {
             return;
         };
-        let mac = lan::mac_for(lan::DEFAULT_VENDOR, LAN, wanted);
+        let mac = lan::mac_for(self.config.vendor, self.config.lan, wanted);
         if dev.set_mac_locked(&rtnl, &mac).is_ok() {
             self.count(Stat::NsLidChanges);
         }
@@ -1135,13 +1150,14 @@ impl EtherDriver for LanDev {
 
     fn set_mac_address(dev: &EtherDevice<Self>, mac: &[u8; 6]) -> Result {
         let lan = dev.data();
-        let lid = lan::check_new_address(mac, lan::DEFAULT_VENDOR, LAN).map_err(|err| {
-            if err.is_invalid_argument() {
-                EINVAL
-            } else {
-                address_not_available()
-            }
-        })?;
+        let lid =
+            lan::check_new_address(mac, lan.config.vendor, lan.config.lan).map_err(|err| {
+                if err.is_invalid_argument() {
+                    EINVAL
+                } else {
+                    address_not_available()
+                }
+            })?;
         if lid != lan.lid.load(Ordering::Relaxed) && lan.lid_in_use(lid) {
             return Err(address_not_available());
         }
@@ -1245,7 +1261,7 @@ impl Show for LanDev {
             format_args!("{:#06x}", self.lid.load(Ordering::Relaxed)),
             Gid(&self.sgid),
             format_args!("{:#x}", self.qp.qp_num()),
-            format_args!("{:#x}", QKEY),
+            format_args!("{:#x}", self.config.qkey()),
             format_args!("{:#018x}", self.guid),
             0
         );
