@@ -218,9 +218,9 @@ run_over() {
 		table=$(lids_by_guid)
 		[ "$(echo "$table" | wc -l)" = 3 ] || return 1
 		[ "$(echo "$table" | awk '{ print $2 }' | sort -u | wc -l)" = 3 ] || return 1
-		keeper_lid=$(echo "$table" | awk -v g="$keeper" '$1 == g { print $2 }')
-		mover_lid=$(echo "$table" | awk -v g="$mover" '$1 == g { print $2 }')
-		[ -n "$keeper_lid" ] && [ -n "$mover_lid" ] && [ $((keeper_lid)) = "$lid_a" ]
+		keeper_lid=$(echo "$table" | awk -v g="$keeper" '$1 "" == g { print $2 }')
+		mover_lid=$(echo "$table" | awk -v g="$mover" '$1 "" == g { print $2 }')
+		[ -n "$keeper_lid" ] && [ -n "$mover_lid" ] && [ "$(( $keeper_lid ))" = "$lid_a" ]
 	}
 	wait_until 30 resolved || { cat "$peers_file"; fail "$kind: expected node $keeper to keep LID $lid_a and every node to see three distinct LIDs"; }
 	lids_by_guid > "$shared/lids.$kind.$me"

@@ -1251,33 +1251,29 @@ impl Show for LanDev {
         let now = now_ms();
         let _ = writeln!(
             out,
-            "{:<6} {:<6} {:<39} {:<8} {:<10} {:<18} {}",
-            "who", "lid", "gid", "qpn", "qkey", "node_guid", "age_ms"
+            "{:<6} {:<6} {:<39} {:<8} {:<10} {:<18} age_ms",
+            "who", "lid", "gid", "qpn", "qkey", "node_guid"
         );
-        let _ = writeln!(
-            out,
-            "{:<6} {:<6} {:<39} {:<8} {:<10} {:<18} {}",
+        let mut row = |who: &str, lid: u16, gid: &[u8; 16], qpn: u32, qkey: u32, guid: u64, age| {
+            let _ = writeln!(
+                out,
+                "{who:<6} {lid:#06x} {} {qpn:<#8x} {qkey:<#10x} {guid:#018x} {age}",
+                Gid(gid)
+            );
+        };
+        row(
             "self",
-            format_args!("{:#06x}", self.lid.load(Ordering::Relaxed)),
-            Gid(&self.sgid),
-            format_args!("{:#x}", self.qp.qp_num()),
-            format_args!("{:#x}", self.config.qkey()),
-            format_args!("{:#018x}", self.guid),
-            0
+            self.lid.load(Ordering::Relaxed),
+            &self.sgid,
+            self.qp.qp_num(),
+            self.config.qkey(),
+            self.guid,
+            0,
         );
         for entry in self.peers.lock().iter() {
             let p = &entry.peer;
-            let _ = writeln!(
-                out,
-                "{:<6} {:<6} {:<39} {:<8} {:<10} {:<18} {}",
-                "peer",
-                format_args!("{:#06x}", p.lid),
-                Gid(&p.gid),
-                format_args!("{:#x}", p.qpn),
-                format_args!("{:#x}", p.qkey),
-                format_args!("{:#018x}", p.guid),
-                now.saturating_sub(entry.last_seen_ms)
-            );
+            let age = now.saturating_sub(entry.last_seen_ms);
+            row("peer", p.lid, &p.gid, p.qpn, p.qkey, p.guid, age);
         }
     }
 }
