@@ -146,6 +146,59 @@ struct PeerEntry {
     last_seen_ms: u64,
 }
 
+/// The peer of every send in flight, in posting order, so that a peer's
+/// AH outlives the sends that use it even when the peer leaves the table
+/// meanwhile (a device may read the AH until the send completes). Sends
+/// of one QP complete in the order they were posted, so the oldest entry
+/// belongs to the next send completion.
+struct InFlight {
+    /// `SEND_DEPTH` slots; `None` for a send to the group.
+    ring: KVec<Option<Arc<Peer>>>,
+    /// The oldest entry.
+    head: usize,
+    len: usize,
+}
+
+impl InFlight {
+    fn new() -> Result<Self> {
+        let mut ring = KVec::with_capacity(SEND_DEPTH as usize, GFP_KERNEL)?;
+        for _ in 0..SEND_DEPTH {
+            ring.push(None, GFP_KERNEL)?;
+        }
+        Ok(Self {
+            ring,
+            head: 0,
+            len: 0,
+        })
+    }
+
+    /// Records the next send. The send queue has `SEND_DEPTH` slots and
+    /// every send reserves one first, so the ring has room; if it had not,
+    /// the entry is given back.
+    fn push(&mut self, peer: Option<Arc<Peer>>) -> core::result::Result<(), Option<Arc<Peer>>> {
+        let at = (self.head + self.len) % self.ring.len().max(1);
+        match self.ring.get_mut(at) {
+            Some(slot) if self.len < SEND_DEPTH as usize => {
+                *slot = peer;
+                self.len += 1;
+                Ok(())
+            }
+            _ => Err(peer),
+        }
+    }
+
+    /// Takes the oldest send's peer, to be dropped outside the lock.
+    fn pop(&mut self) -> Option<Arc<Peer>> {
+        if self.len == 0 {
+            return None;
+        }
+        let peer = self.ring.get_mut(self.head).and_then(Option::take);
+        self.head = (self.head + 1) % self.ring.len().max(1);
+        self.len -= 1;
+        peer
+    }
+}
+
 /// The known nodes, in fixed slots: a slot's index names its peer while
 /// it is there (reassemblies are keyed by it).
 struct PeerTable {
@@ -255,6 +308,8 @@ impl Inbox {
 pub(crate) struct LanDev {
     qp: UdQp,
     cq: Cq<Events>,
+    /// After the QP: its sends are done (or flushed) when this goes.
+    in_flight: Pin<KBox<SpinLockIrq<InFlight>>>,
     peers: Pin<KBox<SpinLockIrq<PeerTable>>>,
     group_ah: Ah,
     _membership: Ipv6Membership,
@@ -358,6 +413,10 @@ pub(crate) fn create(
     let data = LanDev {
         qp,
         cq,
+        in_flight: KBox::pin_init(
+            new_spinlock_irq!(InFlight::new()?, "iblan_in_flight"),
+            GFP_KERNEL,
+        )?,
         peers: KBox::pin_init(
             new_spinlock_irq!(PeerTable::new()?, "iblan_peers"),
             GFP_KERNEL,
@@ -600,6 +659,9 @@ impl LanDev {
         let wr_id = skb.into_raw() as u64;
         let lkey = self.pd.local_dma_lkey();
         let mut posted = 0u32;
+        // Posting and recording happen under one lock, so that the ring's
+        // order is the send queue's.
+        let mut in_flight = self.in_flight.lock();
         'peers: for peer in targets.iter().take(peer_count).flatten() {
             for index in 0..fragments {
                 let Some((offset, len)) = plan.fragment(index) else {
@@ -626,8 +688,11 @@ impl LanDev {
                     break 'peers;
                 }
                 posted += 1;
+                // Cannot fail: the slot was reserved above.
+                let _ = in_flight.push(Some(peer.clone()));
             }
         }
+        drop(in_flight);
         self.add(Stat::TxPosts, posted.into());
         self.count(Stat::TxFrames);
         if fanout {
@@ -679,11 +744,15 @@ impl LanDev {
 
     fn completion(&self, dev: &EtherDevice<LanDev>, wc: &WorkCompletion) {
         let id = wc.wr_id();
-        if id >= WR_SKB_MIN {
-            self.send_done(id, 1);
-            self.send_slot_freed(dev);
-        } else if id == WR_ANNOUNCE {
-            self.announce_busy.store(false, Ordering::Release);
+        if id >= WR_SKB_MIN || id == WR_ANNOUNCE {
+            // The peer (and its AH) may go now, outside the lock.
+            let peer = self.in_flight.lock().pop();
+            drop(peer);
+            if id == WR_ANNOUNCE {
+                self.announce_busy.store(false, Ordering::Release);
+            } else {
+                self.send_done(id, 1);
+            }
             self.send_slot_freed(dev);
         } else if let Some(index) = id.checked_sub(WR_RECV_BASE) {
             let index = index as usize;
@@ -892,17 +961,20 @@ impl LanDev {
             length: ANNOUNCE_LEN as u32,
             lkey: self.pd.local_dma_lkey(),
         };
-        if self
-            .qp
-            .post_send(
-                WR_ANNOUNCE,
-                &[sge],
-                &self.group_ah,
-                0xff_ffff,
-                self.config.qkey(),
-            )
-            .is_err()
-        {
+        let mut in_flight = self.in_flight.lock();
+        let posted = self.qp.post_send(
+            WR_ANNOUNCE,
+            &[sge],
+            &self.group_ah,
+            0xff_ffff,
+            self.config.qkey(),
+        );
+        if posted.is_ok() {
+            // Cannot fail: the slot was reserved above.
+            let _ = in_flight.push(None);
+        }
+        drop(in_flight);
+        if posted.is_err() {
             self.announce_busy.store(false, Ordering::Release);
             self.sq_free.fetch_add(1, Ordering::AcqRel);
             return;
