@@ -51,7 +51,14 @@ pingpong 1 100
 pingpong 4096 100
 pingpong 4097 50 -e
 pingpong 65536 50
+# Between QPs of one device a packet carries up to 64 KiB whatever the
+# path MTU (1024 here): 10 round trips of 1 MiB are 20 MiB, which would be
+# 20480 packets of the path MTU and are 320 of 64 KiB (plus ACKs).
+sent_before=$(counter sent_packets)
 pingpong 1048576 10 -e
+sent=$(( $(counter sent_packets) - sent_before ))
+[ "$sent" -lt 2000 ] ||
+	fail "20 MiB in loopback took $sent packets; expected 64 KiB packets (about 360), not path-MTU ones"
 
 # perftest NAME ARGS...: server and client of one perftest binary.
 perftest() {

@@ -21,7 +21,7 @@ use crate::pure::headers::Operation;
 use crate::pure::psn::{Psn, PSN_MASK};
 use crate::pure::wr::{opcode, QpType};
 use crate::qp::{QpInner, SrnicQp, Upcalls};
-use crate::requester::{local_status, mtu_bytes, now_ns, wqe_state};
+use crate::requester::{local_status, now_ns, wqe_state};
 use crate::transport::{Hop, Packet};
 
 const IB_SEND_SIGNALED: u32 = bindings::ib_send_flags_IB_SEND_SIGNALED as u32;
@@ -94,7 +94,7 @@ fn handle(
         counters.inc(Counter::MalformedPackets);
         return false;
     }
-    if !state.from_peer(packet.ip.as_ref()) {
+    if !state.from_peer(packet) {
         counters.inc(Counter::ForeignPackets);
         return false;
     }
@@ -414,7 +414,7 @@ fn resend_from(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn) {
     };
     let first = Psn::new(wqe.first_psn);
     let offset = psn.distance_from(first);
-    let mtu = mtu_bytes(state.attrs.path_mtu);
+    let mtu = state.segment_bytes();
     qp.device().counters.inc(Counter::Resends);
     let req = &mut state.requester;
     req.rewind(index);
@@ -485,7 +485,7 @@ fn read_response(
         // Not the response awaited (a duplicate, or out of order).
         return false;
     }
-    let mtu = mtu_bytes(state.attrs.path_mtu);
+    let mtu = state.segment_bytes();
     let offset = psn.distance_from(first) as u32 * mtu;
     let len = packet.hdr.payload_len as u32;
     let ends = packet.hdr.info.ends_message();

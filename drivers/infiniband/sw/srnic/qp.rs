@@ -17,9 +17,9 @@ use crate::kapi::sync::SpinLockIrq;
 use crate::pure::grh::IpHeader;
 use crate::pure::ring::RingGeometry;
 use crate::pure::wr::{QpType, SendLimits};
-use crate::requester::Requester;
+use crate::requester::{mtu_bytes, Requester};
 use crate::responder::Responder;
-use crate::transport::Hop;
+use crate::transport::{Hop, Packet};
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
 
@@ -66,6 +66,10 @@ pub(crate) struct RecvQueue {
     pub(crate) consumer: u32,
 }
 
+/// The payload of one packet between QPs of this node (see
+/// [`QpInner::segment_bytes`]): as much as a GSO packet carries.
+pub(crate) const LOCAL_SEGMENT_BYTES: u32 = 64 * 1024;
+
 pub(crate) struct QpInner {
     pub(crate) attrs: QpAttributes,
     pub(crate) sq: SendQueue,
@@ -93,10 +97,29 @@ impl QpInner {
     }
 
     /// Whether a packet for this connected QP (RC, UC) comes from its
-    /// peer: from the peer's GID to ours.
-    pub(crate) fn from_peer(&self, ip: Option<&IpHeader>) -> bool {
+    /// peer: from the peer's GID to ours, and the way the peer is reached
+    /// (a peer on this node never sends over the wire, so a wire packet
+    /// claiming to be from it is forged).
+    pub(crate) fn from_peer(&self, packet: &Packet<'_>) -> bool {
         let av = &self.attrs.av;
-        ip.is_some_and(|ip| ip.sgid == av.dgid && ip.dgid == av.sgid)
+        let by_wire = packet.hop == Hop::Wire;
+        packet
+            .ip
+            .is_some_and(|ip| ip.sgid == av.dgid && ip.dgid == av.sgid)
+            && by_wire == (self.peer == Hop::Wire)
+    }
+
+    /// The payload bytes of one packet of this connection: the path MTU
+    /// on the wire; between QPs of this node, where no packet is ever
+    /// framed, [`LOCAL_SEGMENT_BYTES`], so that a message costs a few
+    /// hand-overs (each copying straight from MR to MR) instead of one per
+    /// path MTU. Both ends of a connection see the same hop kind, so they
+    /// agree on it, and `from_peer` keeps wire packets away from it.
+    pub(crate) fn segment_bytes(&self) -> u32 {
+        match self.peer {
+            Hop::Wire => mtu_bytes(self.attrs.path_mtu),
+            Hop::ThisDevice | Hop::Device(_) => LOCAL_SEGMENT_BYTES,
+        }
     }
 }
 

@@ -461,7 +461,7 @@ fn build<'a>(
     unreliable: bool,
 ) -> Option<Packet<'a>> {
     let this: &'a SrnicQp = qp;
-    let mtu = mtu_bytes(state.attrs.path_mtu);
+    let mtu = state.segment_bytes();
     let dest = state.attrs.dest_qp_num;
     let req = &mut state.requester;
     let psn = req.psn;

@@ -26,8 +26,7 @@ use crate::pure::headers::{Operation, Position, Transport};
 use crate::pure::psn::{packets_for, Psn, PSN_MASK};
 use crate::pure::wr::QpType;
 use crate::qp::{QpInner, SrnicQp, Upcalls};
-use crate::requester::mtu_bytes;
-use crate::transport::Packet;
+use crate::transport::{Hop, Packet};
 use core::sync::atomic::{AtomicU64, Ordering};
 
 const REMOTE_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
@@ -109,6 +108,7 @@ pub(crate) struct ReadResponse<'a> {
     dest: u32,
     msn: u32,
     ip: Option<IpHeader>,
+    hop: Hop,
 }
 
 impl<'a> ReadResponse<'a> {
@@ -124,6 +124,7 @@ impl<'a> ReadResponse<'a> {
             };
             let mut packet = Packet::new(code, self.dest, self.psn.add(n))?;
             packet.ip = self.ip;
+            packet.hop = self.hop;
             if n == 0 || n + 1 == count {
                 packet = packet.with_aeth(Syndrome::Ack.encode(), self.msn);
             }
@@ -205,10 +206,16 @@ pub(crate) fn receive<'a>(
         let mut state = this.state.lock();
         let mut reply = handle(qp, &mut state, guard, packet, &mut upcalls);
         // Answers go back along the connection.
-        let (ip, _) = state.path();
+        let (ip, hop) = state.path();
         match &mut reply {
-            Reply::Packet(p) => p.ip = Some(ip),
-            Reply::Read(read) => read.ip = Some(ip),
+            Reply::Packet(p) => {
+                p.ip = Some(ip);
+                p.hop = hop;
+            }
+            Reply::Read(read) => {
+                read.ip = Some(ip);
+                read.hop = hop;
+            }
             _ => {}
         }
         reply
@@ -265,9 +272,7 @@ fn handle<'a>(
         return Reply::None;
     }
     match (qp.qp_type(), packet.hdr.info.transport) {
-        (QpType::Rc, Transport::Rc) | (QpType::Uc, Transport::Uc)
-            if !state.from_peer(packet.ip.as_ref()) =>
-        {
+        (QpType::Rc, Transport::Rc) | (QpType::Uc, Transport::Uc) if !state.from_peer(packet) => {
             qp.device().counters.inc(Counter::ForeignPackets);
             return Reply::None;
         }
@@ -837,7 +842,7 @@ fn read<'a>(
     let Some(reth) = packet.hdr.reth else {
         return Reply::None;
     };
-    let mtu = mtu_bytes(state.attrs.path_mtu);
+    let mtu = state.segment_bytes();
     let region = if reth.dma_len == 0 {
         None
     } else {
@@ -877,6 +882,7 @@ fn read<'a>(
         dest: state.attrs.dest_qp_num,
         msn: msn & PSN_MASK,
         ip: None,
+        hop: Hop::Wire,
     })
 }
 

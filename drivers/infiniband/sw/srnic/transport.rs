@@ -134,6 +134,10 @@ impl<'a> Packet<'a> {
 /// Packets one run of a requester sends at most: the caller may be a
 /// doorbell or a softirq, neither of which may run for long.
 const REQUESTER_BUDGET: u32 = 64;
+/// Payload bytes one run of a requester moves at most: packets between
+/// QPs of this node carry up to 64 KiB each, and a doorbell must not copy
+/// a whole long message before it returns.
+const REQUESTER_BYTE_BUDGET: usize = 1024 * 1024;
 
 /// Runs the requester of `qp` until it has nothing to send (or has to wait
 /// for a response or a timer), or its budget is spent, in which case the
@@ -146,6 +150,7 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
         return;
     }
     let mut budget = REQUESTER_BUDGET;
+    let mut bytes_left = REQUESTER_BYTE_BUDGET;
     loop {
         this.requester_again.store(false, Ordering::Release);
         loop {
@@ -164,6 +169,10 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
                     let done = packet.hdr.deth.is_some()
                         || (packet.hdr.info.transport == Transport::Uc
                             && packet.hdr.info.ends_message());
+                    bytes_left = bytes_left.saturating_sub(packet.hdr.payload_len);
+                    if bytes_left == 0 {
+                        budget = 0;
+                    }
                     send(qp.device(), &guard, qp, packet);
                     if done {
                         completer::unanswered_sent(qp);
