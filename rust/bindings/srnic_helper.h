@@ -75,6 +75,8 @@ bool srnic_printk_ratelimit(void);
 /* Locks that may be taken from any context, interrupts included. */
 unsigned long srnic_spin_lock_irqsave(spinlock_t *lock);
 void srnic_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
+void srnic_spin_lock_bh(spinlock_t *lock);
+void srnic_spin_unlock_bh(spinlock_t *lock);
 
 /* Driver data of a verb called from user space. */
 struct ib_udata *srnic_attrs_udata(struct uverbs_attr_bundle *attrs);

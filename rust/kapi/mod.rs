@@ -19,7 +19,7 @@
 #![allow(unreachable_pub)]
 // Not every driver uses every item of the library (iblan uses no verbs
 // objects, and the transport's lookups come with the transport).
-#![allow(dead_code)]
+#![allow(dead_code, unused_macros)]
 
 pub mod debugfs;
 pub mod ether;

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A spinlock that disables interrupts while held.
+//! Spinlocks that disable interrupts or bottom halves while held.
 //!
 //! Verbs may be called from any context: kernel ULPs post work and poll
 //! completion queues from hard-IRQ handlers, and the transport completes work
 //! from softirq. Every lock those paths share is therefore taken with
 //! interrupts disabled, which the `kernel` crate of 6.12 does not offer.
+//! A lock that only process context and softirq share (a netdev's transmit
+//! and NAPI) needs bottom halves off, nothing more: verbs posted under it
+//! then run their work at once instead of deferring it.
 
 use kernel::sync::lock::{Backend, Lock};
 
@@ -62,4 +65,50 @@ unsafe impl Backend for IrqSpinLockBackend {
 pub fn irqs_disabled() -> bool {
     // SAFETY: reads this CPU's interrupt flag; no preconditions.
     unsafe { crate::bindings::srnic_irqs_disabled() }
+}
+
+/// A spinlock taken with `spin_lock_bh`: never from hard-IRQ context.
+pub type SpinLockBh<T> = Lock<T, BhSpinLockBackend>;
+
+/// Creates a [`SpinLockBh`] initialiser with a lock class of its own.
+macro_rules! new_spinlock_bh {
+    ($inner:expr $(, $name:literal)? $(,)?) => {
+        kernel::sync::lock::Lock::<_, $crate::kapi::sync::BhSpinLockBackend>::new(
+            $inner,
+            kernel::optional_name!($($name)?),
+            kernel::static_lock_class!(),
+        )
+    };
+}
+
+/// The backend of [`SpinLockBh`].
+pub struct BhSpinLockBackend;
+
+// SAFETY: `spin_lock_bh` gives one CPU exclusive ownership until the
+// matching `spin_unlock_bh`; `relock` uses the same method (the trait's
+// default calls `lock`).
+unsafe impl Backend for BhSpinLockBackend {
+    type State = kernel::bindings::spinlock_t;
+    type GuardState = ();
+
+    unsafe fn init(
+        ptr: *mut Self::State,
+        name: *const kernel::ffi::c_char,
+        key: *mut kernel::bindings::lock_class_key,
+    ) {
+        // SAFETY: the caller passes a writable lock and a name and key that
+        // live forever.
+        unsafe { kernel::bindings::__spin_lock_init(ptr, name, key) }
+    }
+
+    unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
+        // SAFETY: the caller guarantees `init` ran; our bindings declare the
+        // same `spinlock_t` as an opaque type.
+        unsafe { crate::bindings::srnic_spin_lock_bh(ptr.cast()) }
+    }
+
+    unsafe fn unlock(ptr: *mut Self::State, _guard: &Self::GuardState) {
+        // SAFETY: the caller owns the lock, taken by `lock`.
+        unsafe { crate::bindings::srnic_spin_unlock_bh(ptr.cast()) }
+    }
 }

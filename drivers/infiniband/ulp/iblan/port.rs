@@ -18,7 +18,7 @@ use crate::kapi::rdma::consumer::{
     Ah, Cq, CqHandler, DeviceRef, IbDevice, Ipv6Membership, Pd, Sge, UdQp, WorkCompletion,
 };
 use crate::kapi::skb::SkBuff;
-use crate::kapi::sync::SpinLockIrq;
+use crate::kapi::sync::{SpinLockBh, SpinLockIrq};
 use crate::kapi::work::{now_ms, sleep_ms, DelayedWork, HasDelayedWork};
 use crate::params::LanConfig;
 use crate::pure::lan::{
@@ -29,7 +29,6 @@ use core::pin::Pin;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use kernel::c_str;
 use kernel::prelude::*;
-use kernel::sync::Arc;
 
 const CALLER: &CStr = c_str!("iblan");
 const SEND_DEPTH: u32 = 1024;
@@ -142,77 +141,56 @@ struct Peer {
 }
 
 struct PeerEntry {
-    peer: Arc<Peer>,
+    peer: Peer,
     last_seen_ms: u64,
 }
 
-/// The peer of every send in flight, in posting order, so that a peer's
-/// AH outlives the sends that use it even when the peer leaves the table
-/// meanwhile (a device may read the AH until the send completes). Sends
-/// of one QP complete in the order they were posted, so the oldest entry
-/// belongs to the next send completion.
-struct InFlight {
-    /// `SEND_DEPTH` slots; `None` for a send to the group.
-    ring: KVec<Option<Arc<Peer>>>,
-    /// The oldest entry.
-    head: usize,
-    len: usize,
+/// A peer that left the table, kept until the sends posted before it left
+/// have completed: a device may read the AH until then. Its AH is then
+/// destroyed by the name service, in process context, never in the
+/// completion path: some providers (rxe) take their AH lock without
+/// disabling bottom halves, so an AH must come and go in one context.
+struct Retired {
+    /// Held, never read: dropping it destroys the AH.
+    _peer: Peer,
+    /// The QP's post count when the peer left.
+    posted_before: u64,
 }
 
-impl InFlight {
-    fn new() -> Result<Self> {
-        let mut ring = KVec::with_capacity(SEND_DEPTH as usize, GFP_KERNEL)?;
-        for _ in 0..SEND_DEPTH {
-            ring.push(None, GFP_KERNEL)?;
-        }
-        Ok(Self {
-            ring,
-            head: 0,
-            len: 0,
-        })
-    }
-
-    /// Records the next send. The send queue has `SEND_DEPTH` slots and
-    /// every send reserves one first, so the ring has room; if it had not,
-    /// the entry is given back.
-    fn push(&mut self, peer: Option<Arc<Peer>>) -> core::result::Result<(), Option<Arc<Peer>>> {
-        let at = (self.head + self.len) % self.ring.len().max(1);
-        match self.ring.get_mut(at) {
-            Some(slot) if self.len < SEND_DEPTH as usize => {
-                *slot = peer;
-                self.len += 1;
-                Ok(())
-            }
-            _ => Err(peer),
-        }
-    }
-
-    /// Takes the oldest send's peer, to be dropped outside the lock.
-    fn pop(&mut self) -> Option<Arc<Peer>> {
-        if self.len == 0 {
-            return None;
-        }
-        let peer = self.ring.get_mut(self.head).and_then(Option::take);
-        self.head = (self.head + 1) % self.ring.len().max(1);
-        self.len -= 1;
-        peer
-    }
+/// Where one frame goes.
+#[derive(Clone, Copy)]
+enum Targets {
+    /// The peer in this slot.
+    One(usize),
+    /// Every peer: broadcast, multicast or an unknown LID.
+    All,
 }
 
 /// The known nodes, in fixed slots: a slot's index names its peer while
-/// it is there (reassemblies are keyed by it).
+/// it is there (reassemblies are keyed by it). Every send is posted under
+/// this table's lock, so `posted` orders posts against peers leaving.
 struct PeerTable {
     /// `MAX_PEERS` slots, on the heap: the table is too big for a stack.
     slots: KVec<Option<PeerEntry>>,
+    /// `MAX_PEERS` slots of peers that left, waiting for their sends.
+    retired: KVec<Option<Retired>>,
+    /// Sends posted on the QP since it was created.
+    posted: u64,
 }
 
 impl PeerTable {
     fn new() -> Result<Self> {
         let mut slots = KVec::with_capacity(MAX_PEERS, GFP_KERNEL)?;
+        let mut retired = KVec::with_capacity(MAX_PEERS, GFP_KERNEL)?;
         for _ in 0..MAX_PEERS {
             slots.push(None, GFP_KERNEL)?;
+            retired.push(None, GFP_KERNEL)?;
         }
-        Ok(Self { slots })
+        Ok(Self {
+            slots,
+            retired,
+            posted: 0,
+        })
     }
 
     fn iter(&self) -> impl Iterator<Item = &PeerEntry> {
@@ -234,8 +212,35 @@ impl PeerTable {
         self.slots.get_mut(at).and_then(Option::as_mut)
     }
 
-    fn remove(&mut self, at: usize) -> Option<PeerEntry> {
-        self.slots.get_mut(at).and_then(Option::take)
+    /// Moves the peer in slot `at` to the retired ones; false if there is
+    /// no room there yet (the peer then stays until a later try).
+    fn retire(&mut self, at: usize) -> bool {
+        let posted_before = self.posted;
+        let (Some(slot), Some(room)) = (
+            self.slots.get_mut(at),
+            self.retired.iter_mut().find(|r| r.is_none()),
+        ) else {
+            return false;
+        };
+        match slot.take() {
+            Some(entry) => {
+                *room = Some(Retired {
+                    _peer: entry.peer,
+                    posted_before,
+                });
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Takes one retired peer whose sends have all completed, to be
+    /// dropped outside the lock.
+    fn take_released(&mut self, completed: u64) -> Option<Retired> {
+        self.retired
+            .iter_mut()
+            .find(|r| r.as_ref().is_some_and(|r| r.posted_before <= completed))
+            .and_then(Option::take)
     }
 
     /// Adds `entry`; a full table gives it back.
@@ -247,6 +252,27 @@ impl PeerTable {
             }
             None => Err(entry),
         }
+    }
+
+    /// Where a frame to `lid` (`None`: not a unicast LID of this LAN)
+    /// goes, and to how many peers.
+    fn targets(&self, lid: Option<u16>) -> (Targets, usize) {
+        if let Some(at) = lid.and_then(|lid| self.find(|e| e.peer.lid == lid)) {
+            return (Targets::One(at), 1);
+        }
+        (Targets::All, self.len())
+    }
+
+    /// The peers of `targets`.
+    fn selected(&self, targets: Targets) -> impl Iterator<Item = &Peer> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(move |(at, _)| match targets {
+                Targets::One(one) => *at == one,
+                Targets::All => true,
+            })
+            .filter_map(|(_, s)| s.as_ref().map(|e| &e.peer))
     }
 }
 
@@ -308,9 +334,13 @@ impl Inbox {
 pub(crate) struct LanDev {
     qp: UdQp,
     cq: Cq<Events>,
-    /// After the QP: its sends are done (or flushed) when this goes.
-    in_flight: Pin<KBox<SpinLockIrq<InFlight>>>,
-    peers: Pin<KBox<SpinLockIrq<PeerTable>>>,
+    /// After the QP: its sends are done (or flushed) when the AHs go.
+    /// Bottom halves off, interrupts on: sends are posted under it, and a
+    /// provider may then send at once (srnic defers a post made with
+    /// interrupts off to a work item). Never taken in hard-IRQ context.
+    peers: Pin<KBox<SpinLockBh<PeerTable>>>,
+    /// Sends completed (or flushed); compared with `PeerTable::posted`.
+    sends_completed: AtomicU64,
     group_ah: Ah,
     _membership: Ipv6Membership,
     rx: KVec<RxBuffer>,
@@ -413,14 +443,11 @@ pub(crate) fn create(
     let data = LanDev {
         qp,
         cq,
-        in_flight: KBox::pin_init(
-            new_spinlock_irq!(InFlight::new()?, "iblan_in_flight"),
-            GFP_KERNEL,
-        )?,
         peers: KBox::pin_init(
-            new_spinlock_irq!(PeerTable::new()?, "iblan_peers"),
+            new_spinlock_bh!(PeerTable::new()?, "iblan_peers"),
             GFP_KERNEL,
         )?,
+        sends_completed: AtomicU64::new(0),
         group_ah,
         _membership: membership,
         rx,
@@ -540,30 +567,6 @@ impl LanDev {
         )
     }
 
-    /// The peers a frame to `mac` goes to, and whether it is a fan-out.
-    fn targets(&self, mac: &[u8; 6], out: &mut [Option<Arc<Peer>>; MAX_PEERS]) -> (usize, bool) {
-        let peers = self.peers.lock();
-        let lid = match lan::classify_mac(mac, self.config.vendor, self.config.lan) {
-            MacKind::Unicast { lid } => Some(lid),
-            _ => None,
-        };
-        if let Some(lid) = lid {
-            if let (Some(entry), Some(slot)) =
-                (peers.iter().find(|e| e.peer.lid == lid), out.first_mut())
-            {
-                *slot = Some(entry.peer.clone());
-                return (1, false);
-            }
-            self.count(Stat::TxUnknownLidFloods);
-        }
-        let mut n = 0;
-        for (slot, entry) in out.iter_mut().zip(peers.iter()) {
-            *slot = Some(entry.peer.clone());
-            n += 1;
-        }
-        (n, true)
-    }
-
     /// Sends one frame; see [`EtherDriver::start_xmit`].
     fn transmit(&self, dev: &EtherDevice<LanDev>, mut skb: SkBuff) -> TxOutcome {
         // Without scatter-gather the stack hands over linear frames; one
@@ -588,9 +591,20 @@ impl LanDev {
             self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
             return TxOutcome::Sent;
         };
-        let mut targets: [Option<Arc<Peer>>; MAX_PEERS] = [const { None }; MAX_PEERS];
-        let (peer_count, fanout) = self.targets(&mac, &mut targets);
+        let lid = match lan::classify_mac(&mac, self.config.vendor, self.config.lan) {
+            MacKind::Unicast { lid } => Some(lid),
+            _ => None,
+        };
+        // The table stays locked from the choice of peers to their last
+        // post: a peer cannot leave (and lose its AH) in between.
+        let mut peers = self.peers.lock();
+        let (targets, peer_count) = peers.targets(lid);
+        let fanout = matches!(targets, Targets::All);
+        if fanout && lid.is_some() {
+            self.count(Stat::TxUnknownLidFloods);
+        }
         if peer_count == 0 {
+            drop(peers);
             self.count(Stat::TxNoPeer);
             self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
             return TxOutcome::Sent;
@@ -598,6 +612,7 @@ impl LanDev {
         let fragments = plan.count();
         let posts = (fragments * peer_count) as u32;
         if posts > SEND_DEPTH {
+            drop(peers);
             self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
             return TxOutcome::Sent;
         }
@@ -605,6 +620,7 @@ impl LanDev {
         let mut free = self.sq_free.load(Ordering::Acquire);
         loop {
             if free < posts {
+                drop(peers);
                 dev.stop_queue();
                 self.count(Stat::TxQueueStops);
                 // A completion may have freed room meanwhile.
@@ -627,6 +643,7 @@ impl LanDev {
         // mapping covers everything every post points at.
         let header_len = (fragments * FRAG_HEADER_LEN) as u32;
         if skb.cow_head(header_len).is_err() || skb.push(header_len).is_err() {
+            drop(peers);
             self.sq_free.fetch_add(posts, Ordering::AcqRel);
             self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
             return TxOutcome::Sent;
@@ -648,6 +665,7 @@ impl LanDev {
         // SAFETY: the skb's data stays put until the last completion frees
         // it, after unmapping.
         let Ok(dma) = (unsafe { self.pd.map(skb.data().as_ptr(), total, true) }) else {
+            drop(peers);
             self.sq_free.fetch_add(posts, Ordering::AcqRel);
             self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
             return TxOutcome::Sent;
@@ -659,10 +677,7 @@ impl LanDev {
         let wr_id = skb.into_raw() as u64;
         let lkey = self.pd.local_dma_lkey();
         let mut posted = 0u32;
-        // Posting and recording happen under one lock, so that the ring's
-        // order is the send queue's.
-        let mut in_flight = self.in_flight.lock();
-        'peers: for peer in targets.iter().take(peer_count).flatten() {
+        'peers: for peer in peers.selected(targets) {
             for index in 0..fragments {
                 let Some((offset, len)) = plan.fragment(index) else {
                     break 'peers;
@@ -688,11 +703,10 @@ impl LanDev {
                     break 'peers;
                 }
                 posted += 1;
-                // Cannot fail: the slot was reserved above.
-                let _ = in_flight.push(Some(peer.clone()));
             }
         }
-        drop(in_flight);
+        peers.posted += u64::from(posted);
+        drop(peers);
         self.add(Stat::TxPosts, posted.into());
         self.count(Stat::TxFrames);
         if fanout {
@@ -745,9 +759,9 @@ impl LanDev {
     fn completion(&self, dev: &EtherDevice<LanDev>, wc: &WorkCompletion) {
         let id = wc.wr_id();
         if id >= WR_SKB_MIN || id == WR_ANNOUNCE {
-            // The peer (and its AH) may go now, outside the lock.
-            let peer = self.in_flight.lock().pop();
-            drop(peer);
+            // Retired peers whose sends are all done may go (see
+            // `release_retired`).
+            self.sends_completed.fetch_add(1, Ordering::AcqRel);
             if id == WR_ANNOUNCE {
                 self.announce_busy.store(false, Ordering::Release);
             } else {
@@ -878,13 +892,18 @@ impl LanDev {
                 total_len,
             } => {
                 copy_into(&mut reassembly.buffers, slot, offset, payload);
-                if let Some(frame) = reassembly
+                // The frame is copied out under the lock, which keeps the
+                // slot's buffer, and handed up after it: the stack must
+                // not run with interrupts off (it may transmit at once).
+                let skb = reassembly
                     .buffers
                     .get(slot)
                     .and_then(|b| b.get(..total_len))
-                {
+                    .and_then(|frame| self.frame_skb(dev, frame));
+                drop(guard);
+                if let Some(skb) = skb {
                     self.count(Stat::RxReassembled);
-                    self.deliver(dev, frame);
+                    dev.receive(skb);
                 }
             }
             Step::Drop { reason, .. } => self.count(match reason {
@@ -894,22 +913,30 @@ impl LanDev {
         }
     }
 
-    /// Hands one whole frame to the stack: its single copy on receive.
+    /// Hands one whole frame to the stack.
     fn deliver(&self, dev: &EtherDevice<LanDev>, frame: &[u8]) {
+        if let Some(skb) = self.frame_skb(dev, frame) {
+            dev.receive(skb);
+        }
+    }
+
+    /// An skb holding a copy of `frame` (its single copy on receive),
+    /// counted in the link statistics; `None` if it is dropped.
+    fn frame_skb(&self, dev: &EtherDevice<LanDev>, frame: &[u8]) -> Option<SkBuff> {
         if frame.len() < 14 {
             self.count(Stat::RxMalformed);
-            return;
+            return None;
         }
         let Some(mut skb) = dev.alloc_rx_skb(frame.len() as u32) else {
             self.count(Stat::RxAlloc);
             self.link.rx_dropped.fetch_add(1, Ordering::Relaxed);
-            return;
+            return None;
         };
         match skb.put(frame.len() as u32) {
             Ok(room) => room.copy_from_slice(frame),
             Err(_) => {
                 self.count(Stat::RxAlloc);
-                return;
+                return None;
             }
         }
         if frame.first().is_some_and(|b| b & 1 != 0) {
@@ -919,7 +946,7 @@ impl LanDev {
         self.link
             .rx_bytes
             .fetch_add(frame.len() as u64, Ordering::Relaxed);
-        dev.receive(skb);
+        Some(skb)
     }
 
     /// The announcement of this node, `leaving` or not.
@@ -961,7 +988,7 @@ impl LanDev {
             length: ANNOUNCE_LEN as u32,
             lkey: self.pd.local_dma_lkey(),
         };
-        let mut in_flight = self.in_flight.lock();
+        let mut peers = self.peers.lock();
         let posted = self.qp.post_send(
             WR_ANNOUNCE,
             &[sge],
@@ -970,10 +997,9 @@ impl LanDev {
             self.config.qkey(),
         );
         if posted.is_ok() {
-            // Cannot fail: the slot was reserved above.
-            let _ = in_flight.push(None);
+            peers.posted += 1;
         }
-        drop(in_flight);
+        drop(peers);
         if posted.is_err() {
             self.announce_busy.store(false, Ordering::Release);
             self.sq_free.fetch_add(1, Ordering::AcqRel);
@@ -1003,6 +1029,7 @@ impl LanDev {
             }
         }
         self.age_peers(now);
+        self.release_retired();
         self.settle_lid();
         let last = self.last_announce_ms.load(Ordering::Relaxed);
         if self.announce_soon.swap(false, Ordering::AcqRel) || now >= last + ANNOUNCE_EVERY_MS {
@@ -1016,32 +1043,29 @@ impl LanDev {
             return;
         }
         self.count(Stat::NsReceived);
-        let mut removed = None;
         let known = {
             let mut peers = self.peers.lock();
             match peers.find(|e| e.peer.gid == a.gid) {
                 Some(at) if a.leaving => {
-                    removed = peers.remove(at);
-                    self.count(Stat::NsLeft);
+                    if peers.retire(at) {
+                        self.count(Stat::NsLeft);
+                    }
                     true
                 }
                 Some(at) => {
-                    let changed = peers.get_mut(at).is_some_and(|entry| {
+                    // The AH depends on the GID alone, the key: a peer
+                    // that moved to another LID or QP keeps it.
+                    if let Some(entry) = peers.get_mut(at) {
                         entry.last_seen_ms = now;
-                        let p = &entry.peer;
-                        p.lid != a.lid || p.qpn != a.qpn || p.qkey != a.qkey
-                    });
-                    if changed {
-                        // Replaced below with a new entry (and AH).
-                        removed = peers.remove(at);
+                        entry.peer.lid = a.lid;
+                        entry.peer.qpn = a.qpn;
+                        entry.peer.qkey = a.qkey;
                     }
-                    !changed
+                    true
                 }
                 None => a.leaving,
             }
         };
-        // The AH goes outside the lock.
-        drop(removed);
         if !known {
             self.add_peer(a, now);
         }
@@ -1063,8 +1087,8 @@ impl LanDev {
         let Ok(ah) = Ah::new(&self.pd, self.port, self.sgid_index, &a.gid, 1) else {
             return;
         };
-        let Ok(peer) = Arc::new(
-            Peer {
+        let entry = PeerEntry {
+            peer: Peer {
                 gid: a.gid,
                 guid: a.node_guid,
                 lid: a.lid,
@@ -1072,15 +1096,12 @@ impl LanDev {
                 qkey: a.qkey,
                 ah,
             },
-            GFP_KERNEL,
-        ) else {
-            return;
-        };
-        let entry = PeerEntry {
-            peer,
             last_seen_ms: now,
         };
-        if self.peers.lock().insert(entry).is_ok() {
+        // A full table gives the entry back, dropped here (process
+        // context, outside the lock).
+        let inserted = self.peers.lock().insert(entry);
+        if inserted.is_ok() {
             self.count(Stat::NsAdded);
             // A newcomer learns of this node now, not at the next period.
             self.announce_soon.store(true, Ordering::Relaxed);
@@ -1092,25 +1113,34 @@ impl LanDev {
         self.add(Stat::NsAged, aged);
     }
 
-    /// Removes the peers `pred` picks; returns how many.
+    /// Retires the peers `pred` picks; returns how many.
     fn remove_peers(&self, pred: impl Fn(&PeerEntry) -> bool) -> u64 {
+        let mut peers = self.peers.lock();
         let mut removed = 0;
-        loop {
-            let gone = {
-                let mut peers = self.peers.lock();
-                match peers.find(&pred) {
-                    Some(at) => peers.remove(at),
-                    None => None,
-                }
-            };
-            let Some(gone) = gone else {
-                break;
-            };
-            removed += 1;
-            // The AH goes outside the lock.
-            drop(gone);
+        for at in 0..MAX_PEERS {
+            if peers
+                .slots
+                .get(at)
+                .is_some_and(|s| s.as_ref().is_some_and(&pred))
+                && peers.retire(at)
+            {
+                removed += 1;
+            }
         }
         removed
+    }
+
+    /// Destroys the AHs of retired peers whose sends have all completed.
+    /// Process context only (see [`Retired`]).
+    fn release_retired(&self) {
+        loop {
+            let completed = self.sends_completed.load(Ordering::Acquire);
+            // Not in the loop's head: the guard would live through the body.
+            let Some(released) = self.peers.lock().take_released(completed) else {
+                break;
+            };
+            drop(released);
+        }
     }
 
     fn lid_in_use(&self, lid: u16) -> bool {
