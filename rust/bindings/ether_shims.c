@@ -65,6 +65,9 @@ void srnic_netdev_setup_ether(struct net_device *dev, const char *name_format,
 	dev->max_mtu = max_mtu;
 	dev->mtu = mtu;
 	dev->priv_flags |= IFF_LIVE_ADDR_CHANGE;
+	/* Transmit takes bottom-half locks: netpoll's interrupts-off
+	 * transmit must not reach it. */
+	dev->priv_flags |= IFF_DISABLE_NETPOLL;
 	/* Its own lock classes: its transmit nests in the carrier netdev's. */
 	netdev_lockdep_set_classes(dev);
 }

@@ -308,6 +308,14 @@ impl SrnicQp {
             if !transition_allowed(current, next, qp.qp_type(), mask) {
                 return Err(EINVAL);
             }
+            // A path moved between the wire and this node would change
+            // the segment size under WQEs already sent (their PSNs count
+            // segments of the old size): only a connection not yet
+            // running may do that.
+            let flips = peer.is_some_and(|p| (p == Hop::Wire) != (state.peer == Hop::Wire));
+            if flips && matches!(current, QpState::Rts | QpState::Sqd) {
+                return Err(EINVAL);
+            }
             apply(&mut state.attrs, modify);
             state.attrs.state = next;
             if let Some(peer) = peer {

@@ -169,7 +169,19 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
                     let done = packet.hdr.deth.is_some()
                         || (packet.hdr.info.transport == Transport::Uc
                             && packet.hdr.info.ends_message());
-                    bytes_left = bytes_left.saturating_sub(packet.hdr.payload_len);
+                    // A READ on this node is answered within the run.
+                    let answered = match packet.hdr.reth {
+                        Some(reth)
+                            if packet.hop != Hop::Wire
+                                && packet.hdr.info.operation == Operation::ReadRequest =>
+                        {
+                            reth.dma_len as usize
+                        }
+                        _ => 0,
+                    };
+                    bytes_left = bytes_left
+                        .saturating_sub(packet.hdr.payload_len)
+                        .saturating_sub(answered);
                     if bytes_left == 0 {
                         budget = 0;
                     }

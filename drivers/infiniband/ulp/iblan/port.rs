@@ -37,6 +37,9 @@ const RECV_DEPTH: u32 = 256;
 const GRH_LEN: usize = 40;
 /// Peers a LAN port knows at most.
 const MAX_PEERS: usize = 64;
+/// Peers that left and wait for their sends to complete: room for a whole
+/// table leaving while the previous one still waits.
+const MAX_RETIRED: usize = 2 * MAX_PEERS;
 /// Reassemblies open at once.
 const REASSEMBLY_SLOTS: usize = 64;
 const ANNOUNCE_EVERY_MS: u64 = 2000;
@@ -172,7 +175,7 @@ enum Targets {
 struct PeerTable {
     /// `MAX_PEERS` slots, on the heap: the table is too big for a stack.
     slots: KVec<Option<PeerEntry>>,
-    /// `MAX_PEERS` slots of peers that left, waiting for their sends.
+    /// `MAX_RETIRED` slots of peers that left, waiting for their sends.
     retired: KVec<Option<Retired>>,
     /// Sends posted on the QP since it was created.
     posted: u64,
@@ -181,9 +184,11 @@ struct PeerTable {
 impl PeerTable {
     fn new() -> Result<Self> {
         let mut slots = KVec::with_capacity(MAX_PEERS, GFP_KERNEL)?;
-        let mut retired = KVec::with_capacity(MAX_PEERS, GFP_KERNEL)?;
+        let mut retired = KVec::with_capacity(MAX_RETIRED, GFP_KERNEL)?;
         for _ in 0..MAX_PEERS {
             slots.push(None, GFP_KERNEL)?;
+        }
+        for _ in 0..MAX_RETIRED {
             retired.push(None, GFP_KERNEL)?;
         }
         Ok(Self {
@@ -1238,6 +1243,8 @@ impl EtherDriver for LanDev {
         // Not running first: the ticker then stops rescheduling itself.
         lan.running.store(false, Ordering::Release);
         lan.ticker.cancel_sync();
+        // Room for the whole table among the retired peers.
+        lan.release_retired();
         lan.send_announcement(true);
         // A node that is down hears nobody: it relearns the LAN when it
         // comes up, and meanwhile its stale table must not decide whether
