@@ -97,11 +97,12 @@ link_field() {
 	rdma -j link show "$1/1" | python3 -c "import json,sys; print(json.load(sys.stdin)[0].get('$2', ''))"
 }
 
-# barrier NAME COUNT: wait until COUNT VMs of this test reached NAME.
+# barrier NAME COUNT [SECONDS]: wait until COUNT VMs of this test reached
+# NAME (at most SECONDS, default 120).
 barrier() {
 	touch "/mnt/shared/$1.$SRNIC_VM"
-	wait_until 120 sh -c "[ \$(ls /mnt/shared/ | grep -c '^$1\\.') -ge $2 ]" ||
-		fail "barrier $1: peers did not arrive within 120 s"
+	wait_until "${3:-120}" sh -c "[ \$(ls /mnt/shared/ | grep -c '^$1\\.') -ge $2 ]" ||
+		fail "barrier $1: peers did not arrive within ${3:-120} s"
 }
 
 # veth_pair NAME PEER: a veth pair with both ends up. NAME's carrier follows
