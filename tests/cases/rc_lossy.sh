@@ -15,6 +15,11 @@ must ip link set eth0 mtu 9000
 must rdma link add srnic0 type srnic netdev eth0
 wait_roce_gid srnic0 1
 expect_match "$(ibv_devinfo -d srnic0)" "active_mtu:.*4096" "srnic0's active MTU on a 9000-byte netdev"
+# Learn the peer's MAC while the wire is clean: the core resolves it, with
+# a time limit, when rc_data moves its QP to RTR, and a lost ARP exchange
+# on a slow machine failed that with ETIMEDOUT.
+peer=10.0.0.$([ "$SRNIC_VM" = a ] && echo 2 || echo 1)
+wait_until 60 ping -c 1 -W 2 "$peer" || fail "the peer $peer does not answer ping"
 must modprobe sch_netem
 must tc qdisc add dev eth0 root netem loss 5% duplicate 1% delay 1ms reorder 10% 50%
 before=$(counter_of srnic0 resends)
