@@ -10,7 +10,9 @@ fail() {
 }
 
 step() {
-	echo "--- $*"
+	local up
+	read -r up _ < /proc/uptime
+	echo "--- [${up%.*} s] $*"
 }
 
 # must CMD...: run CMD, failing the test with its output if it fails.
