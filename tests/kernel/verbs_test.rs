@@ -220,6 +220,7 @@ fn connect_to_itself(
     dev: *mut bindings::ib_device,
     qp: *mut bindings::ib_qp,
     timeout: u8,
+    min_rnr_timer: u8,
 ) -> Result<(), &'static str> {
     let mut attr = bindings::ib_qp_attr {
         qp_state: bindings::ib_qp_state_IB_QPS_INIT,
@@ -241,7 +242,7 @@ fn connect_to_itself(
         // SAFETY: the QP is live.
         dest_qp_num: unsafe { (*qp).qp_num },
         max_dest_rd_atomic: 1,
-        min_rnr_timer: 12,
+        min_rnr_timer,
         ..Default::default()
     };
     attr.ah_attr.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
@@ -333,8 +334,11 @@ fn run() -> Result<(), &'static str> {
     check(!qp.is_null(), "ib_create_qp RC")?;
     r.qps[0] = qp;
 
-    // The longest timeout: sends stay outstanding until the flush.
-    connect_to_itself(r.dev, qp, 31)?;
+    // The sends find no receive WR and are told to wait: with the longest
+    // RNR timer (code 0, 655 ms) they are still waiting when the flush
+    // comes a few milliseconds after the receives are posted; with a short
+    // one a send could land in a receive first.
+    connect_to_itself(r.dev, qp, 31, 0)?;
 
     let (_buffer, mut sge) = buffer_sge(r.pd)?;
     let mut tags = KVec::new();
@@ -695,7 +699,7 @@ fn run_events() -> Result<(), &'static str> {
         let qp = unsafe { bindings::ib_create_qp_kernel(r.pd, &mut init, CALLER.as_char_ptr()) };
         check(!is_err(qp), "ib_create_qp RC (events)")?;
         *slot = qp;
-        connect_to_itself(r.dev, qp, 14)?;
+        connect_to_itself(r.dev, qp, 14, 12)?;
     }
     let [qp, other_qp] = r.qps;
     let (_buffer, mut sge) = buffer_sge(r.pd)?;
