@@ -2,6 +2,9 @@
 # ibv_rc_pingpong with data checked (--chk) below, at and far above the
 # path MTU, with and without CQ events, then perftest write, read, send and
 # atomic bandwidth and write/send latency; the port counters saw packets.
+# 4 MiB READs (4096 response packets each, four times the device queue)
+# complete without the requester timing out: the responder sends them a
+# burst at a time and tries a refused packet again.
 # vms: 2
 # timeout: 900
 load_srnic
@@ -46,6 +49,16 @@ for test in "ib_write_bw -s 65536 -n 200" "ib_read_bw -s 65536 -n 200" "ib_send_
 	step "$test"
 	run_pair perftest timeout 300 $test -d srnic0 -x 1 -F
 done
+
+step "ib_read_bw -s 4194304 -n 20: long READ responses are paced"
+timeouts_before=$(counter_of srnic0 timeouts)
+run_pair perftest timeout 300 ib_read_bw -s 4194304 -n 20 -d srnic0 -x 1 -F
+timeouts=$(( $(counter_of srnic0 timeouts) - timeouts_before ))
+echo "timeouts during the 4 MiB READs: $timeouts; transmit_retries $(counter_of srnic0 transmit_retries)," \
+	"answers_dropped $(counter_of srnic0 answers_dropped)"
+# VM b reads; each response that broke off would cost it a timeout.
+[ "$SRNIC_VM" = a ] || [ "$timeouts" -le 2 ] ||
+	fail "the requester timed out $timeouts times in 20 READs of 4 MiB; expected paced responses (at most 2)"
 
 rdma statistic show link srnic0/1
 sent=$(rdma statistic show link srnic0/1 | tr ' ' '\n' | awk 'f { print; exit } $0 == "sent_packets" { f = 1 }')

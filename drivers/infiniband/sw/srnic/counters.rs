@@ -57,9 +57,16 @@ pub(crate) enum Counter {
     ForeignPackets,
     /// Packets of a partition the port is not a member of.
     PkeyViolations,
+    /// Answers (READ response packets, ACKs) the device queue refused,
+    /// sent again a moment later.
+    TransmitRetries,
+    /// Answers given up: too many queued behind a READ response, the
+    /// region gone before its response was sent, or refused for too long
+    /// (the requester asks again).
+    AnswersDropped,
 }
 
-const COUNT: usize = Counter::PkeyViolations as usize + 1;
+const COUNT: usize = Counter::AnswersDropped as usize + 1;
 
 const DESCS: [bindings::rdma_stat_desc; COUNT] = [
     counter_desc(kernel::c_str!("sent_packets")),
@@ -92,6 +99,8 @@ const DESCS: [bindings::rdma_stat_desc; COUNT] = [
     counter_desc(kernel::c_str!("dropped_messages")),
     counter_desc(kernel::c_str!("foreign_packets")),
     counter_desc(kernel::c_str!("pkey_violations")),
+    counter_desc(kernel::c_str!("transmit_retries")),
+    counter_desc(kernel::c_str!("answers_dropped")),
 ];
 
 /// The names the core shows.

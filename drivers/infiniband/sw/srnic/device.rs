@@ -490,10 +490,12 @@ impl Driver for SrnicDevice {
         mr.map_pages(pages, page_size, iova, length)
     }
 
-    /// The rest of a requester's run that spent its budget, the end of an
-    /// RNR wait, the retransmission timer, and the flush of receives a
-    /// process posted in ERR, on the QP's own CPU.
+    /// The rest of a requester's run that spent its budget, answers
+    /// waiting in the outbox, the end of an RNR wait, the retransmission
+    /// timer, and the flush of receives a process posted in ERR, on the
+    /// QP's own CPU.
     fn qp_work(qp: &Qp<Self>) {
+        crate::outbox::run(qp);
         let waiting = crate::transport::kick_waiting(qp);
         let timing = crate::completer::check_timeout(qp);
         let sweeping = SrnicQp::sweep(qp);

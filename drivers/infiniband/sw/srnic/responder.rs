@@ -19,6 +19,7 @@ use crate::kapi::rdma::verbs::{QpState, WcOpcode, WcStatus};
 use crate::kapi::rdma::wqe::RecvCopy;
 use crate::kapi::rdma::{Mr, Qp};
 use crate::memory;
+use crate::outbox::{Answer, Outbox, PendingRead};
 use crate::payload::{self, CopyError, Extent, SgeList};
 use crate::pure::aeth::{NakCode, Syndrome};
 use crate::pure::grh::{IpHeader, GRH_LEN};
@@ -84,6 +85,8 @@ pub(crate) struct Responder {
     dropping: bool,
     /// The PSN and original value of the last atomic, for a duplicate.
     last_atomic: Option<(Psn, u64)>,
+    /// Answers to requests from the wire waiting to leave.
+    pub(crate) outbox: Outbox,
 }
 
 /// What the responder answers.
@@ -94,11 +97,14 @@ pub(crate) enum Reply<'a> {
     Packet(Packet<'a>),
     /// Read response packets.
     Read(ReadResponse<'a>),
+    /// Answers that wait in the outbox (wire only): `outbox::run` sends them.
+    Queued,
     /// The requester's memory could not be read: its WQE fails locally.
     SourceFault,
 }
 
-/// The response to an RDMA READ: `length` bytes of `mr` from `offset`.
+/// The response to an RDMA READ: `length` bytes of `mr` from `offset`,
+/// packets `from..to` of it.
 pub(crate) struct ReadResponse<'a> {
     mr: &'a Mr<SrnicDevice>,
     offset: u64,
@@ -109,13 +115,23 @@ pub(crate) struct ReadResponse<'a> {
     msn: u32,
     ip: Option<IpHeader>,
     hop: Hop,
+    /// Packets in the whole response.
+    count: u32,
+    from: u32,
+    to: u32,
+    /// The request's key and address, to find the region again when the
+    /// response waits in the outbox.
+    rkey: u32,
+    va: u64,
+    /// Whether the request was a duplicate.
+    duplicate: bool,
 }
 
 impl<'a> ReadResponse<'a> {
     /// The response packets, in PSN order.
     pub(crate) fn packets(&self) -> impl Iterator<Item = Packet<'a>> + '_ {
-        let count = packets_for(self.length, self.mtu).unwrap_or(1);
-        (0..count).filter_map(move |n| {
+        let count = self.count;
+        (self.from..self.to.min(count)).filter_map(move |n| {
             let code = match (n == 0, n + 1 == count) {
                 (true, true) => RC_READ_RESPONSE_ONLY,
                 (true, false) => RC_READ_RESPONSE_FIRST,
@@ -128,8 +144,8 @@ impl<'a> ReadResponse<'a> {
             if n == 0 || n + 1 == count {
                 packet = packet.with_aeth(Syndrome::Ack.encode(), self.msn);
             }
-            let at = n * self.mtu;
-            let len = (self.length - at).min(self.mtu);
+            let at = n.checked_mul(self.mtu)?;
+            let len = self.length.checked_sub(at)?.min(self.mtu);
             if len > 0 {
                 let region = Extent::Region {
                     mr: self.mr,
@@ -140,6 +156,55 @@ impl<'a> ReadResponse<'a> {
             Some(packet)
         })
     }
+
+    /// Where the packets go.
+    pub(crate) fn set_path(&mut self, ip: IpHeader, hop: Hop) {
+        self.ip = Some(ip);
+        self.hop = hop;
+    }
+
+    /// The response as an outbox entry, none of it sent yet.
+    fn pending(&self) -> PendingRead {
+        PendingRead {
+            rkey: self.rkey,
+            va: self.va,
+            length: self.length,
+            psn: self.psn,
+            msn: self.msn,
+            count: self.count,
+            next: 0,
+        }
+    }
+}
+
+/// Packets `read.next..until` of a response waiting in the outbox, if its
+/// region still grants the READ.
+pub(crate) fn read_response<'g>(
+    qp: &Qp<SrnicDevice>,
+    guard: &'g RcuReadGuard,
+    read: &PendingRead,
+    mtu: u32,
+    dest: u32,
+    until: u32,
+) -> Option<ReadResponse<'g>> {
+    let (mr, offset) = remote_region(qp, guard, read.rkey, read.va, read.length, REMOTE_READ)?;
+    Some(ReadResponse {
+        mr,
+        offset,
+        length: read.length,
+        psn: read.psn,
+        mtu,
+        dest,
+        msn: read.msn,
+        ip: None,
+        hop: Hop::Wire,
+        count: read.count,
+        from: read.next,
+        to: until,
+        rkey: read.rkey,
+        va: read.va,
+        duplicate: false,
+    })
 }
 
 impl Responder {
@@ -155,6 +220,7 @@ impl Responder {
             nak_sent: None,
             dropping: false,
             last_atomic: None,
+            outbox: Outbox::new(),
         }
     }
 
@@ -173,6 +239,7 @@ impl Responder {
         self.nak_sent = None;
         self.dropping = false;
         self.last_atomic = None;
+        self.outbox.clear();
     }
 
     /// Forgets what was placed of the message in progress; a receive WQE
@@ -205,24 +272,57 @@ pub(crate) fn receive<'a>(
     let reply = {
         let mut state = this.state.lock();
         let mut reply = handle(qp, &mut state, guard, packet, &mut upcalls);
-        // Answers go back along the connection.
+        // Answers go back along the connection; on the wire, through the
+        // outbox whenever something waits there.
         let (ip, hop) = state.path();
         match &mut reply {
             Reply::Packet(p) => {
                 p.ip = Some(ip);
                 p.hop = hop;
             }
-            Reply::Read(read) => {
-                read.ip = Some(ip);
-                read.hop = hop;
-            }
+            Reply::Read(read) => read.set_path(ip, hop),
             _ => {}
+        }
+        if hop == Hop::Wire {
+            reply = through_outbox(qp, &mut state, reply);
         }
         reply
     };
     upcalls.run(qp);
     this.after_upcalls(qp);
     reply
+}
+
+/// Routes an answer to a request from the wire: READ responses always
+/// wait their turn in the outbox (to go out a burst at a time), other
+/// answers only behind something already waiting there.
+fn through_outbox<'a>(qp: &Qp<SrnicDevice>, state: &mut QpInner, reply: Reply<'a>) -> Reply<'a> {
+    let outbox = &mut state.responder.outbox;
+    let queued = match &reply {
+        Reply::Read(read) if read.duplicate => outbox.push_repeated_read(read.pending()),
+        Reply::Read(read) => outbox.push_read(read.pending()),
+        Reply::Packet(_) if state.attrs.state == QpState::Error => {
+            // A NAK that ended the QP: it leaves at once, and nothing
+            // queued follows it.
+            outbox.clear();
+            return reply;
+        }
+        Reply::Packet(_) if outbox.is_idle() => return reply,
+        Reply::Packet(packet) => match Answer::of(packet) {
+            Some(answer) => outbox.push_answer(answer),
+            None => return reply,
+        },
+        _ => return reply,
+    };
+    if !queued {
+        // A repeated READ whose packets are still to go needs nothing
+        // more; anything else found no room.
+        if !matches!(&reply, Reply::Read(read) if read.duplicate) {
+            qp.device().counters.inc(Counter::AnswersDropped);
+        }
+        return Reply::None;
+    }
+    Reply::Queued
 }
 
 /// Packs an ACK or NAK.
@@ -883,6 +983,12 @@ fn read<'a>(
         msn: msn & PSN_MASK,
         ip: None,
         hop: Hop::Wire,
+        count: packets,
+        from: 0,
+        to: packets,
+        rkey: reth.rkey,
+        va: reth.va,
+        duplicate,
     })
 }
 

@@ -20,6 +20,7 @@ mod cq;
 mod device;
 mod mcast;
 mod memory;
+mod outbox;
 mod params;
 mod payload;
 mod qp;

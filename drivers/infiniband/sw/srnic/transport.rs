@@ -21,6 +21,7 @@ use crate::counters::Counter;
 use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::{Device, Qp};
+use crate::outbox;
 use crate::payload::Extent;
 use crate::pure::grh::IpHeader;
 use crate::pure::headers::{self, Aeth, AtomicEth, Bth, Reth};
@@ -288,17 +289,12 @@ pub(crate) fn receive_from_wire(
         _ => {
             let sport = wire::source_port(dest.qp_num(), packet.hdr.bth.dest_qp);
             match responder::receive(dest, guard, &packet) {
-                Reply::None | Reply::SourceFault => {}
+                // A READ response from the wire always waits in the outbox.
+                Reply::None | Reply::SourceFault | Reply::Read(_) => {}
                 Reply::Packet(answer) => {
                     let _ = wire::transmit(dev, guard, &answer, sport);
                 }
-                Reply::Read(read) => {
-                    for answer in read.packets() {
-                        if wire::transmit(dev, guard, &answer, sport).is_err() {
-                            break;
-                        }
-                    }
-                }
+                Reply::Queued => outbox::run(dest),
             }
         }
     }
@@ -334,6 +330,8 @@ fn deliver(
             }
         }
         Reply::SourceFault => completer::source_fault(source, packet.psn()),
+        // Only answers to the wire wait in the outbox.
+        Reply::Queued => {}
     }
 }
 
