@@ -43,7 +43,7 @@ cp /tmp/suite.out "/mnt/shared/$dev.out"
 [ -s "/mnt/shared/$dev.verdicts" ] || fail "no test verdicts from $dev: $(tail -20 /tmp/suite.out)"
 # The two suites take different times: wait for the other VM's verdicts.
 touch "/mnt/shared/done.$SRNIC_VM"
-wait_until 1500 sh -c '[ "$(ls /mnt/shared | grep -c "^done\.")" -ge 2 ]' ||
+wait_until 1500 arrived done 2 ||
 	fail "the other VM did not finish its suite"
 if [ "$SRNIC_VM" = a ]; then
 	python3 "$SRNIC_TOP/tests/lib/pyverbs_tally.py" compare /mnt/shared/srnic0.verdicts \

@@ -45,19 +45,40 @@ expect_match() {
 	echo "ok: $3"
 }
 
-# wait_until SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
+# Starting a process costs a quarter of a second or more in the test VM
+# (TCG, debug kernel), so the polling helpers below use shell builtins and
+# start one process per round, busybox's static sleep.
+
+# uptime_s: whole seconds since boot.
+uptime_s() {
+	read -r _up _ < /proc/uptime
+	echo "${_up%.*}"
+}
+
 # listening PORT: whether a TCP socket listens on PORT (a test server's
 # out-of-band exchange is up, so its client may connect).
 listening() {
-	ss -ltnH "sport = :$1" | grep -q .
+	_hex=$(printf ':%04X' "$1")
+	for _table in /proc/net/tcp /proc/net/tcp6; do
+		[ -r "$_table" ] || continue
+		while read -r _ _local _ _state _; do
+			case "$_local" in
+			*"$_hex") [ "$_state" = 0A ] && return 0 ;;
+			esac
+		done < "$_table"
+	done
+	return 1
 }
 
+# wait_until SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
 wait_until() {
-	_deadline=$(($(date +%s) + $1))
+	read -r _up _ < /proc/uptime
+	_deadline=$((${_up%.*} + $1))
 	shift
 	until "$@" >/dev/null 2>&1; do
-		[ "$(date +%s)" -lt "$_deadline" ] || return 1
-		sleep 0.2
+		read -r _up _ < /proc/uptime
+		[ "${_up%.*}" -lt "$_deadline" ] || return 1
+		busybox sleep 0.2
 	done
 }
 
@@ -99,11 +120,18 @@ link_field() {
 	rdma -j link show "$1/1" | python3 -c "import json,sys; print(json.load(sys.stdin)[0].get('$2', ''))"
 }
 
+# arrived NAME COUNT: whether COUNT VMs of this test reached barrier NAME.
+arrived() {
+	set -- "$2" /mnt/shared/"$1".?
+	[ -e "$2" ] || return 1
+	[ $(($# - 1)) -ge "$1" ]
+}
+
 # barrier NAME COUNT [SECONDS]: wait until COUNT VMs of this test reached
 # NAME (at most SECONDS, default 120).
 barrier() {
-	touch "/mnt/shared/$1.$SRNIC_VM"
-	wait_until "${3:-120}" sh -c "[ \$(ls /mnt/shared/ | grep -c '^$1\\.') -ge $2 ]" ||
+	: > "/mnt/shared/$1.$SRNIC_VM"
+	wait_until "${3:-120}" arrived "$1" "$2" ||
 		fail "barrier $1: peers did not arrive within ${3:-120} s"
 }
 
