@@ -20,6 +20,7 @@ pub mod icrc;
 pub mod lan;
 pub mod mcast;
 pub mod mtu;
+pub mod outbox;
 pub mod psn;
 pub mod ring;
 pub mod wr;

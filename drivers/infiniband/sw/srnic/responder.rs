@@ -19,11 +19,12 @@ use crate::kapi::rdma::verbs::{QpState, WcOpcode, WcStatus};
 use crate::kapi::rdma::wqe::RecvCopy;
 use crate::kapi::rdma::{Mr, Qp};
 use crate::memory;
-use crate::outbox::{Answer, Outbox, PendingRead};
+use crate::outbox::answer_of;
 use crate::payload::{self, CopyError, Extent, SgeList};
 use crate::pure::aeth::{NakCode, Syndrome};
 use crate::pure::grh::{IpHeader, GRH_LEN};
 use crate::pure::headers::{Operation, Position, Transport};
+use crate::pure::outbox::{Outbox, PendingRead};
 use crate::pure::psn::{packets_for, Psn, PSN_MASK};
 use crate::pure::wr::QpType;
 use crate::qp::{QpInner, SrnicQp, Upcalls};
@@ -308,7 +309,7 @@ fn through_outbox<'a>(qp: &Qp<SrnicDevice>, state: &mut QpInner, reply: Reply<'a
             return reply;
         }
         Reply::Packet(_) if outbox.is_idle() => return reply,
-        Reply::Packet(packet) => match Answer::of(packet) {
+        Reply::Packet(packet) => match answer_of(packet) {
             Some(answer) => outbox.push_answer(answer),
             None => return reply,
         },

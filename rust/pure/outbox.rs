@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The order in which a responder's answers to requests from the wire
+//! leave (srnic's `outbox.rs` sends them): READ responses a burst at a
+//! time, acknowledgements behind any response still going out, repeated
+//! READs merged with what is still to send. Kept under the QP's lock.
+
+use super::aeth::Syndrome;
+use super::fifo::Fifo;
+use super::psn::Psn;
+
+/// Answers that may wait at once. The requester has at most
+/// `max_dest_rd_atomic` READs outstanding, and only responses longer than
+/// a burst, or behind one, wait here; one more is dropped, and the
+/// requester asks for it again.
+const SLOTS: usize = 32;
+/// Packets one run sends at most; the QP's own work sends the rest.
+pub const BURST: u32 = 64;
+/// Refused transmits in a row after which the waiting answers are given up
+/// (the requester's timer then asks again, or runs out of retries).
+const MAX_REFUSALS: u32 = 500;
+
+const RC_ACKNOWLEDGE: u8 = 0x11;
+
+/// A READ response, from packet `next` on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PendingRead {
+    pub rkey: u32,
+    pub va: u64,
+    pub length: u32,
+    pub psn: Psn,
+    pub msn: u32,
+    /// Packets in the whole response.
+    pub count: u32,
+    /// The first packet not yet sent.
+    pub next: u32,
+}
+
+impl PendingRead {
+    /// Whether the packets still to send include `psn`.
+    pub fn will_send(&self, psn: Psn) -> bool {
+        let offset = psn.distance_from(self.psn);
+        offset >= 0 && (offset as u32) >= self.next && (offset as u32) < self.count
+    }
+}
+
+/// An answer without payload: an ACK or NAK, an atomic acknowledge, or the
+/// empty READ response to an ATOMIC WRITE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub opcode: u8,
+    pub psn: Psn,
+    pub syndrome: u8,
+    pub msn: u32,
+    pub original: Option<u64>,
+}
+
+impl Answer {
+    /// An answer of `opcode` for `psn` with the AETH's `syndrome` and
+    /// `msn`, and an atomic acknowledge's `original` value.
+    pub fn new(opcode: u8, psn: Psn, syndrome: u8, msn: u32, original: Option<u64>) -> Self {
+        Self {
+            opcode,
+            psn,
+            syndrome,
+            msn,
+            original,
+        }
+    }
+
+    /// A plain ACK, which a later one makes redundant.
+    fn is_plain_ack(&self) -> bool {
+        self.opcode == RC_ACKNOWLEDGE && Syndrome::decode(self.syndrome) == Some(Syndrome::Ack)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entry {
+    Read(PendingRead),
+    Answer(Answer),
+}
+
+impl Entry {
+    fn psn(&self) -> Psn {
+        match self {
+            Entry::Read(read) => read.psn,
+            Entry::Answer(answer) => answer.psn,
+        }
+    }
+}
+
+/// What one CPU sends of the oldest entry, outside the QP lock.
+#[derive(Clone, Copy, Debug)]
+pub struct Burst {
+    pub entry: Entry,
+    /// For a READ response: the packet after the last one to send.
+    pub until: u32,
+    generation: u32,
+}
+
+/// The answers waiting to leave, oldest first.
+pub struct Outbox {
+    entries: Fifo<Entry, SLOTS>,
+    /// A CPU is sending a burst of the oldest entry.
+    sending: bool,
+    /// Changes whenever entries are dropped, so that a burst sent for an
+    /// entry that is gone does not advance the one now in its place.
+    generation: u32,
+    /// Transmits refused in a row.
+    refusals: u32,
+}
+
+impl Default for Outbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Outbox {
+    pub const fn new() -> Self {
+        Self {
+            entries: Fifo::new(),
+            sending: false,
+            generation: 0,
+            refusals: 0,
+        }
+    }
+
+    /// Answers waiting.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Whether nothing waits and nobody sends: an answer may leave at once.
+    pub fn is_idle(&self) -> bool {
+        self.entries.is_empty() && !self.sending
+    }
+
+    /// Drops everything that waits (the QP left the states that answer).
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.generation = self.generation.wrapping_add(1);
+        self.refusals = 0;
+    }
+
+    /// Queues the response to a new READ; whether there was room.
+    pub fn push_read(&mut self, read: PendingRead) -> bool {
+        self.entries.push(Entry::Read(read)).is_ok()
+    }
+
+    /// Queues the response to a READ the requester sent again from `psn`
+    /// on (it lost some of the first response): nothing if the packets
+    /// still to send include it. Otherwise what was queued from `psn` on
+    /// is dropped, because the requester sends those requests again too,
+    /// and the response goes last. Whether it was queued.
+    pub fn push_repeated_read(&mut self, read: PendingRead) -> bool {
+        let will_send = self.entries.iter().any(|entry| match entry {
+            Entry::Read(queued) => queued.will_send(read.psn),
+            Entry::Answer(_) => false,
+        });
+        if will_send {
+            return false;
+        }
+        let keep = self
+            .entries
+            .iter()
+            .position(|entry| !entry.psn().is_before(read.psn))
+            .unwrap_or(self.entries.len());
+        if keep < self.entries.len() {
+            self.entries.truncate(keep);
+            self.generation = self.generation.wrapping_add(1);
+        }
+        self.push_read(read)
+    }
+
+    /// Queues `answer` behind what waits; whether there was room. A plain
+    /// ACK replaces one waiting last (it acknowledges everything before).
+    pub fn push_answer(&mut self, answer: Answer) -> bool {
+        // Not the one a burst is sending: it leaves the queue once sent.
+        let in_flight = self.sending && self.entries.len() == 1;
+        if let Some(Entry::Answer(last)) = self.entries.back_mut().filter(|_| !in_flight) {
+            if last.is_plain_ack() && answer.is_plain_ack() {
+                *last = answer;
+                return true;
+            }
+        }
+        self.entries.push(Entry::Answer(answer)).is_ok()
+    }
+
+    /// The next burst of at most `budget` packets, unless nothing waits or
+    /// another CPU is sending.
+    pub fn take_burst(&mut self, budget: u32) -> Option<Burst> {
+        if self.sending {
+            return None;
+        }
+        let entry = *self.entries.front()?;
+        let until = match entry {
+            Entry::Read(read) => read.count.min(read.next.saturating_add(budget)),
+            Entry::Answer(_) => 1,
+        };
+        self.sending = true;
+        Some(Burst {
+            entry,
+            until,
+            generation: self.generation,
+        })
+    }
+
+    /// `sent` packets of `burst` went out; `refused` if the next one did
+    /// not. Whether the waiting answers were given up.
+    pub fn finish_burst(&mut self, burst: &Burst, sent: u32, refused: bool) -> bool {
+        self.sending = false;
+        if burst.generation == self.generation {
+            let done = match self.entries.front_mut() {
+                Some(Entry::Read(read)) => {
+                    read.next = read.next.saturating_add(sent).min(read.count);
+                    read.next == read.count
+                }
+                Some(Entry::Answer(_)) => sent > 0,
+                None => false,
+            };
+            if done {
+                self.entries.pop();
+            }
+        }
+        if !refused {
+            self.refusals = 0;
+            return false;
+        }
+        self.refusals += 1;
+        if self.refusals < MAX_REFUSALS {
+            return false;
+        }
+        self.clear();
+        true
+    }
+}

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-2.0
+
+use srnic_pure::aeth::{NakCode, Syndrome};
+use srnic_pure::outbox::{Answer, Entry, Outbox, PendingRead, BURST};
+use srnic_pure::psn::Psn;
+
+const ACK: u8 = 0x11;
+
+fn read(psn: u32, count: u32) -> PendingRead {
+    PendingRead {
+        rkey: 7,
+        va: 0x1000,
+        length: count * 1024,
+        psn: Psn::new(psn),
+        msn: 1,
+        count,
+        next: 0,
+    }
+}
+
+fn ack(psn: u32) -> Answer {
+    Answer::new(ACK, Psn::new(psn), Syndrome::Ack.encode(), 1, None)
+}
+
+fn nak(psn: u32) -> Answer {
+    Answer::new(
+        ACK,
+        Psn::new(psn),
+        Syndrome::Nak(NakCode::PsnSequence).encode(),
+        1,
+        None,
+    )
+}
+
+/// Sends everything, `budget` packets a burst; the PSNs in order.
+fn drain(outbox: &mut Outbox, budget: u32) -> Vec<u32> {
+    let mut psns = Vec::new();
+    while let Some(burst) = outbox.take_burst(budget) {
+        let sent = match burst.entry {
+            Entry::Read(r) => {
+                for n in r.next..burst.until {
+                    psns.push(r.psn.add(n).get());
+                }
+                burst.until - r.next
+            }
+            Entry::Answer(a) => {
+                psns.push(a.psn.get());
+                1
+            }
+        };
+        assert!(!outbox.finish_burst(&burst, sent, false));
+    }
+    psns
+}
+
+#[test]
+fn a_long_response_leaves_in_bursts() {
+    let mut outbox = Outbox::new();
+    assert!(outbox.is_idle());
+    assert!(outbox.push_read(read(100, 200)));
+    let burst = outbox.take_burst(BURST).unwrap();
+    assert_eq!(burst.until, BURST);
+    // Only one CPU sends at a time.
+    assert!(outbox.take_burst(BURST).is_none());
+    assert!(!outbox.is_idle());
+    assert!(!outbox.finish_burst(&burst, BURST, false));
+    assert_eq!(
+        drain(&mut outbox, BURST),
+        (100 + BURST..300).collect::<Vec<_>>()
+    );
+    assert!(outbox.is_idle());
+}
+
+#[test]
+fn a_refused_packet_is_sent_again() {
+    let mut outbox = Outbox::new();
+    outbox.push_read(read(0, 10));
+    let burst = outbox.take_burst(BURST).unwrap();
+    // Four went out, the fifth was refused.
+    assert!(!outbox.finish_burst(&burst, 4, true));
+    assert_eq!(drain(&mut outbox, BURST), (4..10).collect::<Vec<_>>());
+}
+
+#[test]
+fn answers_wait_behind_a_response_and_acks_merge() {
+    let mut outbox = Outbox::new();
+    outbox.push_read(read(10, 5));
+    assert!(outbox.push_answer(ack(15)));
+    assert!(outbox.push_answer(ack(16)));
+    assert!(outbox.push_answer(nak(17)));
+    assert!(outbox.push_answer(ack(18)));
+    assert_eq!(drain(&mut outbox, 2), vec![10, 11, 12, 13, 14, 16, 17, 18]);
+}
+
+#[test]
+fn the_ack_being_sent_is_not_replaced() {
+    let mut outbox = Outbox::new();
+    outbox.push_answer(ack(5));
+    let burst = outbox.take_burst(BURST).unwrap();
+    // A later ACK arrives while the first one is on its way out.
+    assert!(outbox.push_answer(ack(6)));
+    assert!(!outbox.finish_burst(&burst, 1, false));
+    assert_eq!(drain(&mut outbox, BURST), vec![6]);
+}
+
+#[test]
+fn a_repeated_read_still_to_send_costs_nothing() {
+    let mut outbox = Outbox::new();
+    outbox.push_read(read(0, 100));
+    let burst = outbox.take_burst(10).unwrap();
+    outbox.finish_burst(&burst, 10, false);
+    let mut again = read(50, 50);
+    again.va += 50 * 1024;
+    assert!(!outbox.push_repeated_read(again));
+    assert_eq!(drain(&mut outbox, BURST), (10..100).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_repeated_read_replaces_what_follows_it() {
+    let mut outbox = Outbox::new();
+    outbox.push_read(read(0, 10));
+    outbox.push_answer(ack(10));
+    outbox.push_read(read(11, 10));
+    // The first response went out whole, and its end was lost.
+    let burst = outbox.take_burst(BURST).unwrap();
+    outbox.finish_burst(&burst, 10, false);
+    // The requester asks again from PSN 5: what it asked for after that
+    // comes again too, so the queued ACK and READ go.
+    assert!(outbox.push_repeated_read(read(5, 5)));
+    assert_eq!(drain(&mut outbox, BURST), (5..10).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_repeated_read_covered_by_the_burst_in_flight_costs_nothing() {
+    let mut outbox = Outbox::new();
+    outbox.push_read(read(0, 100));
+    let burst = outbox.take_burst(10).unwrap();
+    // PSN 0 is on its way out right now.
+    assert!(!outbox.push_repeated_read(read(0, 100)));
+    outbox.finish_burst(&burst, 10, false);
+    assert_eq!(drain(&mut outbox, BURST), (10..100).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_burst_for_a_dropped_entry_does_not_advance_its_successor() {
+    let mut outbox = Outbox::new();
+    outbox.push_read(read(10, 10));
+    outbox.push_read(read(30, 10));
+    let burst = outbox.take_burst(BURST).unwrap();
+    // Meanwhile the requester asks again from PSN 5: both queued
+    // responses go, and the burst's report must not advance the new one.
+    assert!(outbox.push_repeated_read(read(5, 25)));
+    assert_eq!(outbox.len(), 1);
+    outbox.finish_burst(&burst, 10, false);
+    assert_eq!(drain(&mut outbox, BURST), (5..30).collect::<Vec<_>>());
+}
+
+#[test]
+fn full_queue_refuses_and_clear_empties() {
+    let mut outbox = Outbox::new();
+    let mut pushed = 0;
+    while outbox.push_read(read(pushed * 10, 10)) {
+        pushed += 1;
+        assert!(pushed < 1000);
+    }
+    assert!(pushed >= 8);
+    assert!(!outbox.push_answer(nak(0)));
+    outbox.clear();
+    assert!(outbox.is_idle());
+}
+
+#[test]
+fn endless_refusals_give_the_queue_up() {
+    let mut outbox = Outbox::new();
+    outbox.push_read(read(0, 10));
+    let mut given_up = false;
+    for _ in 0..10_000 {
+        let Some(burst) = outbox.take_burst(BURST) else {
+            break;
+        };
+        if outbox.finish_burst(&burst, 0, true) {
+            given_up = true;
+            break;
+        }
+    }
+    assert!(given_up);
+    assert!(outbox.is_idle());
+}
+
+#[test]
+fn psns_wrap() {
+    let mut outbox = Outbox::new();
+    outbox.push_read(read(0xff_fffe, 4));
+    assert!(!outbox.push_repeated_read(read(0x00_0001, 1)));
+    assert_eq!(drain(&mut outbox, BURST), vec![0xff_fffe, 0xff_ffff, 0, 1]);
+}
