@@ -42,21 +42,19 @@ serve_on() {
 }
 
 for vm in a b; do
-	for args in "-s 100 -n 100" "-s 4096 -n 50" "-s 65536 -n 20 -e" "-s 1048576 -n 3"; do
+	# Each run costs tens of seconds of process starts and connection
+	# set-up under TCG: one per size class and opcode, not more.
+	for args in "-s 100 -n 100" "-s 65536 -n 20 -e" "-s 1048576 -n 3"; do
 		step "ibv_rc_pingpong $args, server on $vm"
 		serve_on $vm pingpong timeout 120 ibv_rc_pingpong -g 1 -c $args
 	done
-	for args in "-s 100 -n 100" "-s 65536 -n 20 -e"; do
-		step "ibv_rc_pingpong $args over IPv6, server on $vm"
-		serve_on $vm pingpong6 timeout 120 ibv_rc_pingpong -g "$gid6" -c $args
-	done
-	for args in "-s 100 -n 100" "-s 4000 -n 50 -e"; do
-		step "ibv_uc_pingpong $args, server on $vm"
-		serve_on $vm ucpingpong timeout 120 ibv_uc_pingpong -g 1 -c $args
-	done
+	step "ibv_rc_pingpong -s 65536 -n 20 -e over IPv6, server on $vm"
+	serve_on $vm pingpong6 timeout 120 ibv_rc_pingpong -g "$gid6" -c -s 65536 -n 20 -e
+	step "ibv_uc_pingpong -s 4000 -n 50 -e, server on $vm"
+	serve_on $vm ucpingpong timeout 120 ibv_uc_pingpong -g 1 -c -s 4000 -n 50 -e
 	for test in "ib_write_bw -s 65536 -n 100" "ib_read_bw -s 65536 -n 100" \
 		"ib_send_bw -s 65536 -n 100" "ib_atomic_bw -n 100" "ib_atomic_bw -A CMP_AND_SWAP -n 100" \
-		"ib_write_lat -s 64 -n 100" "ib_send_lat -s 4000 -n 100"; do
+		"ib_send_lat -s 4000 -n 100"; do
 		step "$test, server on $vm"
 		serve_on $vm perftest timeout 300 $test -x 1 -F
 	done
