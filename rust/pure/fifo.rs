@@ -80,6 +80,15 @@ impl<T: Copy, const N: usize> Fifo<T, N> {
         self.slots.get_mut(self.head).and_then(Option::as_mut)
     }
 
+    /// The item `n` places after the oldest.
+    pub fn get_mut(&mut self, n: usize) -> Option<&mut T> {
+        if n >= self.len {
+            return None;
+        }
+        let at = self.slot(n);
+        self.slots.get_mut(at).and_then(Option::as_mut)
+    }
+
     /// The newest item.
     pub fn back_mut(&mut self) -> Option<&mut T> {
         let last = self.len.checked_sub(1)?;

@@ -9,15 +9,17 @@ use super::aeth::Syndrome;
 use super::fifo::Fifo;
 use super::psn::Psn;
 
-/// Answers that may wait at once. The requester has at most
-/// `max_dest_rd_atomic` READs outstanding, and only responses longer than
-/// a burst, or behind one, wait here; one more is dropped, and the
-/// requester asks for it again.
-const SLOTS: usize = 32;
+/// READs and atomics a responder takes at once (`max_dest_rd_atomic`; the
+/// device advertises it as `max_qp_rd_atom`, as ConnectX adapters do).
+pub const MAX_READS: usize = 16;
+/// Answers that may wait at once: each READ outstanding with the ACK that
+/// may follow it, and a last slot kept for the NAK that ends the QP.
+const SLOTS: usize = 2 * MAX_READS + 2;
 /// Packets one run sends at most; the QP's own work sends the rest.
 pub const BURST: u32 = 64;
-/// Refused transmits in a row after which the waiting answers are given up
-/// (the requester's timer then asks again, or runs out of retries).
+/// Refused transmits in a row, with nothing sent in between, after which
+/// the waiting answers are given up (the requester's timer then asks
+/// again, or runs out of retries).
 const MAX_REFUSALS: u32 = 500;
 
 const RC_ACKNOWLEDGE: u8 = 0x11;
@@ -30,6 +32,8 @@ pub struct PendingRead {
     pub length: u32,
     pub psn: Psn,
     pub msn: u32,
+    /// Payload bytes per packet, as when the request came.
+    pub mtu: u32,
     /// Packets in the whole response.
     pub count: u32,
     /// The first packet not yet sent.
@@ -37,10 +41,10 @@ pub struct PendingRead {
 }
 
 impl PendingRead {
-    /// Whether the packets still to send include `psn`.
-    pub fn will_send(&self, psn: Psn) -> bool {
-        let offset = psn.distance_from(self.psn);
-        offset >= 0 && (offset as u32) >= self.next && (offset as u32) < self.count
+    /// Which packet of the response `psn` is, if it is one.
+    fn packet_of(&self, psn: Psn) -> Option<u32> {
+        let offset = u32::try_from(psn.distance_from(self.psn)).ok()?;
+        (offset < self.count).then_some(offset)
     }
 }
 
@@ -103,6 +107,9 @@ pub struct Outbox {
     entries: Fifo<Entry, SLOTS>,
     /// A CPU is sending a burst of the oldest entry.
     sending: bool,
+    /// The NAK that ended the QP waits last: what is queued still goes
+    /// out, in the error state, and nothing more is taken.
+    closing: bool,
     /// Changes whenever entries are dropped, so that a burst sent for an
     /// entry that is gone does not advance the one now in its place.
     generation: u32,
@@ -121,6 +128,7 @@ impl Outbox {
         Self {
             entries: Fifo::new(),
             sending: false,
+            closing: false,
             generation: 0,
             refusals: 0,
         }
@@ -140,29 +148,83 @@ impl Outbox {
         self.entries.is_empty() && !self.sending
     }
 
+    /// Whether the NAK that ended the QP still waits to leave.
+    pub fn is_closing(&self) -> bool {
+        self.closing
+    }
+
     /// Drops everything that waits (the QP left the states that answer).
     pub fn clear(&mut self) {
         self.entries.clear();
         self.generation = self.generation.wrapping_add(1);
         self.refusals = 0;
+        self.closing = false;
+    }
+
+    /// Appends `entry` unless only the slot kept for the last NAK is left.
+    fn push(&mut self, entry: Entry) -> bool {
+        if self.closing || self.entries.len() + 1 >= SLOTS {
+            return false;
+        }
+        self.entries.push(entry).is_ok()
     }
 
     /// Queues the response to a new READ; whether there was room.
     pub fn push_read(&mut self, read: PendingRead) -> bool {
-        self.entries.push(Entry::Read(read)).is_ok()
+        self.push(Entry::Read(read))
     }
 
-    /// Queues the response to a READ the requester sent again from `psn`
-    /// on (it lost some of the first response): nothing if the packets
-    /// still to send include it. Otherwise what was queued from `psn` on
-    /// is dropped, because the requester sends those requests again too,
-    /// and the response goes last. Whether it was queued.
+    /// Queues the NAK that ended the QP behind what waits (whose answers
+    /// come first: the NAK names the request that broke the rules, not one
+    /// before it); false if nothing waits and it may leave at once.
+    pub fn push_final(&mut self, answer: Answer) -> bool {
+        if self.is_idle() {
+            return false;
+        }
+        if self.entries.push(Entry::Answer(answer)).is_err() {
+            // Cannot happen (a slot is kept for it); the NAK matters more
+            // than the last answer.
+            self.entries.truncate(self.entries.len().saturating_sub(1));
+            let _ = self.entries.push(Entry::Answer(answer));
+        }
+        self.closing = true;
+        true
+    }
+
+    /// Takes a READ the requester sent again from `read.psn` on (it lost
+    /// part of the response); whether `read` itself was queued.
+    ///
+    /// If a queued response holds that PSN, it goes on from there: nothing
+    /// if that packet is still to go, else it is sent again from there
+    /// (and a burst sending it now no longer counts). Either way what was
+    /// queued from `read.psn` on is dropped, because the requester sends
+    /// those requests again too. A response no longer queued goes last.
     pub fn push_repeated_read(&mut self, read: PendingRead) -> bool {
-        let will_send = self.entries.iter().any(|entry| match entry {
-            Entry::Read(queued) => queued.will_send(read.psn),
-            Entry::Answer(_) => false,
-        });
-        if will_send {
+        let holder = self
+            .entries
+            .iter()
+            .enumerate()
+            .find_map(|(at, entry)| match entry {
+                Entry::Read(queued) => queued.packet_of(read.psn).map(|packet| (at, packet)),
+                Entry::Answer(_) => None,
+            });
+        if let Some((at, packet)) = holder {
+            let keep = at + 1;
+            if keep < self.entries.len() {
+                self.entries.truncate(keep);
+                self.generation = self.generation.wrapping_add(1);
+            }
+            let rewind = match self.entries.iter().nth(at) {
+                Some(Entry::Read(queued)) => packet < queued.next,
+                _ => false,
+            };
+            if rewind {
+                // A burst in flight reports against the old position.
+                self.generation = self.generation.wrapping_add(1);
+                if let Some(Entry::Read(queued)) = self.entries.get_mut(at) {
+                    queued.next = packet;
+                }
+            }
             return false;
         }
         let keep = self
@@ -188,7 +250,7 @@ impl Outbox {
                 return true;
             }
         }
-        self.entries.push(Entry::Answer(answer)).is_ok()
+        self.push(Entry::Answer(answer))
     }
 
     /// The next burst of at most `budget` packets, unless nothing waits or
@@ -227,8 +289,14 @@ impl Outbox {
                 self.entries.pop();
             }
         }
-        if !refused {
+        if self.entries.is_empty() {
+            // The last NAK, if one waited, is out.
+            self.closing = false;
+        }
+        if sent > 0 || !refused {
             self.refusals = 0;
+        }
+        if !refused || sent > 0 {
             return false;
         }
         self.refusals += 1;

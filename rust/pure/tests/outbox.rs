@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 use srnic_pure::aeth::{NakCode, Syndrome};
-use srnic_pure::outbox::{Answer, Entry, Outbox, PendingRead, BURST};
+use srnic_pure::outbox::{Answer, Entry, Outbox, PendingRead, BURST, MAX_READS};
 use srnic_pure::psn::Psn;
 
 const ACK: u8 = 0x11;
@@ -13,6 +13,7 @@ fn read(psn: u32, count: u32) -> PendingRead {
         length: count * 1024,
         psn: Psn::new(psn),
         msn: 1,
+        mtu: 1024,
         count,
         next: 0,
     }
@@ -163,10 +164,12 @@ fn full_queue_refuses_and_clear_empties() {
         pushed += 1;
         assert!(pushed < 1000);
     }
-    assert!(pushed >= 8);
+    assert!(pushed as usize >= 2 * MAX_READS);
     assert!(!outbox.push_answer(nak(0)));
+    // The slot kept for the NAK that ends the QP.
+    assert!(outbox.push_final(nak(1000)));
     outbox.clear();
-    assert!(outbox.is_idle());
+    assert!(outbox.is_idle() && !outbox.is_closing());
 }
 
 #[test]
@@ -193,4 +196,59 @@ fn psns_wrap() {
     outbox.push_read(read(0xff_fffe, 4));
     assert!(!outbox.push_repeated_read(read(0x00_0001, 1)));
     assert_eq!(drain(&mut outbox, BURST), vec![0xff_fffe, 0xff_ffff, 0, 1]);
+}
+
+#[test]
+fn a_repeated_read_of_packets_already_sent_rewinds_the_response() {
+    let mut outbox = Outbox::new();
+    outbox.push_read(read(0, 100));
+    outbox.push_read(read(100, 10));
+    let burst = outbox.take_burst(30).unwrap();
+    outbox.finish_burst(&burst, 30, false);
+    // Packet 10 was lost: the response goes on from there, and the READ
+    // after it is dropped (the requester asks for it again).
+    assert!(!outbox.push_repeated_read(read(10, 90)));
+    assert_eq!(outbox.len(), 1);
+    assert_eq!(drain(&mut outbox, BURST), (10..100).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_rewind_voids_the_burst_in_flight() {
+    let mut outbox = Outbox::new();
+    outbox.push_read(read(0, 100));
+    let burst = outbox.take_burst(30).unwrap();
+    outbox.finish_burst(&burst, 30, false);
+    let burst = outbox.take_burst(30).unwrap();
+    assert!(!outbox.push_repeated_read(read(5, 95)));
+    // The burst (30..60) reports afterwards: the response still goes on
+    // from packet 5.
+    outbox.finish_burst(&burst, 30, false);
+    assert_eq!(drain(&mut outbox, BURST), (5..100).collect::<Vec<_>>());
+}
+
+#[test]
+fn the_nak_that_ends_the_qp_goes_after_what_waits() {
+    let mut outbox = Outbox::new();
+    // Nothing waits: it may leave at once.
+    assert!(!outbox.push_final(nak(3)));
+    outbox.push_read(read(0, 10));
+    assert!(outbox.push_final(nak(10)));
+    assert!(outbox.is_closing());
+    // Nothing more is taken after it.
+    assert!(!outbox.push_read(read(11, 1)));
+    assert!(!outbox.push_answer(ack(11)));
+    assert_eq!(drain(&mut outbox, BURST), (0..11).collect::<Vec<_>>());
+    assert!(!outbox.is_closing());
+}
+
+#[test]
+fn refusals_after_progress_do_not_give_up() {
+    let mut outbox = Outbox::new();
+    outbox.push_read(read(0, 10_000));
+    for _ in 0..2_000 {
+        let burst = outbox.take_burst(BURST).unwrap();
+        // A few packets out, then the queue is full again.
+        assert!(!outbox.finish_burst(&burst, 2, true));
+    }
+    assert_eq!(outbox.len(), 1);
 }

@@ -61,8 +61,10 @@ pub(crate) mod limits {
     pub(crate) const MAX_SRQ: u32 = 1 << 14;
     /// Work requests per shared receive queue.
     pub(crate) const MAX_SRQ_WR: u32 = 1 << 14;
-    /// Outstanding RDMA READ and atomics per QP, each direction.
-    pub(crate) const MAX_RD_ATOMIC: u32 = 128;
+    /// Outstanding RDMA READ and atomics per QP, each direction: what the
+    /// responder's outbox and atomic results have room for (16, as on
+    /// ConnectX adapters).
+    pub(crate) const MAX_RD_ATOMIC: u32 = crate::pure::outbox::MAX_READS as u32;
     /// Pages in a fast-registration page list.
     pub(crate) const MAX_FAST_REG_PAGES: u32 = 512;
     /// The IB largest message size (2 GiB).

@@ -60,12 +60,15 @@ pub(crate) fn run(qp: &Qp<SrnicDevice>) {
     let sport = wire::source_port(qp.qp_num(), qp.qp_num());
     let mut budget = BURST;
     loop {
-        let (burst, ip, dest_qp, mtu) = {
+        let (burst, ip, dest_qp) = {
             let mut state = this.state.lock();
-            if !matches!(
-                state.attrs.state,
-                QpState::Rtr | QpState::Rts | QpState::Sqd
-            ) {
+            let answering = match state.attrs.state {
+                QpState::Rtr | QpState::Rts | QpState::Sqd => true,
+                // The NAK that ended the QP, and what came before it.
+                QpState::Error => state.responder.outbox.is_closing(),
+                _ => false,
+            };
+            if !answering {
                 state.responder.outbox.clear();
                 return;
             }
@@ -73,22 +76,30 @@ pub(crate) fn run(qp: &Qp<SrnicDevice>) {
                 return;
             };
             let (ip, _) = state.path();
-            (burst, ip, state.attrs.dest_qp_num, state.segment_bytes())
+            (burst, ip, state.attrs.dest_qp_num)
         };
         let mut sent = 0;
         let mut refused = false;
         let mut gone = false;
         match burst.entry {
             Entry::Read(read) => {
-                match responder::read_response(qp, &guard, &read, mtu, dest_qp, burst.until) {
+                match responder::read_response(qp, &guard, &read, dest_qp, burst.until) {
                     Some(mut response) => {
                         response.set_path(ip, Hop::Wire);
                         for packet in response.packets() {
-                            if wire::transmit(dev, &guard, &packet, sport).is_err() {
-                                refused = true;
-                                break;
+                            match wire::transmit(dev, &guard, &packet, sport) {
+                                Ok(()) => sent += 1,
+                                // The region's memory cannot be read: no
+                                // retry would do better.
+                                Err(wire::SendError::Source) => {
+                                    gone = true;
+                                    break;
+                                }
+                                Err(_) => {
+                                    refused = true;
+                                    break;
+                                }
                             }
-                            sent += 1;
                         }
                     }
                     // The region went away: nothing left to answer with.
@@ -111,6 +122,9 @@ pub(crate) fn run(qp: &Qp<SrnicDevice>) {
         if sent == 0 && !refused {
             // Nothing could be made of the entry.
             gone = true;
+        }
+        if gone {
+            refused = false;
         }
         let given_up = {
             let mut state = this.state.lock();

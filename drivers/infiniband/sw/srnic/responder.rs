@@ -22,9 +22,10 @@ use crate::memory;
 use crate::outbox::answer_of;
 use crate::payload::{self, CopyError, Extent, SgeList};
 use crate::pure::aeth::{NakCode, Syndrome};
+use crate::pure::fifo::Fifo;
 use crate::pure::grh::{IpHeader, GRH_LEN};
 use crate::pure::headers::{Operation, Position, Transport};
-use crate::pure::outbox::{Outbox, PendingRead};
+use crate::pure::outbox::{Outbox, PendingRead, MAX_READS};
 use crate::pure::psn::{packets_for, Psn, PSN_MASK};
 use crate::pure::wr::QpType;
 use crate::qp::{QpInner, SrnicQp, Upcalls};
@@ -84,8 +85,9 @@ pub(crate) struct Responder {
     /// UC: the message in progress was lost; packets are dropped until the
     /// first packet of the next message.
     dropping: bool,
-    /// The PSN and original value of the last atomic, for a duplicate.
-    last_atomic: Option<(Psn, u64)>,
+    /// The PSN and original value of the latest atomics, for duplicates
+    /// (as many as may be outstanding).
+    atomics: Fifo<(Psn, u64), MAX_READS>,
     /// Answers to requests from the wire waiting to leave.
     pub(crate) outbox: Outbox,
 }
@@ -172,6 +174,7 @@ impl<'a> ReadResponse<'a> {
             length: self.length,
             psn: self.psn,
             msn: self.msn,
+            mtu: self.mtu,
             count: self.count,
             next: 0,
         }
@@ -184,7 +187,6 @@ pub(crate) fn read_response<'g>(
     qp: &Qp<SrnicDevice>,
     guard: &'g RcuReadGuard,
     read: &PendingRead,
-    mtu: u32,
     dest: u32,
     until: u32,
 ) -> Option<ReadResponse<'g>> {
@@ -194,7 +196,7 @@ pub(crate) fn read_response<'g>(
         offset,
         length: read.length,
         psn: read.psn,
-        mtu,
+        mtu: read.mtu,
         dest,
         msn: read.msn,
         ip: None,
@@ -220,7 +222,7 @@ impl Responder {
             in_message: None,
             nak_sent: None,
             dropping: false,
-            last_atomic: None,
+            atomics: Fifo::new(),
             outbox: Outbox::new(),
         }
     }
@@ -239,7 +241,7 @@ impl Responder {
         self.in_message = None;
         self.nak_sent = None;
         self.dropping = false;
-        self.last_atomic = None;
+        self.atomics.clear();
         self.outbox.clear();
     }
 
@@ -302,11 +304,16 @@ fn through_outbox<'a>(qp: &Qp<SrnicDevice>, state: &mut QpInner, reply: Reply<'a
     let queued = match &reply {
         Reply::Read(read) if read.duplicate => outbox.push_repeated_read(read.pending()),
         Reply::Read(read) => outbox.push_read(read.pending()),
-        Reply::Packet(_) if state.attrs.state == QpState::Error => {
-            // A NAK that ended the QP: it leaves at once, and nothing
-            // queued follows it.
-            outbox.clear();
-            return reply;
+        Reply::Packet(packet) if state.attrs.state == QpState::Error => {
+            // A NAK that ended the QP: after the answers to the requests
+            // before it, and nothing after it.
+            match answer_of(packet) {
+                Some(answer) if outbox.push_final(answer) => return Reply::Queued,
+                _ => {
+                    outbox.clear();
+                    return reply;
+                }
+            }
         }
         Reply::Packet(_) if outbox.is_idle() => return reply,
         Reply::Packet(packet) => match answer_of(packet) {
@@ -516,10 +523,17 @@ fn duplicate<'a>(
         Operation::ReadRequest => read(qp, state, guard, packet, upcalls, true),
         // Storing the same eight bytes again changes nothing: answered.
         Operation::AtomicWrite => empty_read_response(state, psn),
-        Operation::CompareSwap | Operation::FetchAdd => match state.responder.last_atomic {
-            Some((done, original)) if done == psn => atomic_acknowledge(state, psn, original),
-            _ => Reply::None,
-        },
+        Operation::CompareSwap | Operation::FetchAdd => {
+            let done = state
+                .responder
+                .atomics
+                .iter()
+                .find(|(done, _)| *done == psn);
+            match done {
+                Some(&(_, original)) => atomic_acknowledge(state, psn, original),
+                None => Reply::None,
+            }
+        }
         _ if packet.hdr.bth.ack_req => {
             // Everything before the expected PSN has arrived.
             let last = state.responder.psn.add(PSN_MASK);
@@ -1107,7 +1121,10 @@ fn atomic<'a>(
         cell.fetch_add(request.swap_add, Ordering::AcqRel)
     };
     let resp = &mut state.responder;
-    resp.last_atomic = Some((psn, original));
+    if resp.atomics.is_full() {
+        resp.atomics.pop();
+    }
+    let _ = resp.atomics.push((psn, original));
     resp.psn = psn.next();
     resp.msn = resp.msn.wrapping_add(1);
     atomic_acknowledge(state, psn, original)
