@@ -36,28 +36,42 @@ MUST_PASS = ("tests.test_cq.CQTest.test_resize_cq",) + tuple(
 HEADER = re.compile(r"^(test\w*) \(([\w.]+)\)")
 
 
+def verdict_of(word):
+    """A unittest verdict word as ours, or None if it is not one."""
+    verdict = {"ok": "pass", "FAIL": "fail", "ERROR": "error"}.get(word)
+    if verdict is None and word.startswith("skipped"):
+        verdict = "skip"
+    elif verdict is None and word == "expected failure":
+        verdict = "xfail"
+    return verdict
+
+
 def parse(text):
     verdicts = {}
     current = None
+    # A test whose own output came between its name and its verdict (the
+    # rdma_cm tests' child processes print): the verdict is on a later line.
+    waiting = None
     for line in text.splitlines():
         if line.startswith("TIMEOUT: "):
             verdicts["timeout." + line.split()[1]] = "timeout"
             continue
         match = HEADER.match(line)
         if match:
+            waiting = None
             current = match.group(2)
             if current.startswith("unittest.loader"):
                 current = "loader." + match.group(1)
+        elif waiting and verdict_of(line.strip()):
+            verdicts[waiting] = verdict_of(line.strip())
+            waiting = None
+            continue
         if current and " ... " in line:
             word = line.rsplit(" ... ", 1)[1].strip()
-            verdict = {"ok": "pass", "FAIL": "fail", "ERROR": "error"}.get(word)
+            verdict = verdict_of(word)
             if verdict is None:
-                if word.startswith("skipped"):
-                    verdict = "skip"
-                elif word == "expected failure":
-                    verdict = "xfail"
-                else:
-                    verdict = "other"
+                verdict = "other"
+                waiting = current
             verdicts[current] = verdict
             current = None
     return verdicts
