@@ -61,10 +61,14 @@ pub(crate) mod limits {
     pub(crate) const MAX_SRQ: u32 = 1 << 14;
     /// Work requests per shared receive queue.
     pub(crate) const MAX_SRQ_WR: u32 = 1 << 14;
-    /// Outstanding RDMA READ and atomics per QP, each direction: what the
-    /// responder's outbox and atomic results have room for (16, as on
-    /// ConnectX adapters).
-    pub(crate) const MAX_RD_ATOMIC: u32 = crate::pure::outbox::MAX_READS as u32;
+    /// RDMA READs and atomics a QP's responder takes at once: what its
+    /// outbox and atomic results have room for (16, as on ConnectX
+    /// adapters).
+    pub(crate) const MAX_DEST_RD_ATOMIC: u32 = crate::pure::outbox::MAX_READS as u32;
+    /// RDMA READs and atomics a QP's requester has outstanding at most.
+    /// It costs the requester nothing, and tools such as perftest set it
+    /// to the peer's responder depth, which is 128 on rxe.
+    pub(crate) const MAX_INIT_RD_ATOMIC: u32 = 128;
     /// Pages in a fast-registration page list.
     pub(crate) const MAX_FAST_REG_PAGES: u32 = 512;
     /// The IB largest message size (2 GiB).
@@ -246,8 +250,8 @@ impl Driver for SrnicDevice {
             max_srq: limits::MAX_SRQ,
             max_srq_wr: limits::MAX_SRQ_WR,
             max_mw: limits::MAX_MW,
-            max_qp_rd_atom: limits::MAX_RD_ATOMIC,
-            max_qp_init_rd_atom: limits::MAX_RD_ATOMIC,
+            max_qp_rd_atom: limits::MAX_DEST_RD_ATOMIC,
+            max_qp_init_rd_atom: limits::MAX_INIT_RD_ATOMIC,
             max_fast_reg_page_list_len: limits::MAX_FAST_REG_PAGES,
             atomic_hca: true,
             max_pkeys: 1,

@@ -695,12 +695,13 @@ fn validate(qp: &Qp<SrnicDevice>, modify: &QpModify) -> Result {
     if mask.has(QpAttrMask::MIN_RNR_TIMER) && a.min_rnr_timer > 31 {
         return Err(EINVAL);
     }
-    if mask.has(QpAttrMask::MAX_QP_RD_ATOMIC) && u32::from(a.max_rd_atomic) > limits::MAX_RD_ATOMIC
+    if mask.has(QpAttrMask::MAX_QP_RD_ATOMIC)
+        && u32::from(a.max_rd_atomic) > limits::MAX_INIT_RD_ATOMIC
     {
         return Err(EINVAL);
     }
     if mask.has(QpAttrMask::MAX_DEST_RD_ATOMIC)
-        && u32::from(a.max_dest_rd_atomic) > limits::MAX_RD_ATOMIC
+        && u32::from(a.max_dest_rd_atomic) > limits::MAX_DEST_RD_ATOMIC
     {
         return Err(EINVAL);
     }
