@@ -503,9 +503,45 @@ bool srnic_dst_dev_is_loopback(const struct dst_entry *dst)
 	return dst->dev && (dst->dev->flags & IFF_LOOPBACK);
 }
 
-void srnic_ip4_select_ident(struct net *net, struct sk_buff *skb, struct iphdr *iph)
+struct dst_entry *srnic_dst_clone(struct dst_entry *dst)
 {
-	__ip_select_ident(net, iph, skb_shinfo(skb)->gso_segs ?: 1);
+	return dst_clone(dst);
+}
+
+void srnic_ip4_select_idents(struct net *net, struct iphdr *iph, unsigned int count)
+{
+	__ip_select_ident(net, iph, count);
+}
+
+/* Chains @skb, a complete IP packet of @network_len header bytes followed
+ * by a UDP header, to the fragment list of @head after @last (NULL: as the
+ * first), the way GRO's list aggregation leaves its packets: data at the
+ * UDP payload, headers in front of it. */
+void srnic_skb_chain_datagram(struct sk_buff *head, struct sk_buff *last, struct sk_buff *skb,
+			      unsigned int network_len)
+{
+	skb_reset_network_header(skb);
+	skb_set_transport_header(skb, network_len);
+	__skb_pull(skb, network_len + sizeof(struct udphdr));
+	skb->next = NULL;
+	if (last)
+		last->next = skb;
+	else
+		skb_shinfo(head)->frag_list = skb;
+	head->len += skb->len;
+	head->data_len += skb->len;
+	head->truesize += skb->truesize;
+}
+
+/* Marks @head, which carries @segs - 1 datagrams on its fragment list, as
+ * a UDP GSO list of @segs: its own UDP payload is @gso_size bytes. */
+void srnic_skb_set_datagram_list(struct sk_buff *head, unsigned int gso_size, unsigned int segs)
+{
+	struct skb_shared_info *shinfo = skb_shinfo(head);
+
+	shinfo->gso_size = gso_size;
+	shinfo->gso_segs = segs;
+	shinfo->gso_type = SKB_GSO_UDP_L4 | SKB_GSO_FRAGLIST;
 }
 
 /* Sends an skb whose data starts with a complete IPv4 header; takes the

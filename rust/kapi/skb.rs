@@ -116,6 +116,17 @@ impl SkBuff {
         })
     }
 
+    /// The bytes of data, in the linear part and beyond.
+    pub fn len(&self) -> u32 {
+        // SAFETY: reads a field of our skb.
+        unsafe { self.0.as_ref().len }
+    }
+
+    /// Whether the skb has no data.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Whether some of the data is in page fragments.
     pub fn is_nonlinear(&self) -> bool {
         // SAFETY: reads a field of our skb.

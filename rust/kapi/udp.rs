@@ -181,6 +181,19 @@ impl Route {
     }
 }
 
+impl Clone for Route {
+    fn clone(&self) -> Self {
+        // SAFETY: our route is valid while we hold it; the clone takes a
+        // reference of its own, which its `drop` gives back.
+        let dst = unsafe { bindings::srnic_dst_clone(self.dst.as_ptr()) };
+        Self {
+            // `dst_clone` returns the entry it was given.
+            dst: NonNull::new(dst).unwrap_or(self.dst),
+            family: self.family,
+        }
+    }
+}
+
 impl Drop for Route {
     fn drop(&mut self) {
         // SAFETY: our reference, dropped once.
@@ -195,12 +208,104 @@ fn in6_addr(bytes: &[u8; 16]) -> bindings::in6_addr {
     addr
 }
 
-/// Picks the IPv4 identification for the header at the start of `skb`'s
-/// data (it must be there: the ICRC covers it).
-pub fn select_ident(net: &Net, skb: &mut SkBuff) {
-    let data = skb.data().as_ptr().cast_mut().cast::<bindings::iphdr>();
-    // SAFETY: the caller pushed a complete IPv4 header at `data`.
-    unsafe { bindings::srnic_ip4_select_ident(net.as_raw(), skb.as_raw(), data) };
+/// Sets the identification of `header`, a complete IPv4 header, to the
+/// first of `count` consecutive ones reserved for datagrams from its source
+/// to its destination, and returns it.
+pub fn select_idents(net: &Net, header: &mut [u8; 20], count: u32) -> u16 {
+    // SAFETY: `header` is 20 writable bytes, a complete IPv4 header, which
+    // the kernel reads (addresses, protocol) and writes (identification).
+    unsafe {
+        bindings::srnic_ip4_select_idents(
+            net.as_raw(),
+            header.as_mut_ptr().cast::<bindings::iphdr>(),
+            count,
+        )
+    };
+    u16::from_be_bytes([header[4], header[5]])
+}
+
+/// IP datagrams of one flow (addresses and ports) that pass the IP stack
+/// as one: the first carries the others on its fragment list, marked as a
+/// UDP GSO list, and the stack cuts them apart again before the device
+/// driver, or before the receiving socket when a virtual link passes the
+/// list on whole. Each datagram keeps its own headers and payload; the
+/// stack rewrites only the lengths, the IPv4 header checksum, and the IPv4
+/// identifications, which it numbers on from the first datagram's.
+pub struct DatagramList {
+    head: SkBuff,
+    last: *mut bindings::sk_buff,
+    count: u32,
+    network_len: u32,
+}
+
+// SAFETY: `last` points into the list `head` owns.
+unsafe impl Send for DatagramList {}
+
+impl DatagramList {
+    /// The list of `first`, a complete IP datagram with a UDP header after
+    /// its `network_len` bytes of IP header.
+    pub fn new(first: SkBuff, network_len: u32) -> Self {
+        Self {
+            head: first,
+            last: core::ptr::null_mut(),
+            count: 1,
+            network_len,
+        }
+    }
+
+    /// How many datagrams the list holds.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// The bytes the list hands to the IP stack: the first datagram whole,
+    /// the UDP payloads of the others. At most 65535, so that the IP and
+    /// UDP lengths of the whole list still fit their fields.
+    pub fn bytes(&self) -> u32 {
+        self.head.len()
+    }
+
+    /// Adds `skb`, a complete datagram with headers of the first one's
+    /// shape (IP header length, UDP) and of its flow.
+    pub fn push(&mut self, skb: SkBuff) {
+        let skb = skb.into_raw();
+        // SAFETY: both skbs are ours, `last` is the list's tail or null,
+        // and the caller gave a datagram with `network_len` bytes of IP
+        // header and a UDP header; the head takes ownership of `skb`.
+        unsafe {
+            bindings::srnic_skb_chain_datagram(self.head.as_raw(), self.last, skb, self.network_len)
+        };
+        self.last = skb;
+        self.count += 1;
+    }
+
+    /// The skb to hand to the IP stack: the first datagram alone, or the
+    /// list, whose UDP length then covers every datagram, as the stack
+    /// expects of a list (segmentation sets each datagram's own again).
+    pub fn into_skb(mut self) -> Result<SkBuff> {
+        if self.count == 1 {
+            return Ok(self.head);
+        }
+        let list_udp_len = self
+            .bytes()
+            .checked_sub(self.network_len)
+            .and_then(|len| u16::try_from(len).ok())
+            .ok_or(E2BIG)?;
+        let at = self.network_len as usize + 4;
+        let udp_len: &mut [u8; 2] = self
+            .head
+            .data_mut()
+            .get_mut(at..at + 2)
+            .and_then(|field| field.try_into().ok())
+            .ok_or(EINVAL)?;
+        let first_udp_len = u16::from_be_bytes(*udp_len);
+        *udp_len = list_udp_len.to_be_bytes();
+        let gso_size = u32::from(first_udp_len).checked_sub(8).ok_or(EINVAL)?;
+        // SAFETY: the head is ours and carries `count - 1` datagrams on
+        // its fragment list, each as `push` chained it.
+        unsafe { bindings::srnic_skb_set_datagram_list(self.head.as_raw(), gso_size, self.count) };
+        Ok(self.head)
+    }
 }
 
 /// Sends `skb`, whose data is a complete IP packet of the route's family,

@@ -254,11 +254,15 @@ impl Outbox {
     }
 
     /// The next burst of at most `budget` packets, unless nothing waits or
-    /// another CPU is sending.
+    /// another CPU is sending. After a refused transmit the burst is one
+    /// packet, a probe: the sender hands the stack a burst as one list,
+    /// and rebuilding a whole list (a pass over each payload byte) only to
+    /// have it refused again would cost the most when the queue is slowest.
     pub fn take_burst(&mut self, budget: u32) -> Option<Burst> {
         if self.sending {
             return None;
         }
+        let budget = if self.refusals > 0 { 1 } else { budget };
         let entry = *self.entries.front()?;
         let until = match entry {
             Entry::Read(read) => read.count.min(read.next.saturating_add(budget)),

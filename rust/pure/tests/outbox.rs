@@ -83,6 +83,24 @@ fn a_refused_packet_is_sent_again() {
 }
 
 #[test]
+fn after_a_refusal_one_packet_probes_the_queue() {
+    let mut outbox = Outbox::new();
+    outbox.push_read(read(0, 200));
+    let burst = outbox.take_burst(BURST).unwrap();
+    assert!(!outbox.finish_burst(&burst, 0, true));
+    // Refused with nothing sent: the retry is a single packet.
+    let probe = outbox.take_burst(BURST).unwrap();
+    assert_eq!(probe.until, 1);
+    assert!(!outbox.finish_burst(&probe, 0, true));
+    let probe = outbox.take_burst(BURST).unwrap();
+    assert_eq!(probe.until, 1);
+    assert!(!outbox.finish_burst(&probe, 1, false));
+    // It went out: full bursts again.
+    let burst = outbox.take_burst(BURST).unwrap();
+    assert_eq!(burst.until, 1 + BURST);
+}
+
+#[test]
 fn answers_wait_behind_a_response_and_acks_merge() {
     let mut outbox = Outbox::new();
     outbox.push_read(read(10, 5));

@@ -78,7 +78,7 @@ pub(crate) fn run(qp: &Qp<SrnicDevice>) {
             let (ip, _) = state.path();
             (burst, ip, state.attrs.dest_qp_num)
         };
-        let mut sent = 0;
+        let mut sender = wire::Sender::new(dev);
         let mut refused = false;
         let mut gone = false;
         match burst.entry {
@@ -87,8 +87,8 @@ pub(crate) fn run(qp: &Qp<SrnicDevice>) {
                     Some(mut response) => {
                         response.set_path(ip, Hop::Wire);
                         for packet in response.packets() {
-                            match wire::transmit(dev, &guard, &packet, sport) {
-                                Ok(()) => sent += 1,
+                            match sender.send(&guard, &packet, sport) {
+                                Ok(()) => {}
                                 // The region's memory cannot be read: no
                                 // retry would do better.
                                 Err(wire::SendError::Source) => {
@@ -106,19 +106,20 @@ pub(crate) fn run(qp: &Qp<SrnicDevice>) {
                     None => gone = true,
                 }
             }
-            Entry::Answer(answer) => {
-                if let Some(mut packet) = answer_packet(&answer, dest_qp) {
+            Entry::Answer(answer) => match answer_packet(&answer, dest_qp) {
+                Some(mut packet) => {
                     packet.ip = Some(ip);
-                    if wire::transmit(dev, &guard, &packet, sport).is_err() {
-                        refused = true;
-                    } else {
-                        sent = 1;
-                    }
-                } else {
-                    gone = true;
+                    refused = sender.send(&guard, &packet, sport).is_err();
                 }
-            }
+                None => gone = true,
+            },
         }
+        // What was made before a fault still goes (after a refusal, the
+        // list is gone already and this sends nothing).
+        if sender.flush().is_err() {
+            refused = true;
+        }
+        let sent = sender.sent();
         if sent == 0 && !refused {
             // Nothing could be made of the entry.
             gone = true;

@@ -152,6 +152,7 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
     }
     let mut budget = REQUESTER_BUDGET;
     let mut bytes_left = REQUESTER_BYTE_BUDGET;
+    let mut sender = wire::Sender::new(qp.device());
     loop {
         this.requester_again.store(false, Ordering::Release);
         loop {
@@ -186,7 +187,7 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
                     if bytes_left == 0 {
                         budget = 0;
                     }
-                    send(qp.device(), &guard, qp, packet);
+                    send(qp.device(), &guard, &mut sender, qp, packet);
                     if done {
                         completer::unanswered_sent(qp);
                     }
@@ -194,6 +195,10 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
                 None => break,
             }
         }
+        // Out before another CPU may send for this QP, so that the packets
+        // leave in PSN order. A refused list is like one lost on the wire:
+        // the retransmission timer is running.
+        let _ = sender.flush();
         this.requester_busy.store(false, Ordering::Release);
         if budget == 0 {
             // The QP's own work goes on with it, on the QP's CPU. Queued
@@ -230,6 +235,7 @@ pub(crate) fn run_requester_after_post(qp: &Qp<SrnicDevice>) {
 fn send(
     dev: &Device<SrnicDevice>,
     guard: &RcuReadGuard,
+    sender: &mut wire::Sender<'_>,
     source: &Qp<SrnicDevice>,
     packet: Packet<'_>,
 ) {
@@ -253,7 +259,7 @@ fn send(
         },
         Hop::Wire => {
             let sport = wire::source_port(source.qp_num(), packet.hdr.bth.dest_qp);
-            if wire::transmit(dev, guard, &packet, sport) == Err(wire::SendError::Source) {
+            if sender.send(guard, &packet, sport) == Err(wire::SendError::Source) {
                 completer::source_fault(source, packet.psn());
             }
         }

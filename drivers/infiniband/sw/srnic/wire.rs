@@ -4,9 +4,11 @@
 //! port 4791 over IPv4 or IPv6, routed and resolved by the kernel's own IP
 //! stack.
 //!
-//! Transmission writes the transport headers with the pure codec, copies
-//! the payload once from the sender's memory into the skb, adds the UDP
-//! and IP headers and the ICRC. Reception checks the ICRC, parses the
+//! Transmission writes the transport headers with the pure codec, puts
+//! the payload in the skb (as page fragments of the sender's memory, or
+//! copied once), adds the UDP and IP headers and the ICRC, and hands the
+//! packets of a burst to the IP stack a list at a time (`Sender`).
+//! Reception checks the ICRC, parses the
 //! transport headers (which never trusts a length or an opcode), finds the
 //! device by the interface the packet came in on, and hands the packet to
 //! the engine, whose copy out of the skb is the payload's only one.
@@ -29,7 +31,7 @@ use crate::kapi::skb::SkBuff;
 use crate::kapi::udp::{self, Family, Route, UdpReceiver, UdpTunnel};
 use crate::payload::{self, CopyError, Extent, PieceError};
 use crate::pure::grh::{ipv4_mapped, is_ipv4_mapped, udp_header, IpHeader, GRH_LEN};
-use crate::pure::headers::{self, pad_for, ICRC_LEN};
+use crate::pure::headers::{self, pad_for, Transport, ICRC_LEN};
 use crate::pure::icrc::{icrc_ipv4, icrc_ipv6, Icrc, IPV4_HEADER_LEN, UDP_HEADER_LEN};
 use crate::transport::{self, Hop, Packet};
 use core::ptr::NonNull;
@@ -340,32 +342,207 @@ struct Pieces {
     count: usize,
 }
 
-/// Sends `packet` to the address in `packet.ip` from UDP port `sport`.
+/// Datagrams a list holds at most: a burst of the requester or the outbox.
+const LIST_DATAGRAMS: u32 = 64;
+
+/// What datagrams must share to travel in one list: their route and their
+/// UDP flow (the stack cuts a list apart with the first one's addresses
+/// and ports in mind).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Flow {
+    ip: IpHeader,
+    sport: u16,
+}
+
+impl Flow {
+    fn of(ip: &IpHeader, sport: u16) -> Self {
+        Self {
+            ip: IpHeader {
+                ip_payload_len: 0,
+                ..*ip
+            },
+            sport,
+        }
+    }
+}
+
+/// A list being filled, with what its next datagram needs.
+struct OpenList {
+    flow: Flow,
+    datagrams: udp::DatagramList,
+    /// The IPv4 identification of the list's first datagram; the stack
+    /// numbers the others on from it, and the ICRC covers them.
+    first_ident: u16,
+}
+
+/// Sends a burst of packets: one route lookup for each destination, and
+/// the packets of a flow through the IP stack a list at a time (one pass
+/// through routing, netfilter and the queueing discipline, and the
+/// device's doorbell rung once per list). Packets wait in the list until
+/// `flush` (or a packet of another flow, or a full list); a caller flushes
+/// before it lets another CPU send for the same QP, so that its packets
+/// leave in the order they were made.
+pub(crate) struct Sender<'d> {
+    dev: &'d Device<SrnicDevice>,
+    route: Option<(Flow, Route)>,
+    list: Option<OpenList>,
+    /// Datagrams a list may hold.
+    list_max: u32,
+    sent: u32,
+}
+
+impl<'d> Sender<'d> {
+    pub(crate) fn new(dev: &'d Device<SrnicDevice>) -> Self {
+        Self::with_list_max(dev, LIST_DATAGRAMS)
+    }
+
+    fn with_list_max(dev: &'d Device<SrnicDevice>, list_max: u32) -> Self {
+        Self {
+            dev,
+            route: None,
+            list: None,
+            list_max,
+            sent: 0,
+        }
+    }
+
+    /// Packets the IP stack took so far (flushed, not refused).
+    pub(crate) fn sent(&self) -> u32 {
+        self.sent
+    }
+
+    /// The route of `flow`: the one the last packet took, or a new one.
+    fn route_for(&mut self, flow: &Flow) -> core::result::Result<Route, SendError> {
+        if let Some((cached, route)) = &self.route {
+            if cached == flow {
+                return Ok(route.clone());
+            }
+        }
+        self.route = None;
+        let route = route_for(self.dev, &flow.ip)?;
+        if route.is_local() {
+            // An address of this node that no srnic device has (the
+            // engine takes those): nobody would take the packet.
+            self.dev.counters.inc(Counter::UnroutableDatagrams);
+            return Err(SendError::Dropped);
+        }
+        self.route = Some((*flow, route.clone()));
+        Ok(route)
+    }
+
+    /// Builds `packet`, to the address in `packet.ip` from UDP port
+    /// `sport`, and adds it to the list of its flow. `Dropped` if the
+    /// packet could not be made, or if the stack refused the list sent to
+    /// make room for it; then the packet is not in the list either.
+    pub(crate) fn send(
+        &mut self,
+        guard: &RcuReadGuard,
+        packet: &Packet<'_>,
+        sport: u16,
+    ) -> core::result::Result<(), SendError> {
+        let Some(ip) = packet.ip else {
+            return Err(SendError::Dropped);
+        };
+        let flow = Flow::of(&ip, sport);
+        let datagram_len = ip_header_len(&ip) + UDP_HEADER_LEN + transport_len(&packet.hdr);
+        let fits = self.list.as_ref().is_some_and(|list| {
+            list.flow == flow
+                && list.datagrams.count() < self.list_max
+                && list.datagrams.bytes() as usize + datagram_len <= usize::from(u16::MAX)
+        });
+        if !fits {
+            self.flush()?;
+        }
+        if self.list.is_none() {
+            self.route_for(&flow)?;
+        }
+        let ident = self
+            .list
+            .as_ref()
+            .map(|list| list.first_ident.wrapping_add(list.datagrams.count() as u16));
+        let idents = ident.ok_or(self.list_max);
+        let (skb, first_ident) = build(self.dev, guard, packet, &ip, sport, idents)?;
+        match &mut self.list {
+            Some(list) => list.datagrams.push(skb),
+            None => {
+                self.list = Some(OpenList {
+                    flow,
+                    datagrams: udp::DatagramList::new(skb, ip_header_len(&ip) as u32),
+                    first_ident,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands the list to the IP stack. `Dropped` if it refused it (a full
+    /// device queue): none of the list's packets went out.
+    pub(crate) fn flush(&mut self) -> core::result::Result<(), SendError> {
+        let Some(list) = self.list.take() else {
+            return Ok(());
+        };
+        let route = self.route_for(&list.flow)?;
+        let count = list.datagrams.count();
+        let skb = list.datagrams.into_skb().map_err(|_| SendError::Dropped)?;
+        udp::transmit(self.dev.netdev().net(), skb, route).map_err(|_| SendError::Dropped)?;
+        self.sent += count;
+        Ok(())
+    }
+}
+
+impl Drop for Sender<'_> {
+    fn drop(&mut self) {
+        // Like a packet lost on the wire, for a caller that had no use for
+        // the outcome.
+        let _ = self.flush();
+    }
+}
+
+/// Sends `packet` to the address in `packet.ip` from UDP port `sport`, on
+/// its own.
 pub(crate) fn transmit(
     dev: &Device<SrnicDevice>,
     guard: &RcuReadGuard,
     packet: &Packet<'_>,
     sport: u16,
 ) -> core::result::Result<(), SendError> {
-    let counters = &dev.counters;
-    let Some(ip) = packet.ip else {
-        return Err(SendError::Dropped);
-    };
-    let route = route_for(dev, &ip)?;
-    if route.is_local() {
-        // An address of this node that no srnic device has (the engine
-        // takes those): nobody would take the packet.
-        counters.inc(Counter::UnroutableDatagrams);
-        return Err(SendError::Dropped);
+    let mut sender = Sender::with_list_max(dev, 1);
+    sender.send(guard, packet, sport)?;
+    sender.flush()
+}
+
+fn ip_header_len(ip: &IpHeader) -> usize {
+    if ip.is_ipv4() {
+        IPV4_HEADER_LEN
+    } else {
+        GRH_LEN
     }
+}
+
+/// The bytes of a packet from its BTH to its ICRC.
+fn transport_len(hdr: &headers::Packet) -> usize {
+    hdr.info.header_len() + hdr.payload_len + usize::from(pad_for(hdr.payload_len)) + ICRC_LEN
+}
+
+/// The datagram of `packet`: IP and UDP headers, transport headers,
+/// payload, pad and ICRC. An IPv4 datagram takes identification
+/// `Ok(ident)`, or, given `Err(count)`, the first of a fresh run of
+/// `count`; the identification is returned with the datagram.
+fn build(
+    dev: &Device<SrnicDevice>,
+    guard: &RcuReadGuard,
+    packet: &Packet<'_>,
+    ip: &IpHeader,
+    sport: u16,
+    ident: core::result::Result<u16, u32>,
+) -> core::result::Result<(SkBuff, u16), SendError> {
     let ipv4 = ip.is_ipv4();
-    let ip_len = if ipv4 { IPV4_HEADER_LEN } else { GRH_LEN };
+    let ip_len = ip_header_len(ip);
     let mut hdr = packet.hdr;
     let payload_len = hdr.payload_len;
     let pad = usize::from(pad_for(payload_len));
     hdr.bth.pad = pad as u8;
-    let header_len = hdr.info.header_len();
-    let transport_len = header_len + payload_len + pad + ICRC_LEN;
+    let transport_len = transport_len(&hdr);
     let udp_len = UDP_HEADER_LEN + transport_len;
     let total_len = ip_len + udp_len;
     let (Ok(udp_len16), Ok(_)) = (u16::try_from(udp_len), u16::try_from(total_len)) else {
@@ -373,7 +550,9 @@ pub(crate) fn transmit(
     };
     let headroom = LINK_HEADROOM + (ip_len + UDP_HEADER_LEN) as u32;
     let mut built = None;
-    if payload_len >= FRAGMENT_MIN {
+    // Only RC keeps the sender's memory until the peer has it (UD and UC
+    // complete a WQE once its packets are made, before they have left).
+    if payload_len >= FRAGMENT_MIN && hdr.info.transport == Transport::Rc {
         built = fragmented(guard, packet, &hdr, headroom)?;
     }
     let (mut skb, pieces) = match built {
@@ -383,15 +562,24 @@ pub(crate) fn transmit(
     let wire_ip = IpHeader {
         hop_limit: if ip.hop_limit == 0 { 64 } else { ip.hop_limit },
         ip_payload_len: udp_len16,
-        ..ip
+        ..*ip
     };
-    let net = dev.netdev().net();
     skb.push_bytes(&udp_header(sport, ROCE_PORT, udp_len16))
         .map_err(|_| SendError::Dropped)?;
+    let mut ident_used = 0;
     if ipv4 {
-        skb.push_bytes(&wire_ip.ipv4_header())
-            .map_err(|_| SendError::Dropped)?;
-        udp::select_ident(net, &mut skb);
+        let mut header = wire_ip.ipv4_header();
+        ident_used = match ident {
+            Ok(ident) => {
+                let (_, from_ident) = header.split_at_mut(4);
+                for (to, from) in from_ident.iter_mut().zip(ident.to_be_bytes()) {
+                    *to = from;
+                }
+                ident
+            }
+            Err(count) => udp::select_idents(dev.netdev().net(), &mut header, count),
+        };
+        skb.push_bytes(&header).map_err(|_| SendError::Dropped)?;
     } else {
         skb.push_bytes(&wire_ip.ipv6_header())
             .map_err(|_| SendError::Dropped)?;
@@ -430,9 +618,9 @@ pub(crate) fn transmit(
                 .map_err(|_| SendError::Dropped)?;
         }
     }
-    counters.inc(Counter::SentPackets);
-    counters.add(Counter::SentBytes, payload_len as u64);
-    udp::transmit(net, skb, route).map_err(|_| SendError::Dropped)
+    dev.counters.inc(Counter::SentPackets);
+    dev.counters.add(Counter::SentBytes, payload_len as u64);
+    Ok((skb, ident_used))
 }
 
 /// An skb with the transport headers of `hdr` in its linear part and the
