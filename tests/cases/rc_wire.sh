@@ -2,12 +2,17 @@
 # ibv_rc_pingpong with data checked (--chk) below, at and far above the
 # path MTU, with and without CQ events, then perftest write, read, send and
 # atomic bandwidth and write/send latency; the port counters saw packets.
-# 1 MiB READs (1024 response packets each) through a slow 32-packet device
+# 1 MiB READs (1024 response packets each) through a slow 4-skb device
 # queue complete without the requester timing out: the responder sends
-# them a burst at a time and sends a refused packet again.
+# them a burst at a time and sends a refused list again. VM b's eth0 runs
+# fraglist GRO, so it receives srnic's packets as lists merged by the
+# stack, as VM a transmits them.
 # vms: 2
 # timeout: 900
 load_srnic
+if [ "$SRNIC_VM" = b ]; then
+	must ethtool -K eth0 rx-gro-list on
+fi
 must rdma link add srnic0 type srnic netdev eth0
 wait_roce_gid srnic0 1
 server=10.0.0.1

@@ -59,6 +59,8 @@ pub(crate) fn run(qp: &Qp<SrnicDevice>) {
     let guard = RcuReadGuard::new();
     let sport = wire::source_port(qp.qp_num(), qp.qp_num());
     let mut budget = BURST;
+    // One route lookup for all the bursts of this run.
+    let mut sender = wire::Sender::new(dev);
     loop {
         let (burst, ip, dest_qp) = {
             let mut state = this.state.lock();
@@ -78,7 +80,7 @@ pub(crate) fn run(qp: &Qp<SrnicDevice>) {
             let (ip, _) = state.path();
             (burst, ip, state.attrs.dest_qp_num)
         };
-        let mut sender = wire::Sender::new(dev);
+        let sent_before = sender.sent();
         let mut refused = false;
         let mut gone = false;
         match burst.entry {
@@ -119,7 +121,7 @@ pub(crate) fn run(qp: &Qp<SrnicDevice>) {
         if sender.flush().is_err() {
             refused = true;
         }
-        let sent = sender.sent();
+        let sent = sender.sent().saturating_sub(sent_before);
         if sent == 0 && !refused {
             // Nothing could be made of the entry.
             gone = true;
