@@ -208,29 +208,38 @@ fn in6_addr(bytes: &[u8; 16]) -> bindings::in6_addr {
     addr
 }
 
+/// The bytes of an IPv4 header, aligned as `struct iphdr` is.
+#[repr(C, align(4))]
+pub struct Ipv4HeaderBytes(pub [u8; 20]);
+
 /// Sets the identification of `header`, a complete IPv4 header, to the
 /// first of `count` consecutive ones reserved for datagrams from its source
 /// to its destination, and returns it.
-pub fn select_idents(net: &Net, header: &mut [u8; 20], count: u32) -> u16 {
-    // SAFETY: `header` is 20 writable bytes, a complete IPv4 header, which
-    // the kernel reads (addresses, protocol) and writes (identification).
+pub fn select_idents(net: &Net, header: &mut Ipv4HeaderBytes, count: u32) -> u16 {
+    // SAFETY: `header` is 20 writable bytes with the alignment and layout
+    // of `struct iphdr` (a complete IPv4 header), which the kernel reads
+    // (addresses, protocol) and writes (identification).
     unsafe {
         bindings::srnic_ip4_select_idents(
             net.as_raw(),
-            header.as_mut_ptr().cast::<bindings::iphdr>(),
+            header.0.as_mut_ptr().cast::<bindings::iphdr>(),
             count,
         )
     };
-    u16::from_be_bytes([header[4], header[5]])
+    let [_, _, _, _, high, low, ..] = header.0;
+    u16::from_be_bytes([high, low])
 }
 
 /// IP datagrams of one flow (addresses and ports) that pass the IP stack
 /// as one: the first carries the others on its fragment list, marked as a
 /// UDP GSO list, and the stack cuts them apart again before the device
-/// driver, or before the receiving socket when a virtual link passes the
-/// list on whole. Each datagram keeps its own headers and payload; the
-/// stack rewrites only the lengths, the IPv4 header checksum, and the IPv4
-/// identifications, which it numbers on from the first datagram's.
+/// driver, each with its own headers and payload. The stack rewrites only
+/// the lengths, the IPv4 header checksum, and the IPv4 identifications,
+/// which it numbers on from the first datagram's.
+///
+/// As in the lists GRO builds, no datagram may be longer than the first
+/// (the stack checks only the first against the path MTU), and only the
+/// last may be shorter; the caller keeps to that.
 pub struct DatagramList {
     head: SkBuff,
     last: *mut bindings::sk_buff,
@@ -241,16 +250,30 @@ pub struct DatagramList {
 // SAFETY: `last` points into the list `head` owns.
 unsafe impl Send for DatagramList {}
 
+/// Whether `skb`'s linear part holds an IP header of `network_len` bytes
+/// and a UDP header.
+fn has_headers(skb: &SkBuff, network_len: u32) -> bool {
+    skb.data().len() >= network_len as usize + 8
+}
+
 impl DatagramList {
-    /// The list of `first`, a complete IP datagram with a UDP header after
-    /// its `network_len` bytes of IP header.
-    pub fn new(first: SkBuff, network_len: u32) -> Self {
-        Self {
+    /// Bytes a list may have, as the stack counts it: its IPv4 total
+    /// length, or its UDP length, must fit in 16 bits.
+    pub const MAX_BYTES: usize = u16::MAX as usize;
+
+    /// The list of `first`, a complete IP datagram whose `network_len`
+    /// bytes of IP header and UDP header are in its linear part;
+    /// `EINVAL` if they are not.
+    pub fn new(first: SkBuff, network_len: u32) -> Result<Self> {
+        if !has_headers(&first, network_len) {
+            return Err(EINVAL);
+        }
+        Ok(Self {
             head: first,
             last: core::ptr::null_mut(),
             count: 1,
             network_len,
-        }
+        })
     }
 
     /// How many datagrams the list holds.
@@ -259,24 +282,28 @@ impl DatagramList {
     }
 
     /// The bytes the list hands to the IP stack: the first datagram whole,
-    /// the UDP payloads of the others. At most 65535, so that the IP and
-    /// UDP lengths of the whole list still fit their fields.
+    /// the UDP payloads of the others.
     pub fn bytes(&self) -> u32 {
         self.head.len()
     }
 
     /// Adds `skb`, a complete datagram with headers of the first one's
-    /// shape (IP header length, UDP) and of its flow.
-    pub fn push(&mut self, skb: SkBuff) {
+    /// shape (IP header length, UDP, in its linear part) and of its flow;
+    /// `EINVAL` (and `skb` is freed) if its headers are not there.
+    pub fn push(&mut self, skb: SkBuff) -> Result {
+        if !has_headers(&skb, self.network_len) {
+            return Err(EINVAL);
+        }
         let skb = skb.into_raw();
         // SAFETY: both skbs are ours, `last` is the list's tail or null,
-        // and the caller gave a datagram with `network_len` bytes of IP
-        // header and a UDP header; the head takes ownership of `skb`.
+        // and `skb` has its IP and UDP headers in its linear part
+        // (checked); the head takes ownership of `skb`.
         unsafe {
             bindings::srnic_skb_chain_datagram(self.head.as_raw(), self.last, skb, self.network_len)
         };
         self.last = skb;
         self.count += 1;
+        Ok(())
     }
 
     /// The skb to hand to the IP stack: the first datagram alone, or the
@@ -285,6 +312,9 @@ impl DatagramList {
     pub fn into_skb(mut self) -> Result<SkBuff> {
         if self.count == 1 {
             return Ok(self.head);
+        }
+        if self.bytes() as usize > Self::MAX_BYTES {
+            return Err(E2BIG);
         }
         let list_udp_len = self
             .bytes()

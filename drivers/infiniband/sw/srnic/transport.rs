@@ -153,10 +153,11 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
     let mut budget = REQUESTER_BUDGET;
     let mut bytes_left = REQUESTER_BYTE_BUDGET;
     let mut sender = wire::Sender::new(qp.device());
+    let mut queue_full = false;
     loop {
         this.requester_again.store(false, Ordering::Release);
         loop {
-            if budget == 0 {
+            if budget == 0 || queue_full {
                 break;
             }
             budget -= 1;
@@ -187,7 +188,7 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
                     if bytes_left == 0 {
                         budget = 0;
                     }
-                    send(qp.device(), &guard, &mut sender, qp, packet);
+                    queue_full = send(qp.device(), &guard, &mut sender, qp, packet);
                     if done {
                         completer::unanswered_sent(qp);
                     }
@@ -198,8 +199,17 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
         // Out before another CPU may send for this QP, so that the packets
         // leave in PSN order. A refused list is like one lost on the wire:
         // the retransmission timer is running.
-        let _ = sender.flush();
+        if sender.flush() == Err(wire::SendError::Refused) {
+            queue_full = true;
+        }
         this.requester_busy.store(false, Ordering::Release);
+        if queue_full {
+            // The device queue is full: the QP's work goes on in a moment,
+            // rather than this run building lists it would refuse too.
+            this.requester_pending.store(true, Ordering::Release);
+            qp.run_work_after(QUEUE_FULL_WAIT_MS);
+            break;
+        }
         if budget == 0 {
             // The QP's own work goes on with it, on the QP's CPU. Queued
             // only now that this CPU has let go: a run that found the
@@ -230,15 +240,18 @@ pub(crate) fn run_requester_after_post(qp: &Qp<SrnicDevice>) {
     }
 }
 
+/// How long a requester waits after the device queue refused its packets.
+const QUEUE_FULL_WAIT_MS: u32 = 1;
+
 /// Sends a request `source`'s requester made: over the wire, or straight
-/// to its destination on this node.
+/// to its destination on this node. Whether the device queue was full.
 fn send(
     dev: &Device<SrnicDevice>,
     guard: &RcuReadGuard,
     sender: &mut wire::Sender<'_>,
     source: &Qp<SrnicDevice>,
     packet: Packet<'_>,
-) {
+) -> bool {
     let datagram = packet.hdr.deth.is_some();
     let hop = match packet.ip {
         // Each datagram has its own destination.
@@ -259,11 +272,14 @@ fn send(
         },
         Hop::Wire => {
             let sport = wire::source_port(source.qp_num(), packet.hdr.bth.dest_qp);
-            if sender.send(guard, &packet, sport) == Err(wire::SendError::Source) {
-                completer::source_fault(source, packet.psn());
+            match sender.send(guard, &packet, sport) {
+                Err(wire::SendError::Source) => completer::source_fault(source, packet.psn()),
+                Err(wire::SendError::Refused) => return true,
+                Ok(()) | Err(wire::SendError::Dropped) => {}
             }
         }
     }
+    false
 }
 
 /// Takes a packet that came over the wire to `dev`.

@@ -272,6 +272,8 @@ pub(crate) enum SendError {
     /// No route, no memory, or addresses of two families: dropped (the
     /// sender retries).
     Dropped,
+    /// The device queue had no room: dropped with the rest of its list.
+    Refused,
 }
 
 /// The device of `dev`'s namespace, other than `dev`, that has `gid`: the
@@ -373,6 +375,27 @@ struct OpenList {
     /// The IPv4 identification of the list's first datagram; the stack
     /// numbers the others on from it, and the ICRC covers them.
     first_ident: u16,
+    /// Identifications reserved from `first_ident` on: the most datagrams
+    /// the list may hold.
+    reserved: u32,
+    /// The first datagram's length. The stack checks only the first
+    /// against the path MTU, so no later one may be longer; and, as in
+    /// the lists GRO makes, only the last may be shorter.
+    first_len: usize,
+    /// A datagram shorter than the first was added: the list is complete.
+    ended_short: bool,
+    /// Payload bytes of the list's packets, for the counters.
+    payload_bytes: u64,
+}
+
+impl OpenList {
+    fn takes(&self, flow: &Flow, datagram_len: usize) -> bool {
+        self.flow == *flow
+            && !self.ended_short
+            && datagram_len <= self.first_len
+            && self.datagrams.count() < self.reserved
+            && self.datagrams.bytes() as usize + datagram_len <= udp::DatagramList::MAX_BYTES
+    }
 }
 
 /// Sends a burst of packets: one route lookup for each destination, and
@@ -386,24 +409,32 @@ pub(crate) struct Sender<'d> {
     dev: &'d Device<SrnicDevice>,
     route: Option<(Flow, Route)>,
     list: Option<OpenList>,
-    /// Datagrams a list may hold.
+    /// Datagrams a list started from now on may hold.
     list_max: u32,
     sent: u32,
 }
 
 impl<'d> Sender<'d> {
+    /// A sender for bursts of up to `LIST_DATAGRAMS` packets.
     pub(crate) fn new(dev: &'d Device<SrnicDevice>) -> Self {
-        Self::with_list_max(dev, LIST_DATAGRAMS)
+        Self::expecting(dev, LIST_DATAGRAMS)
     }
 
-    fn with_list_max(dev: &'d Device<SrnicDevice>, list_max: u32) -> Self {
+    /// A sender for `packets` packets or fewer (lists reserve that many
+    /// IPv4 identifications).
+    pub(crate) fn expecting(dev: &'d Device<SrnicDevice>, packets: u32) -> Self {
         Self {
             dev,
             route: None,
             list: None,
-            list_max,
+            list_max: packets.clamp(1, LIST_DATAGRAMS),
             sent: 0,
         }
+    }
+
+    /// The next lists are for `packets` packets or fewer.
+    pub(crate) fn expect(&mut self, packets: u32) {
+        self.list_max = packets.clamp(1, LIST_DATAGRAMS);
     }
 
     /// Packets the IP stack took so far (flushed, not refused).
@@ -431,9 +462,9 @@ impl<'d> Sender<'d> {
     }
 
     /// Builds `packet`, to the address in `packet.ip` from UDP port
-    /// `sport`, and adds it to the list of its flow. `Dropped` if the
-    /// packet could not be made, or if the stack refused the list sent to
-    /// make room for it; then the packet is not in the list either.
+    /// `sport`, and adds it to the list of its flow. `Refused` if the
+    /// stack refused the list sent to make room for it, `Dropped` if the
+    /// packet could not be made; either way the packet is not in the list.
     pub(crate) fn send(
         &mut self,
         guard: &RcuReadGuard,
@@ -445,37 +476,43 @@ impl<'d> Sender<'d> {
         };
         let flow = Flow::of(&ip, sport);
         let datagram_len = ip_header_len(&ip) + UDP_HEADER_LEN + transport_len(&packet.hdr);
-        let fits = self.list.as_ref().is_some_and(|list| {
-            list.flow == flow
-                && list.datagrams.count() < self.list_max
-                && list.datagrams.bytes() as usize + datagram_len <= usize::from(u16::MAX)
-        });
-        if !fits {
-            self.flush()?;
-        }
-        if self.list.is_none() {
-            self.route_for(&flow)?;
-        }
-        let ident = self
+        if !self
             .list
             .as_ref()
-            .map(|list| list.first_ident.wrapping_add(list.datagrams.count() as u16));
-        let idents = ident.ok_or(self.list_max);
+            .is_some_and(|list| list.takes(&flow, datagram_len))
+        {
+            self.flush()?;
+            self.route_for(&flow)?;
+        }
+        let idents = match &self.list {
+            Some(list) => Ok(list.first_ident.wrapping_add(list.datagrams.count() as u16)),
+            None => Err(self.list_max),
+        };
         let (skb, first_ident) = build(self.dev, guard, packet, &ip, sport, idents)?;
+        let payload_bytes = packet.hdr.payload_len as u64;
         match &mut self.list {
-            Some(list) => list.datagrams.push(skb),
+            Some(list) => {
+                list.datagrams.push(skb).map_err(|_| SendError::Dropped)?;
+                list.ended_short = datagram_len < list.first_len;
+                list.payload_bytes += payload_bytes;
+            }
             None => {
                 self.list = Some(OpenList {
                     flow,
-                    datagrams: udp::DatagramList::new(skb, ip_header_len(&ip) as u32),
+                    datagrams: udp::DatagramList::new(skb, ip_header_len(&ip) as u32)
+                        .map_err(|_| SendError::Dropped)?,
                     first_ident,
+                    reserved: self.list_max,
+                    first_len: datagram_len,
+                    ended_short: false,
+                    payload_bytes,
                 });
             }
         }
         Ok(())
     }
 
-    /// Hands the list to the IP stack. `Dropped` if it refused it (a full
+    /// Hands the list to the IP stack. `Refused` if it refused it (a full
     /// device queue): none of the list's packets went out.
     pub(crate) fn flush(&mut self) -> core::result::Result<(), SendError> {
         let Some(list) = self.list.take() else {
@@ -484,8 +521,14 @@ impl<'d> Sender<'d> {
         let route = self.route_for(&list.flow)?;
         let count = list.datagrams.count();
         let skb = list.datagrams.into_skb().map_err(|_| SendError::Dropped)?;
-        udp::transmit(self.dev.netdev().net(), skb, route).map_err(|_| SendError::Dropped)?;
+        udp::transmit(self.dev.netdev().net(), skb, route).map_err(|_| SendError::Refused)?;
         self.sent += count;
+        self.dev
+            .counters
+            .add(Counter::SentPackets, u64::from(count));
+        self.dev
+            .counters
+            .add(Counter::SentBytes, list.payload_bytes);
         Ok(())
     }
 }
@@ -506,7 +549,7 @@ pub(crate) fn transmit(
     packet: &Packet<'_>,
     sport: u16,
 ) -> core::result::Result<(), SendError> {
-    let mut sender = Sender::with_list_max(dev, 1);
+    let mut sender = Sender::expecting(dev, 1);
     sender.send(guard, packet, sport)?;
     sender.flush()
 }
@@ -568,10 +611,10 @@ fn build(
         .map_err(|_| SendError::Dropped)?;
     let mut ident_used = 0;
     if ipv4 {
-        let mut header = wire_ip.ipv4_header();
+        let mut header = udp::Ipv4HeaderBytes(wire_ip.ipv4_header());
         ident_used = match ident {
             Ok(ident) => {
-                let (_, from_ident) = header.split_at_mut(4);
+                let (_, from_ident) = header.0.split_at_mut(4);
                 for (to, from) in from_ident.iter_mut().zip(ident.to_be_bytes()) {
                     *to = from;
                 }
@@ -579,7 +622,7 @@ fn build(
             }
             Err(count) => udp::select_idents(dev.netdev().net(), &mut header, count),
         };
-        skb.push_bytes(&header).map_err(|_| SendError::Dropped)?;
+        skb.push_bytes(&header.0).map_err(|_| SendError::Dropped)?;
     } else {
         skb.push_bytes(&wire_ip.ipv6_header())
             .map_err(|_| SendError::Dropped)?;
@@ -618,8 +661,6 @@ fn build(
                 .map_err(|_| SendError::Dropped)?;
         }
     }
-    dev.counters.inc(Counter::SentPackets);
-    dev.counters.add(Counter::SentBytes, payload_len as u64);
     Ok((skb, ident_used))
 }
 
