@@ -6,7 +6,8 @@
 # queue complete without the requester timing out: the responder sends
 # them a burst at a time and sends a refused list again. VM b's eth0 runs
 # fraglist GRO, so it receives srnic's packets as lists merged by the
-# stack, as VM a transmits them.
+# stack. A writer hands the IP stack its packets as lists (one output
+# call for many packets).
 # vms: 2
 # timeout: 900
 load_srnic
@@ -49,10 +50,24 @@ for args in "-s 1 -n 200" "-s 1024 -n 100" "-s 4097 -n 50 -e" "-s 65536 -n 50" "
 	[ "$SRNIC_VM" = b ] && expect_match "$(cat /tmp/client.out)" "iters in" "the client finished its iterations"
 done
 
+# The IP stack's count of datagrams handed to it (a UDP GSO list is one).
+ip_out_requests() {
+	awk '/^Ip:/ { if (!col) { for (i = 1; i <= NF; i++) if ($i == "OutRequests") col = i } else print $col }' /proc/net/snmp
+}
+
 for test in "ib_write_bw -s 65536 -n 200" "ib_read_bw -s 65536 -n 200" "ib_send_bw -s 65536 -n 200" \
 	"ib_atomic_bw -n 200" "ib_write_lat -s 64 -n 200" "ib_send_lat -s 8192 -n 100"; do
 	step "$test"
+	requests_before=$(ip_out_requests) sent_before=$(counter_of srnic0 sent_packets)
 	run_pair perftest timeout 300 $test -d srnic0 -x 1 -F
+	if [ "$SRNIC_VM" = b ] && [ "$test" = "ib_write_bw -s 65536 -n 200" ]; then
+		# The writer's 64-packet messages leave as lists of up to 64 KiB.
+		requests=$(( $(ip_out_requests) - requests_before ))
+		sent=$(( $(counter_of srnic0 sent_packets) - sent_before ))
+		echo "ib_write_bw: $sent RoCE packets in $requests IP output calls"
+		[ "$sent" -ge $(( 8 * requests )) ] ||
+			fail "ib_write_bw sent $sent packets in $requests IP output calls; expected lists of many packets each (at least 8)"
+	fi
 done
 
 step "ib_read_bw -s 1048576 -n 5: long READ responses are paced"
