@@ -81,7 +81,7 @@ pub(crate) fn run(qp: &Qp<SrnicDevice>) {
             (burst, ip, state.attrs.dest_qp_num)
         };
         let sent_before = sender.sent();
-        sender.expect(match burst.entry {
+        sender.reserve_for(match burst.entry {
             Entry::Read(read) => burst.until.saturating_sub(read.next),
             Entry::Answer(_) => 1,
         });

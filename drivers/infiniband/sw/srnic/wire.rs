@@ -433,7 +433,7 @@ impl<'d> Sender<'d> {
     }
 
     /// The next lists are for `packets` packets or fewer.
-    pub(crate) fn expect(&mut self, packets: u32) {
+    pub(crate) fn reserve_for(&mut self, packets: u32) {
         self.list_max = packets.clamp(1, LIST_DATAGRAMS);
     }
 
@@ -585,8 +585,8 @@ fn build(
     let payload_len = hdr.payload_len;
     let pad = usize::from(pad_for(payload_len));
     hdr.bth.pad = pad as u8;
-    let transport_len = transport_len(&hdr);
-    let udp_len = UDP_HEADER_LEN + transport_len;
+    let transport_bytes = transport_len(&hdr);
+    let udp_len = UDP_HEADER_LEN + transport_bytes;
     let total_len = ip_len + udp_len;
     let (Ok(udp_len16), Ok(_)) = (u16::try_from(udp_len), u16::try_from(total_len)) else {
         return Err(SendError::Dropped);
@@ -600,7 +600,10 @@ fn build(
     }
     let (mut skb, pieces) = match built {
         Some((skb, pieces)) => (skb, Some(pieces)),
-        None => (copied(guard, packet, &hdr, headroom, transport_len)?, None),
+        None => (
+            copied(guard, packet, &hdr, headroom, transport_bytes)?,
+            None,
+        ),
     };
     let wire_ip = IpHeader {
         hop_limit: if ip.hop_limit == 0 { 64 } else { ip.hop_limit },
