@@ -186,6 +186,34 @@ void *srnic_page_address(struct page *page)
 }
 
 /*
+ * Atomics on eight aligned bytes that other parties (user space, other
+ * CPUs' copies) may access at the same time: marked accesses in the
+ * kernel's memory model, as RDMA atomics on registered memory need.
+ */
+u64 srnic_shared_cmpxchg64(u64 *word, u64 expected, u64 desired)
+{
+	return cmpxchg64(word, expected, desired);
+}
+
+u64 srnic_shared_fetch_add64(u64 *word, u64 addend)
+{
+	u64 seen = READ_ONCE(*word);
+	u64 prior;
+
+	for (;;) {
+		prior = cmpxchg64(word, seen, seen + addend);
+		if (prior == seen)
+			return prior;
+		seen = prior;
+	}
+}
+
+void srnic_shared_store64(u64 *word, u64 value)
+{
+	smp_store_release(word, value);
+}
+
+/*
  * Per-CPU counter arrays, handed to Rust as plain pointers (bindgen has no
  * __percpu); only these shims dereference them.
  */

@@ -35,6 +35,7 @@ pub mod skb;
 #[macro_use]
 pub mod sync;
 pub mod rdma;
+pub mod shared;
 pub mod udp;
 pub mod work;
 

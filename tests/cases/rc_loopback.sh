@@ -14,6 +14,11 @@ counter() {
 	rdma statistic show link srnic0/1 | tr ' ' '\n' | awk -v n="$1" 'f { print; exit } $0 == n { f = 1 }'
 }
 
+step "verbs_user memory (re-registration and windows, as an unprivileged user)"
+# What rdma-core's udev rule gives every user.
+must chmod 666 /dev/infiniband/uverbs*
+must timeout 120 "$SRNIC_TOP/out/progs/verbs_user" srnic0 memory
+
 step "verbs_user rc"
 sent_before=$(counter sent_packets)
 [ -n "$sent_before" ] || fail "rdma statistic shows no sent_packets counter for srnic0/1"

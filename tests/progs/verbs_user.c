@@ -10,6 +10,11 @@
  *                            opcode checked, and each error path: RNR
  *                            retries exhausted and waited out, bad rkey,
  *                            missing access, overlong SEND, bad lkey
+ *   verbs_user DEV memory    as an unprivileged user: re-registration never
+ *                            makes a read-only pin writable, and WRITEs
+ *                            racing re-registrations between writable and
+ *                            read-only memory never reach the latter;
+ *                            a region with a window bound stays registered
  *   verbs_user DEV events    CQ events through a completion channel on the
  *                            last vector: the solicited and next-completion
  *                            arming rules, one event per arming
@@ -20,6 +25,7 @@
  * Each check prints "ok: ..." or exits 1 after "FAIL: ...".
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <arpa/inet.h>
 #include <poll.h>
@@ -31,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1074,6 +1081,251 @@ static void rc_error_test(void)
 	rc_free(&b);
 }
 
+/* ---- Memory rules: re-registration and memory windows ---- */
+
+#define VICTIM "/tmp/srnic-victim"
+#define VICTIM_LEN 4096
+
+/*
+ * librxe has no ibv_rereg_mr (it answers EOPNOTSUPP without asking the
+ * kernel), but the kernel's REREG_MR command is open to any process that
+ * writes it to its uverbs file, as an attacker would. Returns 0 or an
+ * errno.
+ */
+static int raw_rereg_mr(struct ibv_mr *mr, uint32_t flags, void *addr, size_t length, int access)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_rereg_mr cmd;
+	} req;
+	struct ib_uverbs_rereg_mr_resp resp;
+
+	memset(&req, 0, sizeof(req));
+	req.hdr.command = IB_USER_VERBS_CMD_REREG_MR;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(resp) / 4;
+	req.cmd.response = (uintptr_t)&resp;
+	req.cmd.mr_handle = mr->handle;
+	req.cmd.flags = flags;
+	req.cmd.start = (uintptr_t)addr;
+	req.cmd.length = length;
+	req.cmd.hca_va = (uintptr_t)addr;
+	req.cmd.pd_handle = mr->pd->handle;
+	req.cmd.access_flags = access;
+	if (write(mr->context->cmd_fd, &req, sizeof(req)) != (ssize_t)sizeof(req))
+		return errno;
+	mr->lkey = resp.lkey;
+	mr->rkey = resp.rkey;
+	return 0;
+}
+
+static void victim_expect_intact(const char *what)
+{
+	unsigned char now[VICTIM_LEN], want[VICTIM_LEN];
+	int fd = open(VICTIM, O_RDONLY);
+
+	if (fd < 0 || pread(fd, now, sizeof(now), 0) != (ssize_t)sizeof(now))
+		FAIL("read %s: %s", VICTIM, strerror(errno));
+	close(fd);
+	fill(want, sizeof(want), 77);
+	CHECK(!memcmp(now, want, sizeof(want)), "%s: the read-only file is unchanged", what);
+}
+
+/* One RDMA WRITE of `len` bytes from a's buffer to `addr`/`rkey`; the
+ * completion status. The pair is spent if the status is an error. */
+static enum ibv_wc_status write_to(struct rc_side *a, uint64_t wr_id, uint64_t addr, uint32_t rkey,
+				   size_t len)
+{
+	struct ibv_sge sge = { (uintptr_t)a->buf, len, a->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	wr.wr.rdma.remote_addr = addr;
+	wr.wr.rdma.rkey = rkey;
+	if (ibv_post_send(a->qp, &wr, &bad))
+		FAIL("post WRITE: %s", strerror(errno));
+	struct ibv_wc wc = rc_wait(a->cq, "WRITE");
+	if (wc.wr_id != wr_id)
+		FAIL("WRITE: completion for wr_id %llu, expected %llu", (unsigned long long)wc.wr_id,
+		     (unsigned long long)wr_id);
+	return wc.status;
+}
+
+/* The race of item 2: WRITEs keep coming while the region moves back and
+ * forth between writable memory and the read-only file. */
+static struct ibv_mr *rereg_region;
+static unsigned char *rereg_anon, *rereg_file;
+static volatile int rereg_racing;
+static unsigned long rereg_writes_ok, rereg_writes_refused;
+
+static void *rereg_writer(void *arg)
+{
+	uint64_t id = 0;
+
+	(void)arg;
+	while (rereg_racing) {
+		struct rc_side a, b;
+
+		rc_pair(&a, &b, ALL_ACCESS, 7);
+		fill(a.buf, VICTIM_LEN, 5);
+		/* The region's iova is the address of the memory it maps, so
+		 * every other WRITE aims at the file. */
+		while (rereg_racing) {
+			unsigned char *target = ++id % 2 ? rereg_anon : rereg_file;
+
+			if (write_to(&a, id, (uintptr_t)target, rereg_region->rkey, VICTIM_LEN) !=
+			    IBV_WC_SUCCESS) {
+				rereg_writes_refused++;
+				break;
+			}
+			rereg_writes_ok++;
+		}
+		rc_free(&a);
+		rc_free(&b);
+	}
+	return NULL;
+}
+
+/* As root, before the device is opened: a root-owned file, then the
+ * process becomes an unprivileged user (nobody) that will attack it. */
+static void memory_setup(void)
+{
+	unsigned char pattern[VICTIM_LEN];
+	int fd;
+
+	fill(pattern, sizeof(pattern), 77);
+	fd = open(VICTIM, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, pattern, sizeof(pattern)) != (ssize_t)sizeof(pattern) ||
+	    fchown(fd, 0, 0) || fchmod(fd, 0644))
+		FAIL("create %s: %s", VICTIM, strerror(errno));
+	close(fd);
+	if (setgid(65534) || setuid(65534))
+		FAIL("drop privileges: %s", strerror(errno));
+}
+
+static void memory_test(void)
+{
+	struct rc_side a, b;
+	int fd;
+
+	CHECK(getuid() == 65534, "running as an unprivileged user");
+	fd = open(VICTIM, O_RDONLY);
+	if (fd < 0)
+		FAIL("open %s read-only: %s", VICTIM, strerror(errno));
+	unsigned char *file = mmap(NULL, VICTIM_LEN, PROT_READ, MAP_SHARED, fd, 0);
+	if (file == MAP_FAILED)
+		FAIL("mmap: %s", strerror(errno));
+
+	/* 1. Access re-registration cannot make a read-only pin writable. */
+	struct ibv_mr *mr_ro = ibv_reg_mr(pd, file, VICTIM_LEN, IBV_ACCESS_REMOTE_READ);
+	if (!mr_ro)
+		FAIL("ibv_reg_mr of the read-only file mapping: %s", strerror(errno));
+	int ret = raw_rereg_mr(mr_ro, IBV_REREG_MR_CHANGE_ACCESS, NULL, 0,
+			       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	printf("rereg of the read-only file mapping to REMOTE_WRITE: %s\n",
+	       ret ? strerror(ret) : "accepted");
+	rc_pair(&a, &b, ALL_ACCESS, 7);
+	fill(a.buf, VICTIM_LEN, 9);
+	enum ibv_wc_status status = write_to(&a, 1, (uintptr_t)file, mr_ro->rkey, VICTIM_LEN);
+	printf("RDMA WRITE into it: %s\n", ibv_wc_status_str(status));
+	victim_expect_intact("rereg to write access");
+	CHECK(ret == EACCES && status == IBV_WC_REM_ACCESS_ERR,
+	      "the rereg is refused with EACCES and a WRITE gets a remote access error");
+	rc_free(&a);
+	rc_free(&b);
+	ibv_dereg_mr(mr_ro);
+
+	/* Writable memory pinned read-only becomes writable by re-pinning. */
+	unsigned char *anon = mmap(NULL, VICTIM_LEN, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (anon == MAP_FAILED)
+		FAIL("mmap: %s", strerror(errno));
+	memset(anon, 0, VICTIM_LEN);
+	struct ibv_mr *mr_up = ibv_reg_mr(pd, anon, VICTIM_LEN, IBV_ACCESS_REMOTE_READ);
+	if (!mr_up)
+		FAIL("ibv_reg_mr: %s", strerror(errno));
+	ret = raw_rereg_mr(mr_up, IBV_REREG_MR_CHANGE_ACCESS, NULL, 0,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	CHECK(!ret, "writable memory registered read-only re-registers to REMOTE_WRITE (%s)",
+	      ret ? strerror(ret) : "accepted");
+	rc_pair(&a, &b, ALL_ACCESS, 7);
+	fill(a.buf, VICTIM_LEN, 10);
+	status = write_to(&a, 2, (uintptr_t)anon, mr_up->rkey, VICTIM_LEN);
+	CHECK(status == IBV_WC_SUCCESS && !memcmp(anon, a.buf, VICTIM_LEN),
+	      "a WRITE through the upgraded region lands in the process's memory (%s)",
+	      ibv_wc_status_str(status));
+	rc_free(&a);
+	rc_free(&b);
+	ibv_dereg_mr(mr_up);
+
+	/* 2. Re-registration back and forth between writable memory and the
+	 * read-only file while WRITEs come: access and memory change as one. */
+	rereg_anon = anon;
+	rereg_file = file;
+	rereg_region = ibv_reg_mr(pd, anon, VICTIM_LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!rereg_region)
+		FAIL("ibv_reg_mr: %s", strerror(errno));
+	pthread_t writer;
+	rereg_racing = 1;
+	if (pthread_create(&writer, NULL, rereg_writer, NULL))
+		FAIL("pthread_create");
+	unsigned long rounds = 0;
+	for (double end = now() + 6; now() < end; rounds++) {
+		const uint32_t both = IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_ACCESS;
+
+		ret = raw_rereg_mr(rereg_region, both, file, VICTIM_LEN, IBV_ACCESS_REMOTE_READ);
+		if (!ret)
+			ret = raw_rereg_mr(rereg_region, both, anon, VICTIM_LEN,
+					   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		if (ret)
+			FAIL("re-registration round %lu: %s", rounds, strerror(ret));
+	}
+	rereg_racing = 0;
+	pthread_join(writer, NULL);
+	printf("%lu re-registration rounds; %lu WRITEs landed, %lu refused\n", rounds,
+	       rereg_writes_ok, rereg_writes_refused);
+	victim_expect_intact("WRITEs racing re-registration");
+	CHECK(rereg_writes_ok > 0 && rounds > 10, "the race ran (WRITEs landed, rounds re-registered)");
+	ibv_dereg_mr(rereg_region);
+
+	/* 3. A region stays registered while a window is bound to it, so the
+	 * window never comes to name a region registered after it. */
+	rc_pair(&a, &b, ALL_ACCESS, 7);
+	struct ibv_mr *bound = ibv_reg_mr(pd, anon, VICTIM_LEN, IBV_ACCESS_LOCAL_WRITE |
+					  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+	struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	if (!bound || !mw)
+		FAIL("ibv_reg_mr/ibv_alloc_mw: %s", strerror(errno));
+	struct ibv_mw_bind bind = {
+		.wr_id = 30, .send_flags = IBV_SEND_SIGNALED,
+		.bind_info = { .mr = bound, .addr = (uintptr_t)anon, .length = VICTIM_LEN,
+			       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE },
+	};
+	if (ibv_bind_mw(b.qp, mw, &bind))
+		FAIL("ibv_bind_mw: %s", strerror(errno));
+	rc_expect(b.cq, 30, IBV_WC_SUCCESS, IBV_WC_BIND_MW, "bind a type 1 window");
+	ret = ibv_dereg_mr(bound);
+	CHECK(ret == EBUSY, "deregistering a region with a window bound fails with EBUSY (%s)",
+	      ret ? strerror(ret) : "deregistered");
+	fill(a.buf, VICTIM_LEN, 11);
+	status = write_to(&a, 31, (uintptr_t)anon, mw->rkey, VICTIM_LEN);
+	CHECK(status == IBV_WC_SUCCESS && !memcmp(anon, a.buf, VICTIM_LEN),
+	      "the window still writes into its own region (%s)", ibv_wc_status_str(status));
+	uint32_t window_rkey = mw->rkey;
+	ibv_dealloc_mw(mw);
+	status = write_to(&a, 32, (uintptr_t)anon, window_rkey, VICTIM_LEN);
+	CHECK(status == IBV_WC_REM_ACCESS_ERR, "a deallocated window's key grants nothing (%s)",
+	      ibv_wc_status_str(status));
+	ret = ibv_dereg_mr(bound);
+	CHECK(!ret, "the region deregisters once its window is gone (%s)",
+	      ret ? strerror(ret) : "ok");
+	rc_free(&a);
+	rc_free(&b);
+	munmap(anon, VICTIM_LEN);
+	munmap(file, VICTIM_LEN);
+	close(fd);
+}
+
 /* ---- CQ events through a completion channel ---- */
 
 static struct ibv_comp_channel *channel;
@@ -1171,8 +1423,10 @@ static void events_test(void)
 int main(int argc, char **argv)
 {
 	if (argc != 3)
-		FAIL("usage: %s DEVICE limits|flush|race|hostile|rc|events|hold|watch", argv[0]);
+		FAIL("usage: %s DEVICE limits|flush|race|hostile|rc|memory|events|hold|watch", argv[0]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(argv[2], "memory"))
+		memory_setup();
 	open_device(argv[1]);
 	if (!strcmp(argv[2], "limits"))
 		limits_test();
@@ -1188,6 +1442,8 @@ int main(int argc, char **argv)
 	}
 	else if (!strcmp(argv[2], "events"))
 		events_test();
+	else if (!strcmp(argv[2], "memory"))
+		memory_test();
 	else if (!strcmp(argv[2], "hold"))
 		hold(0);
 	else if (!strcmp(argv[2], "watch"))

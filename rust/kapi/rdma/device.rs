@@ -202,8 +202,9 @@ pub trait Driver: Sized + Send + Sync + 'static {
     fn rereg_mr(mr: &Mr<Self>, memory: Option<(UserMemory, u64)>, access: Option<u32>) -> Result;
     /// An MR's current access flags.
     fn mr_access(mr: &Mr<Self>) -> u32;
-    /// Takes an MR out of service before its data drops.
-    fn destroy_mr(mr: &Mr<Self>);
+    /// Takes an MR out of service before its data drops; an error keeps
+    /// it registered (the core reports it to the caller).
+    fn destroy_mr(mr: &Mr<Self>) -> Result;
     /// Sets the pages of a fast-registration MR from the core's page walk.
     fn map_mr_pages(mr: &Mr<Self>, pages: &[u64], page_size: u32, iova: u64, length: u64)
         -> Result;

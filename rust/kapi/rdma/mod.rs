@@ -35,4 +35,4 @@ pub use objects::{Ah, Cq, Mr, MrKind, Mw, MwType, Qp, QpEvent, Srq};
 #[allow(unused_imports)]
 pub use udata::UserData;
 #[allow(unused_imports)]
-pub use umem::UserMemory;
+pub use umem::{UserMemory, UserRange, WRITING_ACCESS};

@@ -669,13 +669,13 @@ impl<T: Driver> Device<T> {
         mr: *mut bindings::ib_mr,
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
-        // SAFETY: the MR was allocated by `new_mr` as a `KBox<Mr<T>>`; the
-        // driver takes it out of service (no lookup can still reach it)
-        // before it is freed.
-        unsafe {
-            T::destroy_mr(Mr::<T>::from_raw(mr));
-            drop(KBox::from_raw(mr.cast::<Mr<T>>()));
+        // SAFETY: the MR is live until it is freed below.
+        if let Err(err) = T::destroy_mr(unsafe { Mr::<T>::from_raw(mr) }) {
+            return err.to_errno();
         }
+        // SAFETY: the MR was allocated by `new_mr` as a `KBox<Mr<T>>`; the
+        // driver took it out of service (no lookup can still reach it).
+        drop(unsafe { KBox::from_raw(mr.cast::<Mr<T>>()) });
         0
     }
 

@@ -12,13 +12,47 @@ use kernel::prelude::*;
 const PAGE_SHIFT: u32 = bindings::SRNIC_PAGE_SHIFT;
 const PAGE_SIZE: u64 = bindings::SRNIC_PAGE_SIZE as u64;
 
+/// The access flags that need the pages pinned for writing: the core pins
+/// with `FOLL_WRITE` exactly when one of them is set (`ib_access_writable`).
+pub const WRITING_ACCESS: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
+    | bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
+    | bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC
+    | bindings::ib_access_flags_IB_ACCESS_MW_BIND;
+
 /// Pinned user pages backing `[start, start + length)` of a process.
+///
+/// # Invariants
+///
+/// `umem` is a live pin of the range, released on drop; `pages` holds its
+/// pages in order; the pages were pinned for writing if `writable`.
 pub struct UserMemory {
     umem: NonNull<bindings::ib_umem>,
     pages: KVec<NonNull<bindings::page>>,
+    device: NonNull<bindings::ib_device>,
+    /// The user address of the first byte.
+    start: u64,
     /// Offset of `start` in the first page.
     first_offset: u64,
     length: u64,
+    writable: bool,
+}
+
+/// A user range that was pinned, to pin again with other access.
+#[derive(Clone, Copy)]
+pub struct UserRange {
+    device: NonNull<bindings::ib_device>,
+    start: u64,
+    length: u64,
+}
+
+impl UserRange {
+    /// Pins the range again in the calling process for `access`.
+    ///
+    /// Call it only from the verb that changes the region the range came
+    /// from (the core serialises those), while its device is registered.
+    pub fn pin(&self, access: u32) -> Result<UserMemory> {
+        UserMemory::pin(self.device.as_ptr(), self.start, self.length, access)
+    }
 }
 
 // SAFETY: the umem and the page array are owned; pages are only handed out
@@ -50,8 +84,12 @@ impl UserMemory {
         let mut memory = Self {
             umem,
             pages: KVec::new(),
+            device: NonNull::new(device).ok_or(EINVAL)?,
+            start,
             first_offset: start % PAGE_SIZE,
             length,
+            // What `ib_umem_get` decided `FOLL_WRITE` by.
+            writable: access & WRITING_ACCESS != 0,
         };
         memory.collect_pages()?;
         Ok(memory)
@@ -97,6 +135,22 @@ impl UserMemory {
     /// Bytes covered.
     pub fn length(&self) -> u64 {
         self.length
+    }
+
+    /// Whether the pages were pinned for writing. A read-only pin may hold
+    /// pages the process cannot write (a file's page cache, the zero page):
+    /// nothing may ever write through it.
+    pub fn writable(&self) -> bool {
+        self.writable
+    }
+
+    /// The pinned user range, to pin again with other access.
+    pub fn range(&self) -> UserRange {
+        UserRange {
+            device: self.device,
+            start: self.start,
+            length: self.length,
+        }
     }
 
     /// The page holding byte `offset` of the region, and the offset in it.

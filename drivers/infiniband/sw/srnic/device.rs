@@ -482,7 +482,7 @@ impl Driver for SrnicDevice {
         mr.access()
     }
 
-    fn destroy_mr(mr: &Mr<Self>) {
+    fn destroy_mr(mr: &Mr<Self>) -> Result {
         SrnicMr::destroy(mr)
     }
 

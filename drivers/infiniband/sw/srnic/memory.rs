@@ -10,7 +10,7 @@
 use crate::device::{limits, SrnicDevice, FIRST_MW_INDEX};
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::AddressVector;
-use crate::kapi::rdma::{Ah, Device, Mr, MrKind, Mw, MwType, UserMemory};
+use crate::kapi::rdma::{Ah, Device, Mr, MrKind, Mw, MwType, UserMemory, WRITING_ACCESS};
 use crate::kapi::sync::SpinLockIrq;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -37,12 +37,145 @@ enum MrMapping {
 #[pin_data]
 pub(crate) struct SrnicMr {
     key: AtomicU32,
-    access: AtomicU32,
     /// Whether the key works: fast-registration regions are valid between
     /// a REG_MR and the next invalidation.
     valid: AtomicBool,
+    /// Memory windows bound to the region, or [`DEREGISTERING`] once
+    /// deregistration has begun (no window binds any more).
+    windows: AtomicU32,
     #[pin]
-    mapping: SpinLockIrq<MrMapping>,
+    state: SpinLockIrq<MrState>,
+}
+
+/// The error of a pin for writing that the process's mapping refused.
+fn write_refused(err: Error) -> Error {
+    if err == EFAULT {
+        EACCES
+    } else {
+        err
+    }
+}
+
+/// The windows count of a region being deregistered.
+const DEREGISTERING: u32 = u32::MAX;
+
+/// What a region grants and maps. Access and mapping change together,
+/// under the lock, so a check and the copy it authorises always see one
+/// registration.
+struct MrState {
+    access: u32,
+    /// Changes with every re-registration: a [`Span`] checked under one
+    /// generation translates under no other.
+    generation: u32,
+    mapping: MrMapping,
+}
+
+impl MrState {
+    /// Bumps the generation: every span checked before is void.
+    fn change(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+    }
+}
+
+impl MrMapping {
+    /// Whether the memory may be written. Kernel memory is the kernel
+    /// consumer's to grant; user memory only if it was pinned for writing.
+    fn writable(&self) -> bool {
+        match self {
+            Self::Dma | Self::FastReg { .. } => true,
+            Self::User { memory, .. } => memory.writable(),
+        }
+    }
+
+    /// The region's first address and length.
+    fn extent(&self) -> Option<(u64, u64)> {
+        match self {
+            Self::Dma => None,
+            Self::User { memory, iova } => Some((*iova, memory.length())),
+            Self::FastReg { iova, length, .. } => Some((*iova, *length)),
+        }
+    }
+}
+
+/// A range of a region that the region's current registration grants an
+/// access to, from `offset` in it. Its bytes are reachable through
+/// [`Span::translate`] only while that registration lasts.
+#[derive(Clone, Copy)]
+pub(crate) struct Span<'g> {
+    pub(crate) mr: &'g Mr<SrnicDevice>,
+    pub(crate) offset: u64,
+    generation: u32,
+}
+
+impl<'g> Span<'g> {
+    /// Checks that `[iova, iova + len)` lies in `mr` and that it grants
+    /// `access` (and, for writing, that its memory may be written).
+    pub(crate) fn check(mr: &'g Mr<SrnicDevice>, iova: u64, len: u32, access: u32) -> Option<Self> {
+        let state = mr.state.lock();
+        if state.access & access != access {
+            return None;
+        }
+        if access & WRITING_ACCESS != 0 && !state.mapping.writable() {
+            return None;
+        }
+        let offset = match state.mapping.extent() {
+            // Kernel virtual addresses: the offset is the address.
+            None => iova,
+            Some((start, length)) => {
+                let offset = iova.checked_sub(start)?;
+                let end = offset.checked_add(u64::from(len))?;
+                if end > length {
+                    return None;
+                }
+                offset
+            }
+        };
+        Some(Self {
+            mr,
+            offset,
+            generation: state.generation,
+        })
+    }
+
+    /// The kernel address of byte `at` of the span and how many bytes
+    /// follow it contiguously; `None` once the region was re-registered.
+    /// The address is usable while `_guard` lives: pages go only after a
+    /// grace period (deregistration and re-registration wait for one).
+    pub(crate) fn translate(&self, _guard: &RcuReadGuard, at: u64) -> Option<(*mut u8, usize)> {
+        let offset = self.offset.checked_add(at)?;
+        let state = self.mr.state.lock();
+        if state.generation != self.generation {
+            return None;
+        }
+        match &state.mapping {
+            // Kernel virtual addresses: the kernel consumer owns them.
+            MrMapping::Dma => Some((
+                offset as usize as *mut u8,
+                (PAGE_SIZE - offset % PAGE_SIZE) as usize,
+            )),
+            MrMapping::User { memory, .. } => memory.address(offset),
+            MrMapping::FastReg {
+                pages,
+                page_size,
+                iova,
+                length,
+                ..
+            } => {
+                if offset >= *length || *page_size == 0 {
+                    return None;
+                }
+                let page_size = u64::from(*page_size);
+                let absolute = offset.checked_add(iova % page_size)?;
+                let page = *pages.get(usize::try_from(absolute / page_size).ok()?)?;
+                let within = absolute % page_size;
+                let contiguous = (page_size - within).min(length - offset);
+                Some((
+                    page.checked_add(within)? as usize as *mut u8,
+                    contiguous as usize,
+                ))
+            }
+        }
+    }
 }
 
 fn key_of(index: u32, dev: &Device<SrnicDevice>) -> u32 {
@@ -76,9 +209,13 @@ impl SrnicMr {
         };
         Ok(try_pin_init!(Self {
             key: AtomicU32::new(0),
-            access: AtomicU32::new(access),
             valid: AtomicBool::new(valid),
-            mapping <- new_spinlock_irq!(mapping),
+            windows: AtomicU32::new(0),
+            state <- new_spinlock_irq!(MrState {
+                access,
+                generation: 0,
+                mapping,
+            }),
         }? Error))
     }
 
@@ -95,21 +232,47 @@ impl SrnicMr {
     }
 
     pub(crate) fn access(&self) -> u32 {
-        self.access.load(Ordering::Acquire)
+        self.state.lock().access
     }
 
+    /// Re-registers a user region: new memory, new access, or both. Access
+    /// that writes needs pages pinned for writing: a region pinned
+    /// read-only is pinned again, and if the process may not write its
+    /// memory the re-registration fails with `EACCES`.
+    ///
+    /// The core serialises re-registrations of one region, so the mapping
+    /// read here is still the region's when the new one replaces it.
     pub(crate) fn rereg(&self, memory: Option<(UserMemory, u64)>, access: Option<u32>) -> Result {
-        let old = if let Some((memory, iova)) = memory {
-            let mut mapping = self.mapping.lock();
-            if !matches!(*mapping, MrMapping::User { .. }) {
+        let (current_access, read_only_pin) = {
+            let state = self.state.lock();
+            let MrMapping::User { memory, iova } = &state.mapping else {
                 return Err(EINVAL);
+            };
+            let read_only = (!memory.writable()).then(|| (memory.range(), *iova));
+            (state.access, read_only)
+        };
+        let access = access.unwrap_or(current_access);
+        let memory = match (memory, read_only_pin) {
+            (Some(memory), _) => Some(memory),
+            (None, Some((range, iova))) if access & WRITING_ACCESS != 0 => {
+                let memory = range.pin(access).map_err(write_refused)?;
+                Some((memory, iova))
             }
-            Some(core::mem::replace(
-                &mut *mapping,
-                MrMapping::User { memory, iova },
-            ))
-        } else {
-            None
+            (None, _) => None,
+        };
+        if memory
+            .as_ref()
+            .is_some_and(|(memory, _)| access & WRITING_ACCESS != 0 && !memory.writable())
+        {
+            return Err(EACCES);
+        }
+        let old = {
+            let mut state = self.state.lock();
+            state.access = access;
+            state.change();
+            memory.map(|(memory, iova)| {
+                core::mem::replace(&mut state.mapping, MrMapping::User { memory, iova })
+            })
         };
         // The transport reaches pages by address inside RCU read-side
         // sections; the old pages stay pinned until those have ended, and
@@ -118,21 +281,19 @@ impl SrnicMr {
             crate::kapi::rcu::synchronize();
         }
         drop(old);
-        if let Some(access) = access {
-            self.access.store(access, Ordering::Release);
-        }
         Ok(())
     }
 
     pub(crate) fn map_pages(&self, new: &[u64], size: u32, start: u64, len: u64) -> Result {
-        let mut mapping = self.mapping.lock();
+        let mut state = self.state.lock();
+        state.change();
         let MrMapping::FastReg {
             max_pages,
             pages,
             page_size,
             iova,
             length,
-        } = &mut *mapping
+        } = &mut state.mapping
         else {
             return Err(EINVAL);
         };
@@ -149,10 +310,36 @@ impl SrnicMr {
         Ok(())
     }
 
-    pub(crate) fn destroy(mr: &Mr<SrnicDevice>) {
+    /// Takes the region out of service; `EBUSY` while memory windows are
+    /// bound to it (they would outlive it, and its index and key could come
+    /// to name another process's region).
+    pub(crate) fn destroy(mr: &Mr<SrnicDevice>) -> Result {
+        mr.windows
+            .compare_exchange(0, DEREGISTERING, Ordering::AcqRel, Ordering::Acquire)
+            .map_err(|_| EBUSY)?;
         let dev = mr.device();
         dev.mrs.remove(mr.key.load(Ordering::Acquire) >> 8);
         dev.counts.mr.release();
+        Ok(())
+    }
+
+    /// Counts a window bound to the region; fails once it is being
+    /// deregistered.
+    fn hold_for_window(&self) -> bool {
+        self.windows
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < DEREGISTERING - 1).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    /// Uncounts a window that no longer binds the region.
+    fn release_for_window(&self) {
+        let _ = self
+            .windows
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n != 0 && n != DEREGISTERING).then(|| n - 1)
+            });
     }
 }
 
@@ -192,10 +379,14 @@ pub(crate) fn fast_register(
     if mr.pd_id() != pd {
         return Err(KeyError::WrongPd);
     }
-    if !matches!(*mr.mapping.lock(), MrMapping::FastReg { .. }) {
-        return Err(KeyError::NoRegion);
+    {
+        let mut state = mr.state.lock();
+        if !matches!(state.mapping, MrMapping::FastReg { .. }) {
+            return Err(KeyError::NoRegion);
+        }
+        state.access = access;
+        state.change();
     }
-    mr.access.store(access, Ordering::Release);
     mr.key.store(key, Ordering::Release);
     mr.valid.store(true, Ordering::Release);
     Ok(())
@@ -219,15 +410,21 @@ pub(crate) fn invalidate(
         if mw.mw_type != MwType::Type2 {
             return Err(KeyError::NoRegion);
         }
-        *mw.binding.lock() = None;
+        let old = mw.binding.lock().take();
+        release_binding(dev, guard, old);
         return Ok(());
     }
     let mr = lookup_mr(dev, guard, key).ok_or(KeyError::NoRegion)?;
     if mr.pd_id() != pd {
         return Err(KeyError::WrongPd);
     }
-    if !matches!(*mr.mapping.lock(), MrMapping::FastReg { .. }) {
-        return Err(KeyError::NoRegion);
+    {
+        let mut state = mr.state.lock();
+        if !matches!(state.mapping, MrMapping::FastReg { .. }) {
+            return Err(KeyError::NoRegion);
+        }
+        // Spans checked before the invalidation reach nothing after it.
+        state.change();
     }
     mr.valid.store(false, Ordering::Release);
     Ok(())
@@ -236,71 +433,15 @@ pub(crate) fn invalidate(
 const PAGE_SIZE: u64 = crate::bindings::SRNIC_PAGE_SIZE as u64;
 
 impl SrnicMr {
-    /// Whether `[iova, iova + len)` lies in the region and the region
-    /// grants `access`; the offset of `iova` in it if so.
-    pub(crate) fn check_range(&self, iova: u64, len: u32, access: u32) -> Option<u64> {
-        if self.access() & access != access {
-            return None;
-        }
-        let mapping = self.mapping.lock();
-        let (start, length) = match &*mapping {
-            MrMapping::Dma => return Some(iova),
-            MrMapping::User { memory, iova } => (*iova, memory.length()),
-            MrMapping::FastReg { iova, length, .. } => (*iova, *length),
-        };
-        let offset = iova.checked_sub(start)?;
-        let end = offset.checked_add(u64::from(len))?;
-        (end <= length).then_some(offset)
-    }
-
     /// Whether `[iova, iova + len)` lies in the region.
-    pub(crate) fn contains(&self, iova: u64, len: u64) -> bool {
-        let mapping = self.mapping.lock();
-        let (start, length) = match &*mapping {
-            MrMapping::Dma => return true,
-            MrMapping::User { memory, iova } => (*iova, memory.length()),
-            MrMapping::FastReg { iova, length, .. } => (*iova, *length),
+    fn contains(&self, iova: u64, len: u64) -> bool {
+        let state = self.state.lock();
+        let Some((start, length)) = state.mapping.extent() else {
+            return true;
         };
         iova.checked_sub(start)
             .and_then(|offset| offset.checked_add(len))
             .is_some_and(|end| end <= length)
-    }
-
-    /// The kernel address of byte `offset` of the region (as
-    /// [`Self::check_range`] gives it) and how many bytes follow it
-    /// contiguously. The address is usable while `_guard` lives: pages go
-    /// only after a grace period (deregistration and reregistration wait
-    /// for one).
-    pub(crate) fn translate(&self, _guard: &RcuReadGuard, offset: u64) -> Option<(*mut u8, usize)> {
-        let mapping = self.mapping.lock();
-        match &*mapping {
-            // Kernel virtual addresses: the kernel consumer owns them.
-            MrMapping::Dma => Some((
-                offset as usize as *mut u8,
-                (PAGE_SIZE - offset % PAGE_SIZE) as usize,
-            )),
-            MrMapping::User { memory, .. } => memory.address(offset),
-            MrMapping::FastReg {
-                pages,
-                page_size,
-                iova,
-                length,
-                ..
-            } => {
-                if offset >= *length || *page_size == 0 {
-                    return None;
-                }
-                let page_size = u64::from(*page_size);
-                let absolute = offset.checked_add(iova % page_size)?;
-                let page = *pages.get(usize::try_from(absolute / page_size).ok()?)?;
-                let within = absolute % page_size;
-                let contiguous = (page_size - within).min(length - offset);
-                Some((
-                    page.checked_add(within)? as usize as *mut u8,
-                    contiguous as usize,
-                ))
-            }
-        }
     }
 }
 
@@ -317,8 +458,10 @@ pub(crate) struct SrnicMw {
 /// A window's view of a region.
 #[derive(Clone, Copy)]
 struct MwBinding {
-    /// The region (looked up again at each access: a region that went
-    /// away takes the window's access with it).
+    /// The region, looked up again at each access (an invalidated region
+    /// takes the window's access with it). The binding is counted in the
+    /// region, which cannot be deregistered while it lasts, so its index
+    /// names no other region meanwhile.
     mr_key: u32,
     addr: u64,
     length: u64,
@@ -362,7 +505,11 @@ impl SrnicMw {
 
     pub(crate) fn destroy(mw: &Mw<SrnicDevice>) {
         let dev = mw.device();
+        // Out of the table first: once no bind can reach the window, its
+        // binding is final and its region may be released.
         dev.mws.remove(mw.key.load(Ordering::Acquire) >> 8);
+        let binding = mw.binding.lock().take();
+        release_binding(dev, &RcuReadGuard::new(), binding);
         dev.counts.mw.release();
     }
 }
@@ -379,6 +526,16 @@ fn lookup_mw<'g>(
 /// Whether `key` names a window rather than a region.
 fn is_window_key(key: u32) -> bool {
     (key >> 8) >= FIRST_MW_INDEX
+}
+
+/// Uncounts a window's binding in its region.
+fn release_binding(dev: &Device<SrnicDevice>, guard: &RcuReadGuard, binding: Option<MwBinding>) {
+    if let Some(binding) = binding {
+        // The region is still in the table: the binding kept it there.
+        if let Some(mr) = dev.mrs.get(guard, binding.mr_key >> 8) {
+            mr.release_for_window();
+        }
+    }
 }
 
 const MW_BIND: u32 = crate::bindings::ib_access_flags_IB_ACCESS_MW_BIND;
@@ -406,21 +563,28 @@ pub(crate) fn bind_window(
         return Err(KeyError::NoRegion);
     }
     if request.length == 0 && mw.mw_type == MwType::Type1 {
-        *binding = None;
+        let old = binding.take();
         mw.key.store(request.new_rkey, Ordering::Release);
+        drop(binding);
+        release_binding(dev, guard, old);
         return Ok(());
     }
     let mr = lookup_mr(dev, guard, request.mr_lkey).ok_or(KeyError::NoRegion)?;
-    if mr.pd_id() != pd || mr.access() & MW_BIND == 0 {
+    let mr_access = mr.access();
+    if mr.pd_id() != pd || mr_access & MW_BIND == 0 {
         return Err(KeyError::WrongPd);
     }
-    if request.access & NEEDS_LOCAL_WRITE != 0 && mr.access() & LOCAL_WRITE == 0 {
+    if request.access & NEEDS_LOCAL_WRITE != 0 && mr_access & LOCAL_WRITE == 0 {
         return Err(KeyError::WrongPd);
     }
     if !mr.contains(request.addr, request.length) {
         return Err(KeyError::NoRegion);
     }
-    *binding = Some(MwBinding {
+    if !mr.hold_for_window() {
+        // Being deregistered.
+        return Err(KeyError::NoRegion);
+    }
+    let old = binding.replace(MwBinding {
         mr_key: request.mr_lkey,
         addr: request.addr,
         length: request.length,
@@ -428,12 +592,15 @@ pub(crate) fn bind_window(
         qp_num: (mw.mw_type == MwType::Type2).then_some(qp_num),
     });
     mw.key.store(request.new_rkey, Ordering::Release);
+    drop(binding);
+    release_binding(dev, guard, old);
     Ok(())
 }
 
-/// The region and offset behind remote key `rkey` for `[va, va + len)`
-/// with `access`, seen from QP `qp_num` in `pd`: a region's own key, or a
-/// window bound to one.
+/// The region span behind remote key `rkey` for `[va, va + len)` with
+/// `access`, seen from QP `qp_num` in `pd`: a region's own key, or a
+/// window bound to one. Both the window and the region are checked against
+/// `pd` at every use.
 pub(crate) fn remote_region<'g>(
     dev: &Device<SrnicDevice>,
     guard: &'g RcuReadGuard,
@@ -443,13 +610,13 @@ pub(crate) fn remote_region<'g>(
     va: u64,
     len: u32,
     access: u32,
-) -> Option<(&'g Mr<SrnicDevice>, u64)> {
+) -> Option<Span<'g>> {
     if !is_window_key(rkey) {
         let mr = lookup_mr(dev, guard, rkey)?;
         if mr.pd_id() != pd {
             return None;
         }
-        return Some((mr, mr.check_range(va, len, access)?));
+        return Span::check(mr, va, len, access);
     }
     let mw = lookup_mw(dev, guard, rkey)?;
     if mw.pd_id() != pd {
@@ -464,7 +631,17 @@ pub(crate) fn remote_region<'g>(
         return None;
     }
     let mr = lookup_mr(dev, guard, binding.mr_key)?;
-    Some((mr, mr.check_range(va, len, 0)?))
+    if mr.pd_id() != pd {
+        return None;
+    }
+    // The window writes through the region only while the region itself
+    // may be written locally (as the bind required).
+    let through = if access & WRITING_ACCESS != 0 {
+        LOCAL_WRITE
+    } else {
+        0
+    };
+    Span::check(mr, va, len, through)
 }
 
 /// Driver data of an AH.

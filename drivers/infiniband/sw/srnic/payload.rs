@@ -14,8 +14,8 @@ use crate::bindings;
 use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::queue::Queue;
-use crate::kapi::rdma::{wqe, Device, Mr};
-use crate::memory::lookup_mr;
+use crate::kapi::rdma::{wqe, Device};
+use crate::memory::{lookup_mr, Span};
 
 /// `IB_ACCESS_LOCAL_WRITE`: what a local key needs to receive data.
 pub(crate) const LOCAL_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
@@ -66,11 +66,8 @@ pub(crate) enum Extent<'a> {
     },
     /// Inline data copied into a kernel-owned work ring.
     Inline { data: *const u8, len: u32 },
-    /// A checked range of a region, from `offset` in it.
-    Region {
-        mr: &'a Mr<SrnicDevice>,
-        offset: u64,
-    },
+    /// A checked range of a region.
+    Region(Span<'a>),
 }
 
 /// Which side of a copy failed.
@@ -100,8 +97,8 @@ impl Extent<'_> {
                 // SAFETY: `at < len`, and the inline data is `len` bytes.
                 Some((unsafe { data.add(at as usize) }.cast_mut(), n))
             }
-            Self::Region { mr, offset } => {
-                let (ptr, n) = mr.translate(guard, offset.checked_add(at)?)?;
+            Self::Region(span) => {
+                let (ptr, n) = span.translate(guard, at)?;
                 Some((ptr, n.min(want)))
             }
             Self::Local {
@@ -136,8 +133,8 @@ impl Extent<'_> {
                     return None;
                 }
                 let left32 = u32::try_from(left).ok()?;
-                let offset = mr.check_range(addr, left32, access)?;
-                let (ptr, n) = mr.translate(guard, offset)?;
+                let span = Span::check(mr, addr, left32, access)?;
+                let (ptr, n) = span.translate(guard, 0)?;
                 Some((ptr, n.min(want).min(left as usize)))
             }
         }

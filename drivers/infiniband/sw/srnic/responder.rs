@@ -17,8 +17,9 @@ use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::{QpState, WcOpcode, WcStatus};
 use crate::kapi::rdma::wqe::RecvCopy;
-use crate::kapi::rdma::{Mr, Qp};
-use crate::memory;
+use crate::kapi::rdma::Qp;
+use crate::kapi::shared::SharedWord;
+use crate::memory::{self, Span};
 use crate::outbox::answer_of;
 use crate::payload::{self, CopyError, Extent, SgeList};
 use crate::pure::aeth::{NakCode, Syndrome};
@@ -30,7 +31,6 @@ use crate::pure::psn::{packets_for, Psn, PSN_MASK};
 use crate::pure::wr::QpType;
 use crate::qp::{QpInner, SrnicQp, Upcalls};
 use crate::transport::{Hop, Packet};
-use core::sync::atomic::{AtomicU64, Ordering};
 
 const REMOTE_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
 const REMOTE_READ: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
@@ -109,8 +109,7 @@ pub(crate) enum Reply<'a> {
 /// The response to an RDMA READ: `length` bytes of `mr` from `offset`,
 /// packets `from..to` of it.
 pub(crate) struct ReadResponse<'a> {
-    mr: &'a Mr<SrnicDevice>,
-    offset: u64,
+    span: Span<'a>,
     length: u32,
     psn: Psn,
     mtu: u32,
@@ -150,10 +149,7 @@ impl<'a> ReadResponse<'a> {
             let at = n.checked_mul(self.mtu)?;
             let len = self.length.checked_sub(at)?.min(self.mtu);
             if len > 0 {
-                let region = Extent::Region {
-                    mr: self.mr,
-                    offset: self.offset,
-                };
+                let region = Extent::Region(self.span);
                 packet = packet.with_payload(region, u64::from(at), len);
             }
             Some(packet)
@@ -190,10 +186,9 @@ pub(crate) fn read_response<'g>(
     dest: u32,
     until: u32,
 ) -> Option<ReadResponse<'g>> {
-    let (mr, offset) = remote_region(qp, guard, read.rkey, read.va, read.length, REMOTE_READ)?;
+    let span = remote_region(qp, guard, read.rkey, read.va, read.length, REMOTE_READ)?;
     Some(ReadResponse {
-        mr,
-        offset,
+        span,
         length: read.length,
         psn: read.psn,
         mtu: read.mtu,
@@ -848,7 +843,7 @@ fn remote_region<'g>(
     va: u64,
     len: u32,
     access: u32,
-) -> Option<(&'g Mr<SrnicDevice>, u64)> {
+) -> Option<Span<'g>> {
     memory::remote_region(
         qp.device(),
         guard,
@@ -912,11 +907,10 @@ fn write<'a>(
             return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
         };
         let va = target.va.wrapping_add(u64::from(target.placed));
-        let Some((mr, offset)) = remote_region(qp, guard, target.rkey, va, len, REMOTE_WRITE)
-        else {
+        let Some(span) = remote_region(qp, guard, target.rkey, va, len, REMOTE_WRITE) else {
             return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
         };
-        let region = Extent::Region { mr, offset };
+        let region = Extent::Region(span);
         match payload::copy(guard, source, packet.payload_at, &region, 0, len) {
             Ok(()) => {}
             Err(CopyError::Source) => return Reply::SourceFault,
@@ -982,15 +976,14 @@ fn read<'a>(
         state.responder.msn
     };
     // A zero-length read is answered by one response without data.
-    let Some((mr, offset)) = region else {
+    let Some(span) = region else {
         return match Packet::new(RC_READ_RESPONSE_ONLY, state.attrs.dest_qp_num, psn) {
             Some(p) => Reply::Packet(p.with_aeth(Syndrome::Ack.encode(), msn & PSN_MASK)),
             None => Reply::None,
         };
     };
     Reply::Read(ReadResponse {
-        mr,
-        offset,
+        span,
         length: reth.dma_len,
         psn,
         mtu,
@@ -1025,17 +1018,19 @@ fn atomic_target<'g>(
     rkey: u32,
     va: u64,
     access: u32,
-) -> core::result::Result<&'g AtomicU64, NakCode> {
-    let (mr, offset) =
-        remote_region(qp, guard, rkey, va, 8, access).ok_or(NakCode::RemoteAccess)?;
-    let (ptr, _) = mr
-        .translate(guard, offset)
-        .filter(|(ptr, n)| *n >= 8 && (*ptr as usize) % 8 == 0)
-        .ok_or(NakCode::InvalidRequest)?;
-    // SAFETY: eight aligned bytes (checked) of memory the rkey grants
-    // `access` to, kept alive while `guard` lives (regions) or by their
-    // kernel owner; srnic reaches them only atomically.
-    Ok(unsafe { AtomicU64::from_ptr(ptr.cast::<u64>()) })
+) -> core::result::Result<SharedWord<'g>, NakCode> {
+    let span = remote_region(qp, guard, rkey, va, 8, access).ok_or(NakCode::RemoteAccess)?;
+    let (ptr, contiguous) = span.translate(guard, 0).ok_or(NakCode::RemoteAccess)?;
+    if contiguous < 8 {
+        return Err(NakCode::InvalidRequest);
+    }
+    // SAFETY: eight bytes (`contiguous` counts them) of memory the rkey
+    // grants `access` to, kept valid while `guard` lives (region pages go
+    // only after a grace period) or by their kernel owner. The owning
+    // process and copies into the region may access them meanwhile;
+    // `SharedWord` operates on them with the kernel's atomics, which allow
+    // that.
+    unsafe { SharedWord::new(ptr) }.ok_or(NakCode::InvalidRequest)
 }
 
 /// RDMA ATOMIC WRITE: eight bytes stored in one go at an aligned target
@@ -1069,7 +1064,7 @@ fn atomic_write<'a>(
     if payload::copy(guard, source, packet.payload_at, &staging, 0, 8).is_err() {
         return Reply::SourceFault;
     }
-    cell.store(u64::from_ne_bytes(value), Ordering::Release);
+    cell.store(u64::from_ne_bytes(value));
     let resp = &mut state.responder;
     resp.psn = psn.next();
     resp.msn = resp.msn.wrapping_add(1);
@@ -1109,16 +1104,9 @@ fn atomic<'a>(
         Err(code) => return refuse(qp, state, psn, code, upcalls),
     };
     let original = if packet.hdr.info.operation == Operation::CompareSwap {
-        match cell.compare_exchange(
-            request.compare,
-            request.swap_add,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
-            Ok(v) | Err(v) => v,
-        }
+        cell.compare_exchange(request.compare, request.swap_add)
     } else {
-        cell.fetch_add(request.swap_add, Ordering::AcqRel)
+        cell.fetch_add(request.swap_add)
     };
     let resp = &mut state.responder;
     if resp.atomics.is_full() {
