@@ -120,9 +120,15 @@ impl Drop for Resources {
     }
 }
 
+/// Test points reported so far, in KTAP numbering.
+static TEST_POINTS: AtomicU32 = AtomicU32::new(0);
+
+/// A KTAP test point: `ok N what`, or the failure the caller reports as
+/// `not ok`.
 fn check(ok: bool, what: &'static str) -> Result<(), &'static str> {
     check_quiet(ok, what)?;
-    pr_info!("ok: {}\n", what);
+    let number = TEST_POINTS.fetch_add(1, Ordering::Relaxed) + 1;
+    pr_info!("ok {} {}\n", number, what);
     Ok(())
 }
 
@@ -770,7 +776,10 @@ fn run_events() -> Result<(), &'static str> {
         .get(0)
         .map_or(0, |t| t.load(Ordering::Acquire));
     let waited_us = last.saturating_sub(start) / 1000;
-    pr_info!("moderated event after {} us (period 3000 us)\n", waited_us);
+    pr_info!(
+        "# moderated event after {} us (period 3000 us)\n",
+        waited_us
+    );
     check(waited_us >= 3000, "the event waits for the period")?;
     check(
         waited_us < 3000 + 500_000,
@@ -795,7 +804,7 @@ fn run_events() -> Result<(), &'static str> {
     let raised = events(0) - before;
     let bound = 48 / 8 + elapsed_us / 4000 + 1;
     pr_info!(
-        "48 CQEs, count 8: {} events in {} us (at most {})\n",
+        "# 48 CQEs, count 8: {} events in {} us (at most {})\n",
         raised,
         elapsed_us,
         bound
@@ -823,7 +832,7 @@ fn run_events() -> Result<(), &'static str> {
         let serves = unsafe { bindings::srnic_test_vector_cpus(r.dev, vector as c_int) };
         let ran = cpus_of(index);
         pr_info!(
-            "CQ on vector {}: events on CPUs {:#x}, the vector serves {:#x}\n",
+            "# CQ on vector {}: events on CPUs {:#x}, the vector serves {:#x}\n",
             vector,
             ran,
             serves
@@ -848,15 +857,20 @@ struct VerbsTest;
 
 impl kernel::Module for VerbsTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        match run().and_then(|()| run_events()) {
+        // KTAP: the plan comes last, when the number of points is known.
+        pr_info!("KTAP version 1\n");
+        let result = run().and_then(|()| run_events());
+        if let Err(what) = result {
+            let number = TEST_POINTS.fetch_add(1, Ordering::Relaxed) + 1;
+            pr_err!("not ok {} {}\n", number, what);
+        }
+        pr_info!("1..{}\n", TEST_POINTS.load(Ordering::Relaxed));
+        match result {
             Ok(()) => {
-                pr_info!("srnic_verbs_test: all checks passed\n");
+                pr_info!("# all checks passed\n");
                 Ok(VerbsTest)
             }
-            Err(what) => {
-                pr_err!("srnic_verbs_test: FAILED: {}\n", what);
-                Err(EIO)
-            }
+            Err(_) => Err(EIO),
         }
     }
 }
