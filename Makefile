@@ -51,11 +51,14 @@ host-test:
 	cd rust/pure && cargo test --quiet
 
 # rustfmt over every Rust file (the kernel's style: edition 2021, default
-# width) and clippy over the host crate. The modules themselves build with
-# warnings as errors (Kbuild).
-lint:
+# width), clippy over the host crate, and clippy over the kernel crates
+# (srnic, iblan, the in-kernel test) with the kernel's own lint set
+# (Kbuild's CLIPPY=1, by the clippy of the rustc the kernel uses), warnings
+# as errors.
+lint: $(MODULES_NEED)
 	rustfmt --edition 2021 --check $$(git ls-files '*.rs')
 	cd rust/pure && cargo clippy --quiet --all-targets -- -D warnings
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_ARGS) CLIPPY=1 CLIPPY_DRIVER=/usr/bin/clippy-driver modules
 
 vm-test: modules test-progs
 	tests/run

@@ -12,6 +12,8 @@ apt_packages=(
 	# Rust-for-Linux toolchain: a rustc that ships rust-src, and LLVM for
 	# the clang build that KASAN together with Rust needs
 	rustc-web rust-web-src clang lld llvm libclang-dev
+	# clippy for the kernel crates, matching rustc-web
+	rust-web-clippy
 	# the VM harness
 	qemu-system-x86 busybox-static
 	# stock RDMA userspace run inside the guest

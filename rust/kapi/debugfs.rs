@@ -103,6 +103,11 @@ impl<T: Show> File<T> {
     /// The seq_file callback. Its second argument is the iterator's
     /// position (`SEQ_START_TOKEN` under `single_open`), not the file's
     /// data, which `single_open` keeps in the seq_file's `private`.
+    ///
+    /// # Safety
+    ///
+    /// Called only by seq_file for a debugfs file this module created, with
+    /// the private data it was created with.
     unsafe extern "C" fn show(seq: *mut bindings::seq_file, _position: *mut c_void) -> c_int {
         // SAFETY: `seq` is the seq_file of the read in progress, which
         // `single_open` created with the entry's data as `private`.

@@ -219,6 +219,11 @@ impl<T: EtherDriver> EtherDevice<T> {
         ops
     };
 
+    /// # Safety
+    ///
+    /// Called only by the network stack through the `net_device_ops`,
+    /// `ethtool_ops` or NAPI instance this module registered, for its own
+    /// netdev.
     unsafe extern "C" fn ndo_open(raw: *mut bindings::net_device) -> c_int {
         // SAFETY: the core calls ops on our registered netdev.
         let dev = unsafe { Self::from_raw(raw) };
@@ -235,6 +240,11 @@ impl<T: EtherDriver> EtherDevice<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Called only by the network stack through the `net_device_ops`,
+    /// `ethtool_ops` or NAPI instance this module registered, for its own
+    /// netdev.
     unsafe extern "C" fn ndo_stop(raw: *mut bindings::net_device) -> c_int {
         // SAFETY: as in `ndo_open`.
         let dev = unsafe { Self::from_raw(raw) };
@@ -244,6 +254,11 @@ impl<T: EtherDriver> EtherDevice<T> {
         result.map_or_else(|e| e.to_errno(), |()| 0)
     }
 
+    /// # Safety
+    ///
+    /// Called only by the network stack through the `net_device_ops`,
+    /// `ethtool_ops` or NAPI instance this module registered, for its own
+    /// netdev.
     unsafe extern "C" fn ndo_start_xmit(
         skb: *mut bindings::sk_buff,
         raw: *mut bindings::net_device,
@@ -264,6 +279,11 @@ impl<T: EtherDriver> EtherDevice<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Called only by the network stack through the `net_device_ops`,
+    /// `ethtool_ops` or NAPI instance this module registered, for its own
+    /// netdev.
     unsafe extern "C" fn ndo_set_mac_address(
         raw: *mut bindings::net_device,
         addr: *mut c_void,
@@ -285,6 +305,11 @@ impl<T: EtherDriver> EtherDevice<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Called only by the network stack through the `net_device_ops`,
+    /// `ethtool_ops` or NAPI instance this module registered, for its own
+    /// netdev.
     unsafe extern "C" fn ndo_change_mtu(raw: *mut bindings::net_device, mtu: c_int) -> c_int {
         // SAFETY: as in `ndo_open`.
         let dev = unsafe { Self::from_raw(raw) };
@@ -301,6 +326,11 @@ impl<T: EtherDriver> EtherDevice<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Called only by the network stack through the `net_device_ops`,
+    /// `ethtool_ops` or NAPI instance this module registered, for its own
+    /// netdev.
     unsafe extern "C" fn ndo_get_stats64(
         raw: *mut bindings::net_device,
         out: *mut bindings::rtnl_link_stats64,
@@ -324,6 +354,11 @@ impl<T: EtherDriver> EtherDevice<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Called only by the network stack through the `net_device_ops`,
+    /// `ethtool_ops` or NAPI instance this module registered, for its own
+    /// netdev.
     unsafe extern "C" fn get_drvinfo(
         raw: *mut bindings::net_device,
         info: *mut bindings::ethtool_drvinfo,
@@ -346,6 +381,11 @@ impl<T: EtherDriver> EtherDevice<T> {
         };
     }
 
+    /// # Safety
+    ///
+    /// Called only by the network stack through the `net_device_ops`,
+    /// `ethtool_ops` or NAPI instance this module registered, for its own
+    /// netdev.
     unsafe extern "C" fn get_sset_count(_raw: *mut bindings::net_device, set: c_int) -> c_int {
         if set == bindings::SRNIC_ETH_SS_STATS {
             T::STAT_NAMES.len() as c_int
@@ -354,6 +394,11 @@ impl<T: EtherDriver> EtherDevice<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Called only by the network stack through the `net_device_ops`,
+    /// `ethtool_ops` or NAPI instance this module registered, for its own
+    /// netdev.
     unsafe extern "C" fn get_strings(_raw: *mut bindings::net_device, set: u32, out: *mut u8) {
         if set != bindings::SRNIC_ETH_SS_STATS as u32 {
             return;
@@ -372,6 +417,11 @@ impl<T: EtherDriver> EtherDevice<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Called only by the network stack through the `net_device_ops`,
+    /// `ethtool_ops` or NAPI instance this module registered, for its own
+    /// netdev.
     unsafe extern "C" fn get_ethtool_stats(
         raw: *mut bindings::net_device,
         _stats: *mut bindings::ethtool_stats,
@@ -385,6 +435,11 @@ impl<T: EtherDriver> EtherDevice<T> {
         T::ethtool_stats(dev, out);
     }
 
+    /// # Safety
+    ///
+    /// Called only by the network stack through the `net_device_ops`,
+    /// `ethtool_ops` or NAPI instance this module registered, for its own
+    /// netdev.
     unsafe extern "C" fn napi_poll(napi: *mut bindings::napi_struct, budget: c_int) -> c_int {
         // SAFETY: NAPI of one of our netdevs, which outlives its NAPI.
         let dev = unsafe { Self::from_raw(bindings::srnic_napi_dev(napi)) };

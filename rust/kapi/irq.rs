@@ -203,6 +203,10 @@ static DOMAIN_OPS: DomainOps = DomainOps(bindings::irq_domain_ops {
     ..unsafe { core::mem::zeroed() }
 });
 
+/// # Safety
+///
+/// Called only by the IRQ core, irq_work, an IPI or CPU hotplug for the
+/// vectors and domain this module set up, with the data it registered.
 unsafe extern "C" fn map_cb(
     _domain: *mut bindings::irq_domain,
     irq: c_uint,
@@ -215,10 +219,20 @@ unsafe extern "C" fn map_cb(
 
 /// The edge flow acknowledges every interrupt; a software one needs
 /// nothing.
+///
+/// # Safety
+///
+/// Called only by the IRQ core, irq_work, an IPI or CPU hotplug for the
+/// vectors and domain this module set up, with the data it registered.
 unsafe extern "C" fn ack_cb(_data: *mut bindings::irq_data) {}
 
 /// The chip's affinity setter: the first online CPU of `mask` takes the
 /// vector; the next raise goes there.
+///
+/// # Safety
+///
+/// Called only by the IRQ core, irq_work, an IPI or CPU hotplug for the
+/// vectors and domain this module set up, with the data it registered.
 unsafe extern "C" fn set_affinity_cb(
     data: *mut bindings::irq_data,
     mask: *const bindings::cpumask,
@@ -244,6 +258,11 @@ unsafe extern "C" fn set_affinity_cb(
 
 /// Runs on the raising CPU, interrupts off: hands the IRQ to the generic
 /// layer, which counts it and calls the handler.
+///
+/// # Safety
+///
+/// Called only by the IRQ core, irq_work, an IPI or CPU hotplug for the
+/// vectors and domain this module set up, with the data it registered.
 unsafe extern "C" fn raise_here_cb(work: *mut bindings::irq_work) {
     let offset = core::mem::offset_of!(Vector, work);
     // SAFETY: only a vector's irq_work runs this; the vector outlives its
@@ -255,6 +274,11 @@ unsafe extern "C" fn raise_here_cb(work: *mut bindings::irq_work) {
 }
 
 /// The IPI's callback on the target CPU, interrupts off: as above.
+///
+/// # Safety
+///
+/// Called only by the IRQ core, irq_work, an IPI or CPU hotplug for the
+/// vectors and domain this module set up, with the data it registered.
 unsafe extern "C" fn raise_there_cb(info: *mut c_void) {
     // SAFETY: `info` is the vector whose `call` this is; `drop` waits for
     // `calls_in_flight` to fall to zero, which is this callback's last
@@ -266,6 +290,11 @@ unsafe extern "C" fn raise_there_cb(info: *mut c_void) {
 }
 
 /// The vector's IRQ handler: delivers its queued events, oldest first.
+///
+/// # Safety
+///
+/// Called only by the IRQ core, irq_work, an IPI or CPU hotplug for the
+/// vectors and domain this module set up, with the data it registered.
 unsafe extern "C" fn handler_cb(_irq: c_int, dev_id: *mut c_void) -> bindings::irqreturn {
     // SAFETY: `dev_id` is the vector given to `request_threaded_irq`,
     // which `free_irq` (waiting for running handlers) ends before it goes.
@@ -308,6 +337,11 @@ unsafe fn from_hotplug_node<'a>(node: *mut bindings::hlist_node) -> &'a SoftVect
 
 /// A CPU is about to go: remember which vectors it serves, and their
 /// affinity, so they return with it. (The IRQ core then moves them.)
+///
+/// # Safety
+///
+/// Called only by the IRQ core, irq_work, an IPI or CPU hotplug for the
+/// vectors and domain this module set up, with the data it registered.
 unsafe extern "C" fn cpu_offline_cb(cpu: c_uint, node: *mut bindings::hlist_node) -> c_int {
     // SAFETY: instances are removed before their set drops.
     let set = unsafe { from_hotplug_node(node) };
@@ -328,6 +362,11 @@ unsafe extern "C" fn cpu_offline_cb(cpu: c_uint, node: *mut bindings::hlist_node
 }
 
 /// A CPU came back: the vectors its offlining moved return to it.
+///
+/// # Safety
+///
+/// Called only by the IRQ core, irq_work, an IPI or CPU hotplug for the
+/// vectors and domain this module set up, with the data it registered.
 unsafe extern "C" fn cpu_online_cb(cpu: c_uint, node: *mut bindings::hlist_node) -> c_int {
     // SAFETY: as in `cpu_offline_cb`.
     let set = unsafe { from_hotplug_node(node) };

@@ -95,6 +95,10 @@ impl<H: NamespaceHandler> NamespaceWatcher<H> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Called only by the network namespace core for the `pernet_operations`
+    /// this module registered.
     unsafe extern "C" fn exit_call(net: *mut bindings::net) {
         // SAFETY: the namespace code calls exit with a namespace that is
         // alive until the call returns.

@@ -39,6 +39,8 @@ impl NetDevice {
         // SAFETY: `name` is an array inside the valid netdev; the volatile
         // read copies whatever bytes are there, even mid-rename.
         let raw = unsafe { core::ptr::addr_of!((*self.as_raw()).name).read_volatile() };
+        // `c_char` is `i8` on some architectures.
+        #[allow(clippy::unnecessary_cast)]
         NetdevName(raw.map(|c| c as u8))
     }
 
@@ -264,6 +266,10 @@ impl<H: NetdevHandler> NetdevNotifier<H> {
         Ok(Self { block })
     }
 
+    /// # Safety
+    ///
+    /// Called only by the netdev notifier chain for the notifier block this
+    /// module registered.
     unsafe extern "C" fn notifier_call(
         nb: *mut bindings::notifier_block,
         event: c_ulong,

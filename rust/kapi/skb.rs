@@ -161,7 +161,7 @@ impl SkBuff {
 
     /// The bytes from the network header up to `data`, plus `data`: the
     /// IP header of a received packet followed by what `data` shows.
-    pub fn from_network_header(&self) -> Option<&[u8]> {
+    pub fn network_header_on(&self) -> Option<&[u8]> {
         // SAFETY: both pointers are into our skb's linear buffer.
         unsafe {
             let skb = self.0.as_ref();

@@ -37,6 +37,10 @@ unsafe impl Send for UdpTunnel {}
 // SAFETY: no shared access besides the pointer.
 unsafe impl Sync for UdpTunnel {}
 
+/// # Safety
+///
+/// Called only by the UDP layer for a tunnel socket this module opened, with
+/// an skb it owns.
 unsafe extern "C" fn receive_cb<R: UdpReceiver>(
     sk: *mut bindings::sock,
     skb: *mut bindings::sk_buff,

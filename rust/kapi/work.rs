@@ -72,6 +72,9 @@ impl<T: HasDelayedWork> DelayedWork<T> {
         unsafe { bindings::cancel_delayed_work_sync(self.raw.get()) };
     }
 
+    /// # Safety
+    ///
+    /// Called only by the workqueue for a work item this module initialised.
     unsafe extern "C" fn trampoline(work: *mut bindings::work_struct) {
         // SAFETY: the work is the first field of a `delayed_work`, which is
         // the transparent content of a `DelayedWork<T>` at `T::OFFSET` in a

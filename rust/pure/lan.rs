@@ -271,9 +271,8 @@ pub enum Datagram<'a> {
 pub fn classify_datagram(bytes: &[u8]) -> Result<Datagram<'_>, ParseError> {
     match bytes.first() {
         Some(&FRAGMENT_KIND) => {
-            let (head, payload) = bytes
-                .split_at_checked(FRAG_HEADER_LEN)
-                .ok_or(ParseError::Length)?;
+            let (head, payload) =
+                super::split_checked(bytes, FRAG_HEADER_LEN).ok_or(ParseError::Length)?;
             let h: &[u8; FRAG_HEADER_LEN] = head.try_into().map_err(|_| ParseError::Length)?;
             if h[3] != 0 {
                 return Err(ParseError::Reserved);

@@ -24,3 +24,9 @@ pub mod outbox;
 pub mod psn;
 pub mod ring;
 pub mod wr;
+
+/// `bytes` split at `at`, or `None` if it is shorter: `split_at_checked`,
+/// which the kernel's minimum Rust version (1.78) does not have.
+pub fn split_checked(bytes: &[u8], at: usize) -> Option<(&[u8], &[u8])> {
+    Some((bytes.get(..at)?, bytes.get(at..)?))
+}

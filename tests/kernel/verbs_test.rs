@@ -50,6 +50,10 @@ struct Tagged {
     tag: u32,
 }
 
+/// # Safety
+///
+/// Called only by the core for a completion of a WR whose `wr_cqe` is the
+/// `cqe` of a live [`Tagged`].
 unsafe extern "C" fn done(_cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
     // SAFETY: the core passes the completion of one of our WRs, whose
     // `wr_cqe` points at the `cqe` field of a live `Tagged`.
@@ -352,8 +356,7 @@ fn run() -> Result<(), &'static str> {
     let all = Iterator::chain(all, LATE_SEND_BASE..LATE_SEND_BASE + 2);
     let all = Iterator::chain(all, LATE_RECV_BASE..LATE_RECV_BASE + 2);
     for tag in Iterator::chain(all, 900..902) {
-        let mut cqe = bindings::ib_cqe::default();
-        cqe.done = Some(done);
+        let cqe = bindings::ib_cqe { done: Some(done) };
         tags.push(Tagged { cqe, tag }, GFP_KERNEL)
             .map_err(|_| "allocate tags")?;
     }
@@ -471,6 +474,10 @@ static EVENT_CPUS: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
 static LAST_EVENT_NS: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
 static REARM: [AtomicBool; 2] = [const { AtomicBool::new(false) }; 2];
 
+/// # Safety
+///
+/// Called only by the core as the completion handler of a CQ this test
+/// created, with the index it gave as the context.
 unsafe extern "C" fn count_event(cq: *mut bindings::ib_cq, context: *mut c_void) {
     let index = context as usize;
     // SAFETY: no preconditions.
@@ -773,7 +780,7 @@ fn run_events() -> Result<(), &'static str> {
     exchange(qp, &mut sge, 1, false)?;
     check(await_events(0, 4), "the moderated event comes")?;
     let last = LAST_EVENT_NS
-        .get(0)
+        .first()
         .map_or(0, |t| t.load(Ordering::Acquire));
     let waited_us = last.saturating_sub(start) / 1000;
     pr_info!(

@@ -243,6 +243,10 @@ impl<H: ClientHandler> Client<H> {
         unsafe { bindings::ib_unregister_client(self.raw.get()) };
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core for the client, CQ or handler this module
+    /// registered, with the context it registered.
     unsafe extern "C" fn add_callback(raw: *mut bindings::ib_device) -> c_int {
         // SAFETY: the core passes a registered device, valid until
         // `remove_callback` runs for it.
@@ -262,6 +266,10 @@ impl<H: ClientHandler> Client<H> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core for the client, CQ or handler this module
+    /// registered, with the context it registered.
     unsafe extern "C" fn remove_callback(raw: *mut bindings::ib_device, data: *mut c_void) {
         // SAFETY: as in `add_callback`; the device is still valid here.
         let dev = unsafe { IbDevice::from_raw(raw) };
@@ -323,6 +331,10 @@ impl<H: PortEventHandler> PortEvents<H> {
         Ok(Self { inner })
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core for the client, CQ or handler this module
+    /// registered, with the context it registered.
     unsafe extern "C" fn callback(
         raw: *mut bindings::ib_event_handler,
         event: *mut bindings::ib_event,
@@ -477,6 +489,10 @@ impl<H: CqHandler> Cq<H> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core for the client, CQ or handler this module
+    /// registered, with the context it registered.
     unsafe extern "C" fn event(_cq: *mut bindings::ib_cq, context: *mut c_void) {
         // SAFETY: the context is the pinned handler, alive while the CQ is.
         let handler = unsafe { &*context.cast::<H>() };
@@ -521,13 +537,8 @@ impl<H: CqHandler> Drop for Cq<H> {
 
 /// A work completion (`struct ib_wc`).
 #[repr(transparent)]
+#[derive(Default)]
 pub struct WorkCompletion(bindings::ib_wc);
-
-impl Default for WorkCompletion {
-    fn default() -> Self {
-        Self(Default::default())
-    }
-}
 
 impl WorkCompletion {
     /// The WR's identifier.

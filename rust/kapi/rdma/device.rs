@@ -418,6 +418,11 @@ impl<T: Driver> Device<T> {
         unsafe { bindings::srnic_schedule_delayed_work(self.maintenance.get(), msecs) };
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core (or the workqueue) through the
+    /// `ib_device_ops` or work item this module set up, with live objects of
+    /// this device as its contract for the operation gives.
     unsafe extern "C" fn maintenance_cb(work: *mut bindings::work_struct) {
         // SAFETY: only our maintenance work runs this; it is a field of a
         // `Device<T>` whose data is live until the work is cancelled.
@@ -529,6 +534,11 @@ impl<T: Driver> Device<T> {
         Ok(reference)
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core (or the workqueue) through the
+    /// `ib_device_ops` or work item this module set up, with live objects of
+    /// this device as its contract for the operation gives.
     unsafe extern "C" fn alloc_hw_port_stats_cb(
         ib: *mut bindings::ib_device,
         _port: u32,
@@ -547,6 +557,11 @@ impl<T: Driver> Device<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core (or the workqueue) through the
+    /// `ib_device_ops` or work item this module set up, with live objects of
+    /// this device as its contract for the operation gives.
     unsafe extern "C" fn get_hw_stats_cb(
         ib: *mut bindings::ib_device,
         stats: *mut bindings::rdma_hw_stats,
@@ -573,6 +588,11 @@ impl<T: Driver> Device<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core (or the workqueue) through the
+    /// `ib_device_ops` or work item this module set up, with live objects of
+    /// this device as its contract for the operation gives.
     unsafe extern "C" fn get_vector_affinity_cb(
         ib: *mut bindings::ib_device,
         comp_vector: c_int,
@@ -650,6 +670,11 @@ impl<T: Driver> Device<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core (or the workqueue) through the
+    /// `ib_device_ops` or work item this module set up, with live objects of
+    /// this device as its contract for the operation gives.
     unsafe extern "C" fn query_device_cb(
         ib: *mut bindings::ib_device,
         attr: *mut bindings::ib_device_attr,
@@ -672,6 +697,11 @@ impl<T: Driver> Device<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core (or the workqueue) through the
+    /// `ib_device_ops` or work item this module set up, with live objects of
+    /// this device as its contract for the operation gives.
     unsafe extern "C" fn query_port_cb(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -687,6 +717,11 @@ impl<T: Driver> Device<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core (or the workqueue) through the
+    /// `ib_device_ops` or work item this module set up, with live objects of
+    /// this device as its contract for the operation gives.
     unsafe extern "C" fn get_port_immutable_cb(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -709,6 +744,11 @@ impl<T: Driver> Device<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core (or the workqueue) through the
+    /// `ib_device_ops` or work item this module set up, with live objects of
+    /// this device as its contract for the operation gives.
     unsafe extern "C" fn get_link_layer_cb(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -723,6 +763,12 @@ impl<T: Driver> Device<T> {
     /// The core's RoCE GID management, `rdma link show` and address
     /// resolution find the port's netdev here. May be called in atomic
     /// context, and (on a failed registration) after `data` is gone.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core (or the workqueue) through the
+    /// `ib_device_ops` or work item this module set up, with live objects of
+    /// this device as its contract for the operation gives.
     unsafe extern "C" fn get_netdev_cb(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -748,6 +794,11 @@ impl<T: Driver> Device<T> {
         netdev
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core (or the workqueue) through the
+    /// `ib_device_ops` or work item this module set up, with live objects of
+    /// this device as its contract for the operation gives.
     unsafe extern "C" fn query_pkey_cb(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -764,6 +815,11 @@ impl<T: Driver> Device<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core (or the workqueue) through the
+    /// `ib_device_ops` or work item this module set up, with live objects of
+    /// this device as its contract for the operation gives.
     unsafe extern "C" fn alloc_ucontext_cb(
         _uctx: *mut bindings::ib_ucontext,
         udata: *mut bindings::ib_udata,
@@ -776,6 +832,11 @@ impl<T: Driver> Device<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core (or the workqueue) through the
+    /// `ib_device_ops` or work item this module set up, with live objects of
+    /// this device as its contract for the operation gives.
     unsafe extern "C" fn dealloc_ucontext_cb(_uctx: *mut bindings::ib_ucontext) {}
 
     /// With this op the core can unregister a device that processes still
@@ -783,8 +844,19 @@ impl<T: Driver> Device<T> {
     /// them and reports `IBV_EVENT_DEVICE_FATAL`, instead of waiting for
     /// them to exit (which would also block the removal of the netdev).
     /// The device keeps no other per-context state to tear down.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the RDMA core (or the workqueue) through the
+    /// `ib_device_ops` or work item this module set up, with live objects of
+    /// this device as its contract for the operation gives.
     unsafe extern "C" fn disassociate_ucontext_cb(_uctx: *mut bindings::ib_ucontext) {}
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core (or the workqueue) through the
+    /// `ib_device_ops` or work item this module set up, with live objects of
+    /// this device as its contract for the operation gives.
     unsafe extern "C" fn alloc_pd_cb(
         pd: *mut bindings::ib_pd,
         _udata: *mut bindings::ib_udata,
@@ -797,6 +869,11 @@ impl<T: Driver> Device<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core (or the workqueue) through the
+    /// `ib_device_ops` or work item this module set up, with live objects of
+    /// this device as its contract for the operation gives.
     unsafe extern "C" fn dealloc_pd_cb(
         pd: *mut bindings::ib_pd,
         _udata: *mut bindings::ib_udata,
@@ -807,6 +884,11 @@ impl<T: Driver> Device<T> {
         0
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core (or the workqueue) through the
+    /// `ib_device_ops` or work item this module set up, with live objects of
+    /// this device as its contract for the operation gives.
     unsafe extern "C" fn dealloc_driver_cb(ib: *mut bindings::ib_device) {
         let dev = ib.cast::<Self>();
         // SAFETY: the core calls this exactly once, after the last verb, for

@@ -74,6 +74,10 @@ impl<L: LinkType> LinkRegistration<L> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core's netlink handler for the link type this
+    /// module registered.
     unsafe extern "C" fn newlink_cb(
         name: *const c_char,
         netdev: *mut bindings::net_device,

@@ -163,6 +163,12 @@ impl<T: Driver> Cq<T> {
         }
     }
 
+    /// Tells the CQ its completion event has come.
+    ///
+    /// # Safety
+    ///
+    /// `event` must be the `event` field of a live CQ of this device (the
+    /// vectors call this only with events `init_events` set up).
     unsafe fn deliver_event(event: *const IrqEvent) {
         let offset = core::mem::offset_of!(Self, event);
         // SAFETY: only a CQ's event is initialised with this function; the
@@ -171,6 +177,10 @@ impl<T: Driver> Cq<T> {
         cq.completion_event();
     }
 
+    /// # Safety
+    ///
+    /// Called only by the kernel for the timer, work item or page walk of an
+    /// object of this device that it was set up for.
     unsafe extern "C" fn moderation_cb(timer: *mut bindings::hrtimer) -> bindings::hrtimer_restart {
         let offset = core::mem::offset_of!(Self, moderation);
         // SAFETY: only a CQ's timer runs this; `quiesce_events` cancels it
@@ -277,6 +287,10 @@ impl<T: Driver> Qp<T> {
         };
     }
 
+    /// # Safety
+    ///
+    /// Called only by the kernel for the timer, work item or page walk of an
+    /// object of this device that it was set up for.
     unsafe extern "C" fn work_cb(work: *mut bindings::work_struct) {
         // SAFETY: only a QP's work item runs this; it is the `work` field of
         // a `Qp<T>` whose data lives until the work is cancelled.
@@ -462,6 +476,10 @@ struct MrHead {
     collector: core::cell::Cell<*mut KVec<u64>>,
 }
 
+/// # Safety
+///
+/// Called only by the kernel for the timer, work item or page walk of an
+/// object of this device that it was set up for.
 unsafe extern "C" fn collect_page(mr: *mut bindings::ib_mr, addr: u64) -> core::ffi::c_int {
     // SAFETY: only called by `ib_sg_to_pages` from `Mr::collect_pages`, on
     // an MR (whose head comes first) with the collector pointing at that

@@ -54,6 +54,10 @@ unsafe fn post_result<W>(result: Result, bad_wr: *mut *const W, failed: *const W
 }
 
 impl<T: Driver> Device<T> {
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn mmap_cb(
         uctx: *mut bindings::ib_ucontext,
         vma: *mut bindings::vm_area_struct,
@@ -74,6 +78,10 @@ impl<T: Driver> Device<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn mmap_free_cb(entry: *mut bindings::rdma_user_mmap_entry) {
         // SAFETY: every entry this driver inserts is a `QueueMapping`; the
         // core calls this once, with the last reference.
@@ -82,6 +90,10 @@ impl<T: Driver> Device<T> {
 
     // ---- CQ ----
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn create_cq_cb(
         cq: *mut bindings::ib_cq,
         attr: *const bindings::ib_cq_init_attr,
@@ -119,6 +131,10 @@ impl<T: Driver> Device<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn destroy_cq_cb(
         cq: *mut bindings::ib_cq,
         _udata: *mut bindings::ib_udata,
@@ -134,6 +150,10 @@ impl<T: Driver> Device<T> {
         0
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn resize_cq_cb(
         cq: *mut bindings::ib_cq,
         cqe: c_int,
@@ -150,6 +170,10 @@ impl<T: Driver> Device<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn poll_cq_cb(
         cq: *mut bindings::ib_cq,
         num: c_int,
@@ -164,6 +188,10 @@ impl<T: Driver> Device<T> {
         out.filled() as c_int
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn modify_cq_cb(
         cq: *mut bindings::ib_cq,
         count: u16,
@@ -174,6 +202,10 @@ impl<T: Driver> Device<T> {
         from_result(|| T::modify_cq(cq, count, period).map(|()| 0))
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn fill_res_cq_entry_cb(
         msg: *mut bindings::sk_buff,
         cq: *mut bindings::ib_cq,
@@ -201,6 +233,10 @@ impl<T: Driver> Device<T> {
         0
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn req_notify_cq_cb(
         cq: *mut bindings::ib_cq,
         flags: bindings::ib_cq_notify_flags,
@@ -224,6 +260,10 @@ impl<T: Driver> Device<T> {
 
     // ---- QP ----
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn create_qp_cb(
         qp: *mut bindings::ib_qp,
         init_attr: *mut bindings::ib_qp_init_attr,
@@ -271,6 +311,10 @@ impl<T: Driver> Device<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn modify_qp_cb(
         qp: *mut bindings::ib_qp,
         attr: *mut bindings::ib_qp_attr,
@@ -298,6 +342,10 @@ impl<T: Driver> Device<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn query_qp_cb(
         qp: *mut bindings::ib_qp,
         attr: *mut bindings::ib_qp_attr,
@@ -312,6 +360,10 @@ impl<T: Driver> Device<T> {
         0
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn destroy_qp_cb(
         qp: *mut bindings::ib_qp,
         _udata: *mut bindings::ib_udata,
@@ -327,6 +379,10 @@ impl<T: Driver> Device<T> {
         0
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn post_send_cb(
         qp: *mut bindings::ib_qp,
         wr: *const bindings::ib_send_wr,
@@ -348,6 +404,10 @@ impl<T: Driver> Device<T> {
         unsafe { post_result(result, bad_wr, chain.failed_wr()) }
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn attach_mcast_cb(
         qp: *mut bindings::ib_qp,
         gid: *mut bindings::ib_gid,
@@ -362,6 +422,10 @@ impl<T: Driver> Device<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn detach_mcast_cb(
         qp: *mut bindings::ib_qp,
         gid: *mut bindings::ib_gid,
@@ -375,6 +439,10 @@ impl<T: Driver> Device<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn post_recv_cb(
         qp: *mut bindings::ib_qp,
         wr: *const bindings::ib_recv_wr,
@@ -389,6 +457,10 @@ impl<T: Driver> Device<T> {
 
     // ---- SRQ ----
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn create_srq_cb(
         srq: *mut bindings::ib_srq,
         init_attr: *mut bindings::ib_srq_init_attr,
@@ -416,6 +488,10 @@ impl<T: Driver> Device<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn modify_srq_cb(
         srq: *mut bindings::ib_srq,
         attr: *mut bindings::ib_srq_attr,
@@ -436,6 +512,10 @@ impl<T: Driver> Device<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn query_srq_cb(
         srq: *mut bindings::ib_srq,
         attr: *mut bindings::ib_srq_attr,
@@ -445,6 +525,10 @@ impl<T: Driver> Device<T> {
         0
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn destroy_srq_cb(
         srq: *mut bindings::ib_srq,
         _udata: *mut bindings::ib_udata,
@@ -457,6 +541,10 @@ impl<T: Driver> Device<T> {
         0
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn post_srq_recv_cb(
         srq: *mut bindings::ib_srq,
         wr: *const bindings::ib_recv_wr,
@@ -471,6 +559,10 @@ impl<T: Driver> Device<T> {
 
     // ---- AH ----
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn create_ah_cb(
         ah: *mut bindings::ib_ah,
         init: *mut bindings::rdma_ah_init_attr,
@@ -504,6 +596,10 @@ impl<T: Driver> Device<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn query_ah_cb(
         ah: *mut bindings::ib_ah,
         attr: *mut bindings::rdma_ah_attr,
@@ -513,6 +609,10 @@ impl<T: Driver> Device<T> {
         0
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn destroy_ah_cb(ah: *mut bindings::ib_ah, _flags: u32) -> c_int {
         // SAFETY: the AH is live until its data drops here. Destruction may
         // not sleep (`RDMA_DESTROY_AH_SLEEPABLE` clear) only for kernel AHs;
@@ -556,6 +656,10 @@ impl<T: Driver> Device<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn get_dma_mr_cb(
         pd: *mut bindings::ib_pd,
         access: c_int,
@@ -563,6 +667,10 @@ impl<T: Driver> Device<T> {
         Self::new_mr(pd, MrKind::Dma, access as u32).unwrap_or_else(err_ptr)
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn reg_user_mr_cb(
         pd: *mut bindings::ib_pd,
         start: u64,
@@ -581,6 +689,10 @@ impl<T: Driver> Device<T> {
         result.unwrap_or_else(err_ptr)
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn rereg_user_mr_cb(
         mr: *mut bindings::ib_mr,
         flags: c_int,
@@ -624,6 +736,10 @@ impl<T: Driver> Device<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn alloc_mr_cb(
         pd: *mut bindings::ib_pd,
         mr_type: bindings::ib_mr_type,
@@ -643,6 +759,10 @@ impl<T: Driver> Device<T> {
         .unwrap_or_else(err_ptr)
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn map_mr_sg_cb(
         mr: *mut bindings::ib_mr,
         sg: *mut bindings::scatterlist,
@@ -665,6 +785,10 @@ impl<T: Driver> Device<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn dereg_mr_cb(
         mr: *mut bindings::ib_mr,
         _udata: *mut bindings::ib_udata,
@@ -681,6 +805,10 @@ impl<T: Driver> Device<T> {
 
     // ---- MW ----
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn alloc_mw_cb(
         mw: *mut bindings::ib_mw,
         _udata: *mut bindings::ib_udata,
@@ -716,6 +844,10 @@ impl<T: Driver> Device<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
     pub(super) unsafe extern "C" fn dealloc_mw_cb(mw: *mut bindings::ib_mw) -> c_int {
         // SAFETY: the MW is live until its data drops here.
         unsafe {

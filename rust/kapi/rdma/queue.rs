@@ -23,7 +23,7 @@ use kernel::prelude::*;
 const HEADER: usize = core::mem::size_of::<bindings::rxe_queue_buf>();
 const PRODUCER: usize = core::mem::offset_of!(bindings::rxe_queue_buf, producer_index);
 const CONSUMER: usize = core::mem::offset_of!(bindings::rxe_queue_buf, consumer_index);
-const PAGE_SIZE: usize = bindings::SRNIC_PAGE_SIZE as usize;
+const PAGE_SIZE: usize = bindings::SRNIC_PAGE_SIZE;
 
 /// Where user space finds a shared queue: `mmap` of the uverbs command file
 /// at `offset` for `size` bytes.

@@ -111,14 +111,16 @@ const AV_PRESENT_PORT: u8 = 1;
 /// The rxe layout of `av`; the source GID sits in `sgid_addr` as an IPv6
 /// address.
 fn encode_av(av: &AddressVector) -> bindings::rxe_av {
-    let mut raw = bindings::rxe_av::default();
-    raw.port_num = AV_PRESENT_PORT;
-    raw.network_type = if av.is_ipv4() {
-        bindings::RXE_NETWORK_TYPE_IPV4 as u8
-    } else {
-        bindings::RXE_NETWORK_TYPE_IPV6 as u8
+    let mut raw = bindings::rxe_av {
+        port_num: AV_PRESENT_PORT,
+        network_type: if av.is_ipv4() {
+            bindings::RXE_NETWORK_TYPE_IPV4 as u8
+        } else {
+            bindings::RXE_NETWORK_TYPE_IPV6 as u8
+        },
+        dmac: av.dmac,
+        ..Default::default()
     };
-    raw.dmac = av.dmac;
     raw.grh.dgid.raw = av.dgid;
     raw.grh.flow_label = av.flow_label;
     raw.grh.sgid_index = av.sgid_index;

@@ -94,7 +94,7 @@ fn handle(
         counters.inc(Counter::MalformedPackets);
         return false;
     }
-    if !state.from_peer(packet) {
+    if !state.is_from_peer(packet) {
         counters.inc(Counter::ForeignPackets);
         return false;
     }

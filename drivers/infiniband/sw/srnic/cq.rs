@@ -75,8 +75,11 @@ impl CqState {
     /// index reads as "full": completions are dropped and the consumer
     /// hears of the overrun, nothing worse.
     fn consumer(&self, user: bool) -> Option<u32> {
-        user.then(|| self.queue.checked_consumer())
-            .unwrap_or(Some(self.consumer))
+        if user {
+            self.queue.checked_consumer()
+        } else {
+            Some(self.consumer)
+        }
     }
 }
 

@@ -10,7 +10,7 @@
 use crate::device::{limits, SrnicDevice, FIRST_MW_INDEX};
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::AddressVector;
-use crate::kapi::rdma::{Ah, Device, Mr, MrKind, Mw, MwType, UserMemory, WRITING_ACCESS};
+use crate::kapi::rdma::{Ah, Device, Mr, MrKind, Mw, MwType, Qp, UserMemory, WRITING_ACCESS};
 use crate::kapi::sync::SpinLockIrq;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -598,19 +598,18 @@ pub(crate) fn bind_window(
 }
 
 /// The region span behind remote key `rkey` for `[va, va + len)` with
-/// `access`, seen from QP `qp_num` in `pd`: a region's own key, or a
-/// window bound to one. Both the window and the region are checked against
-/// `pd` at every use.
+/// `access`, seen from `qp`: a region's own key, or a window bound to one.
+/// Both the window and the region are checked against the QP's PD at every
+/// use.
 pub(crate) fn remote_region<'g>(
-    dev: &Device<SrnicDevice>,
+    qp: &Qp<SrnicDevice>,
     guard: &'g RcuReadGuard,
-    pd: usize,
-    qp_num: u32,
     rkey: u32,
     va: u64,
     len: u32,
     access: u32,
 ) -> Option<Span<'g>> {
+    let (dev, pd, qp_num) = (qp.device(), qp.pd_id(), qp.qp_num());
     if !is_window_key(rkey) {
         let mr = lookup_mr(dev, guard, rkey)?;
         if mr.pd_id() != pd {

@@ -100,7 +100,7 @@ impl QpInner {
     /// peer: from the peer's GID to ours, and the way the peer is reached
     /// (a peer on this node never sends over the wire, so a wire packet
     /// claiming to be from it is forged).
-    pub(crate) fn from_peer(&self, packet: &Packet<'_>) -> bool {
+    pub(crate) fn is_from_peer(&self, packet: &Packet<'_>) -> bool {
         let av = &self.attrs.av;
         let by_wire = packet.hop == Hop::Wire;
         packet
@@ -114,7 +114,7 @@ impl QpInner {
     /// framed, [`LOCAL_SEGMENT_BYTES`], so that a message costs a few
     /// hand-overs (each copying straight from MR to MR) instead of one per
     /// path MTU. Both ends of a connection see the same hop kind, so they
-    /// agree on it, and `from_peer` keeps wire packets away from it.
+    /// agree on it, and `is_from_peer` keeps wire packets away from it.
     pub(crate) fn segment_bytes(&self) -> u32 {
         match self.peer {
             Hop::Wire => mtu_bytes(self.attrs.path_mtu),

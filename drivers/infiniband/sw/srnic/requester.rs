@@ -547,8 +547,8 @@ fn build<'a>(
                     opcode::SEND_WITH_IMM | opcode::RDMA_WRITE_WITH_IMM => {
                         packet.hdr.imm = Some(ex)
                     }
-                    // SAFETY: as above.
                     opcode::SEND_WITH_INV => {
+                        // SAFETY: as above.
                         packet.hdr.ieth = Some(unsafe { wqe.wr.ex.invalidate_rkey })
                     }
                     _ => {}

@@ -19,7 +19,7 @@ use crate::kapi::rdma::verbs::{QpState, WcOpcode, WcStatus};
 use crate::kapi::rdma::wqe::RecvCopy;
 use crate::kapi::rdma::Qp;
 use crate::kapi::shared::SharedWord;
-use crate::memory::{self, Span};
+use crate::memory::{self, remote_region, Span};
 use crate::outbox::answer_of;
 use crate::payload::{self, CopyError, Extent, SgeList};
 use crate::pure::aeth::{NakCode, Syndrome};
@@ -375,7 +375,9 @@ fn handle<'a>(
         return Reply::None;
     }
     match (qp.qp_type(), packet.hdr.info.transport) {
-        (QpType::Rc, Transport::Rc) | (QpType::Uc, Transport::Uc) if !state.from_peer(packet) => {
+        (QpType::Rc, Transport::Rc) | (QpType::Uc, Transport::Uc)
+            if !state.is_from_peer(packet) =>
+        {
             qp.device().counters.inc(Counter::ForeignPackets);
             return Reply::None;
         }
@@ -832,28 +834,6 @@ fn send<'a>(
         );
     }
     accepted(state, packet, Operation::Send)
-}
-
-/// The region behind `rkey` (a region's or a window's key) if it grants
-/// `access` to `[va, va + len)` for this QP; the offset of `va` in it.
-fn remote_region<'g>(
-    qp: &Qp<SrnicDevice>,
-    guard: &'g RcuReadGuard,
-    rkey: u32,
-    va: u64,
-    len: u32,
-    access: u32,
-) -> Option<Span<'g>> {
-    memory::remote_region(
-        qp.device(),
-        guard,
-        qp.pd_id(),
-        qp.qp_num(),
-        rkey,
-        va,
-        len,
-        access,
-    )
 }
 
 fn write<'a>(

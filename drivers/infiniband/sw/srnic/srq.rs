@@ -40,8 +40,11 @@ fn geometry(max_wr: u32, max_sge: u32) -> Result<RingGeometry> {
 impl SrqState {
     /// The producer index, from the ring if user space produces.
     fn producer(&self, user: bool) -> Option<u32> {
-        user.then(|| self.queue.checked_producer())
-            .unwrap_or(Some(self.producer))
+        if user {
+            self.queue.checked_producer()
+        } else {
+            Some(self.producer)
+        }
     }
 }
 

@@ -33,6 +33,7 @@ use crate::payload::{self, CopyError, Extent, PieceError};
 use crate::pure::grh::{ipv4_mapped, is_ipv4_mapped, udp_header, IpHeader, GRH_LEN};
 use crate::pure::headers::{self, pad_for, Transport, ICRC_LEN};
 use crate::pure::icrc::{icrc_ipv4, icrc_ipv6, Icrc, IPV4_HEADER_LEN, UDP_HEADER_LEN};
+use crate::pure::split_checked;
 use crate::transport::{self, Hop, Packet};
 use core::ptr::NonNull;
 use kernel::new_mutex;
@@ -43,7 +44,7 @@ use kernel::sync::{Arc, Mutex};
 pub(crate) const ROCE_PORT: u16 = 4791;
 
 /// The kernel's page size.
-const PAGE_SIZE: usize = crate::bindings::SRNIC_PAGE_SIZE as usize;
+const PAGE_SIZE: usize = crate::bindings::SRNIC_PAGE_SIZE;
 
 /// Room before the IP header for the link layer (Ethernet, VLAN tags).
 const LINK_HEADROOM: u32 = 64;
@@ -642,7 +643,7 @@ fn build(
         }
         Some(pieces) => {
             let data = skb.data();
-            let (ip_bytes, rest) = data.split_at_checked(ip_len).ok_or(SendError::Dropped)?;
+            let (ip_bytes, rest) = split_checked(data, ip_len).ok_or(SendError::Dropped)?;
             let mut icrc = Icrc::start(ip_bytes, rest).map_err(|_| SendError::Dropped)?;
             for (at, len) in pieces.list.iter().take(pieces.count) {
                 // SAFETY: the skb holds a reference on each piece's page,
@@ -811,7 +812,7 @@ impl UdpReceiver for Neighbourhood {
 /// The transport packet (BTH to ICRC) of a received datagram whose ICRC
 /// checks, and its IP header; the counter to bump if it is refused.
 fn parse(skb: &SkBuff) -> core::result::Result<(&[u8], IpHeader), Counter> {
-    let bytes = skb.from_network_header().ok_or(Counter::MalformedPackets)?;
+    let bytes = skb.network_header_on().ok_or(Counter::MalformedPackets)?;
     let (ip_len, mut header) = match bytes.first().map(|b| b >> 4) {
         // IPv4 without options.
         Some(4) if bytes.first() == Some(&0x45) => {
@@ -840,9 +841,7 @@ fn parse(skb: &SkBuff) -> core::result::Result<(&[u8], IpHeader), Counter> {
         ),
         _ => return Err(Counter::MalformedPackets),
     };
-    let (ip, datagram) = bytes
-        .split_at_checked(ip_len)
-        .ok_or(Counter::MalformedPackets)?;
+    let (ip, datagram) = split_checked(bytes, ip_len).ok_or(Counter::MalformedPackets)?;
     let udp_len = datagram
         .get(4..6)
         .and_then(|b| <[u8; 2]>::try_from(b).ok())

@@ -807,7 +807,7 @@ impl LanDev {
 
     /// One datagram: GRH area, then an iblan fragment or announcement.
     fn received(&self, dev: &EtherDevice<LanDev>, bytes: &[u8], ipv4: bool) {
-        let Some((grh, payload)) = bytes.split_at_checked(GRH_LEN) else {
+        let Some((grh, payload)) = crate::pure::split_checked(bytes, GRH_LEN) else {
             self.count(Stat::RxMalformed);
             return;
         };
