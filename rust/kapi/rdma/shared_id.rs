@@ -78,10 +78,10 @@ impl PinState {
             // SAFETY: our kobject reference keeps the module allocated
             // (unloading waits for its kobject's last reference).
             match unsafe { bindings::srnic_module_state(module) } {
-                // Its unload needs a zero reference count, so this fails
-                // only once an unload has begun.
-                // SAFETY: as above.
                 bindings::SRNIC_MODULE_STATE_LIVE => {
+                    // Its unload needs a zero reference count, so this
+                    // fails only once an unload has begun.
+                    // SAFETY: as above.
                     if unsafe { bindings::try_module_get(module) } {
                         self.rxe = NonNull::new(module).map(ModuleRef);
                         Ok(())
@@ -138,8 +138,8 @@ impl Shared {
             &*kernel::container_of!(nb.cast::<Opaque<bindings::notifier_block>>(), Shared, nb)
         };
         let mut state = shared.state.lock();
-        // A live module's unload needs its reference count at zero, so this
-        // cannot race with one; it fails only if rxe is already going.
+        // Fails only if an unload of rxe began right after it went live;
+        // nothing can hold it back then.
         // SAFETY: `module` is valid for the call (above).
         if state.devices > 0 && state.rxe.is_none() && unsafe { bindings::try_module_get(module) } {
             if let Some(module) = NonNull::new(module) {
