@@ -140,6 +140,22 @@ void srnic_ulp_dma_unmap(struct ib_device *dev, u64 addr, size_t len, bool to_de
 	ib_dma_unmap_single(dev, addr, len, to_device ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
 }
 
+/*
+ * Ownership of a mapped buffer passes to the CPU (before it reads what the
+ * device wrote) or back to the device (before a receive into it or a send
+ * of what the CPU wrote). No-ops for devices on virtual DMA (the soft ones)
+ * and on coherent platforms without bounce buffering.
+ */
+void srnic_ulp_dma_sync_for_cpu(struct ib_device *dev, u64 addr, size_t len, bool to_device)
+{
+	ib_dma_sync_single_for_cpu(dev, addr, len, to_device ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
+}
+
+void srnic_ulp_dma_sync_for_device(struct ib_device *dev, u64 addr, size_t len, bool to_device)
+{
+	ib_dma_sync_single_for_device(dev, addr, len, to_device ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
+}
+
 /* The port's active MTU in bytes, or a negative errno. */
 int srnic_ulp_port_mtu_bytes(struct ib_device *dev, u32 port)
 {

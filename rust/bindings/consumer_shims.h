@@ -26,6 +26,8 @@ int srnic_ulp_poll_cq(struct ib_cq *cq, int num, struct ib_wc *wc);
 int srnic_ulp_arm_cq(struct ib_cq *cq);
 u64 srnic_ulp_dma_map(struct ib_device *dev, void *addr, size_t len, bool to_device);
 void srnic_ulp_dma_unmap(struct ib_device *dev, u64 addr, size_t len, bool to_device);
+void srnic_ulp_dma_sync_for_cpu(struct ib_device *dev, u64 addr, size_t len, bool to_device);
+void srnic_ulp_dma_sync_for_device(struct ib_device *dev, u64 addr, size_t len, bool to_device);
 int srnic_ulp_port_mtu_bytes(struct ib_device *dev, u32 port);
 bool srnic_ulp_port_is_roce(struct ib_device *dev, u32 port);
 u32 srnic_ulp_phys_port_count(struct ib_device *dev);

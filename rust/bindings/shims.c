@@ -745,3 +745,30 @@ void srnic_nla_nest_cancel(struct sk_buff *msg, struct nlattr *nest)
 {
 	nla_nest_cancel(msg, nest);
 }
+
+/*
+ * Modules by name (rust/kapi/rdma/shared_id.rs): find_module() is not
+ * exported, but sysfs's "module" kset, which our own module's kobject
+ * belongs to, lists every module. The kobject comes with a reference.
+ */
+struct kobject *srnic_module_kobject_find(const char *name)
+{
+	return kset_find_obj(THIS_MODULE->mkobj.kobj.kset, name);
+}
+
+/* The module of a "module" kset entry; NULL for a built-in module. */
+struct module *srnic_module_of_kobject(struct kobject *kobj)
+{
+	return container_of(kobj, struct module_kobject, kobj)->mod;
+}
+
+/* A module's state, which loading and unloading change concurrently. */
+int srnic_module_state(const struct module *mod)
+{
+	return READ_ONCE(mod->state);
+}
+
+bool srnic_module_name_is(const struct module *mod, const char *name)
+{
+	return !strcmp(mod->name, name);
+}

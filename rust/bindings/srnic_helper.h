@@ -25,6 +25,7 @@
 #include <linux/rtnetlink.h>
 #include <linux/rcupdate.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/percpu.h>
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
@@ -56,6 +57,8 @@ static const u16 SRNIC_DEFAULT_PKEY_FULL = 0xffff;
 static const u32 SRNIC_PAGE_SHIFT = PAGE_SHIFT;
 static const unsigned long SRNIC_PAGE_SIZE = PAGE_SIZE;
 static const unsigned long SRNIC_HW_STATS_LIFESPAN_MS = RDMA_HW_STATS_DEFAULT_LIFESPAN;
+static const int SRNIC_MODULE_STATE_LIVE = MODULE_STATE_LIVE;
+static const int SRNIC_MODULE_STATE_GOING = MODULE_STATE_GOING;
 
 /* Shims for static inlines and macros (shims.c). */
 struct ib_device *srnic_ib_alloc_device(size_t size);
@@ -71,6 +74,12 @@ void srnic_ib_device_get(struct ib_device *ibdev);
 void srnic_ib_device_put_ref(struct ib_device *ibdev);
 const char *srnic_ib_device_name(const struct ib_device *ibdev);
 bool srnic_printk_ratelimit(void);
+
+/* Module references (rust/kapi/rdma/shared_id.rs). */
+struct kobject *srnic_module_kobject_find(const char *name);
+struct module *srnic_module_of_kobject(struct kobject *kobj);
+int srnic_module_state(const struct module *mod);
+bool srnic_module_name_is(const struct module *mod, const char *name);
 
 /* Locks that may be taken from any context, interrupts included. */
 unsigned long srnic_spin_lock_irqsave(spinlock_t *lock);

@@ -217,7 +217,18 @@ run_over() {
 	fi
 	barrier "$kind.iperf-done" 3
 	ip -s link show iblan0
-	ethtool -S iblan0
+	ethtool -S iblan0 | tee /tmp/iblan_stats
+	# Every received datagram was synced for the CPU before it was read,
+	# and every receive buffer for the device before each post (256 at
+	# creation, then one repost per datagram). One snapshot, in counter
+	# order: a datagram may be counted and not yet synced, or synced and
+	# not yet reposted. (No-op syncs on soft devices: see iblan.rst.)
+	snap() { awk -v n="$1:" '$1 == n { print $2 }' /tmp/iblan_stats; }
+	datagrams=$(snap rx_datagrams) cpu_syncs=$(snap rx_dma_syncs_for_cpu) dev_syncs=$(snap dma_syncs_for_device)
+	[ -n "$cpu_syncs" ] && [ "$datagrams" -gt 0 ] && [ $((cpu_syncs + 1)) -ge "$datagrams" ] ||
+		fail "$kind: $datagrams datagrams received but $cpu_syncs receive buffers synced for the CPU"
+	[ -n "$dev_syncs" ] && [ $((dev_syncs + 1)) -ge $((cpu_syncs + 256)) ] ||
+		fail "$kind: $dev_syncs syncs for the device; expected at least 256 + $cpu_syncs (initial posts and reposts)"
 
 	if [ "$scope" = full ]; then
 		step "$kind: a LID conflict is resolved the same way on every node"

@@ -13,7 +13,7 @@ use crate::kapi::netdev::NetDevice;
 use core::marker::{PhantomData, PhantomPinned};
 use core::pin::Pin;
 use core::ptr::NonNull;
-use kernel::alloc::KBox;
+use kernel::alloc::{KBox, KVec};
 use kernel::error::{from_err_ptr, to_result};
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
@@ -426,10 +426,141 @@ impl Pd {
     }
 
     /// Undoes `map`.
-    pub fn unmap(&self, dma: u64, len: usize, to_device: bool) {
-        // SAFETY: the mapping came from `map` (a stale one only confuses an
-        // IOMMU's bookkeeping, never memory this side touches).
+    ///
+    /// # Safety
+    ///
+    /// `dma`, `len` and `to_device` are those of a mapping `map` returned
+    /// and that was not unmapped yet, and no work request uses it any more.
+    /// (With bounce buffering, unmapping another mapping would release its
+    /// bounce slots, or copy a bounce buffer over memory someone else owns.)
+    pub unsafe fn unmap(&self, dma: u64, len: usize, to_device: bool) {
+        // SAFETY: per the caller, a live mapping of ours that the device is
+        // done with.
         unsafe { bindings::srnic_ulp_dma_unmap(self.device.as_raw(), dma, len, to_device) };
+    }
+}
+
+/// A kernel buffer with its own mapping for a device, in one direction,
+/// for as long as it lives: a receive buffer the device writes (reposted
+/// many times), or a send buffer the CPU rewrites between sends.
+///
+/// Whoever owns the bytes at a time must say so on each hand-over: on a
+/// device that maps through bounce buffers (swiotlb) or is not cache
+/// coherent, the CPU otherwise reads stale bytes, or the device sends
+/// them. [`Self::for_cpu`] after the device's completion, before reading;
+/// [`Self::for_device`] before each post.
+pub struct DmaBuffer {
+    /// Never resized, so the mapping keeps covering it.
+    bytes: KVec<u8>,
+    dma: u64,
+    to_device: bool,
+    device: DeviceRef,
+}
+
+impl DmaBuffer {
+    /// `len` zeroed bytes mapped for `pd`'s device: `to_device` for a buffer
+    /// the device reads (sends), else one it writes (receives).
+    ///
+    /// # Safety
+    ///
+    /// The device uses the buffer between a post that points at it and that
+    /// post's completion (or flush). The owner keeps such a post from
+    /// overlapping the buffer's drop (it destroys or drains the QP first)
+    /// and the life of a slice from [`Self::for_cpu`].
+    pub unsafe fn new(pd: &Pd, len: usize, to_device: bool) -> Result<Self> {
+        let bytes = KVec::from_elem(0u8, len, GFP_KERNEL)?;
+        // SAFETY: the vector's heap block is the mapped range; it is never
+        // resized and is freed only after `Drop` unmaps it.
+        let dma = unsafe { pd.map(bytes.as_ptr(), len, to_device)? };
+        Ok(Self {
+            bytes,
+            dma,
+            to_device,
+            device: pd.device.get(),
+        })
+    }
+
+    /// The address a work request's SGE carries.
+    pub fn dma(&self) -> u64 {
+        self.dma
+    }
+
+    /// The buffer's length.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Whether the buffer has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The first `len` bytes (at most all), handed to the CPU: call once the
+    /// device's completion for the buffer arrived; repost it (with
+    /// [`Self::for_device`] first) only after the last read of the slice,
+    /// as [`Self::new`] requires.
+    pub fn for_cpu(&self, len: usize) -> &[u8] {
+        let len = len.min(self.bytes.len());
+        // SAFETY: `dma` is this buffer's live mapping, `len` within it. Per
+        // `new`'s contract the device does not write the bytes while the
+        // returned slice lives.
+        unsafe {
+            bindings::srnic_ulp_dma_sync_for_cpu(
+                self.device.as_raw(),
+                self.dma,
+                len,
+                self.to_device,
+            )
+        };
+        self.bytes.get(..len).unwrap_or(&[])
+    }
+
+    /// Hands the whole buffer to the device: before posting a receive into
+    /// it, or a send of what [`Self::write`] put in.
+    pub fn for_device(&self) {
+        // SAFETY: `dma` is this buffer's live mapping, of this length.
+        unsafe {
+            bindings::srnic_ulp_dma_sync_for_device(
+                self.device.as_raw(),
+                self.dma,
+                self.bytes.len(),
+                self.to_device,
+            )
+        };
+    }
+
+    /// Copies `src` (at most the buffer's length) to the start of the
+    /// buffer. Hand it to the device with [`Self::for_device`] afterwards.
+    ///
+    /// # Safety
+    ///
+    /// No work request that points at the buffer is outstanding (the device
+    /// reads or writes it only between a post and its completion), and no
+    /// slice from [`Self::for_cpu`] is alive.
+    pub unsafe fn write(&self, src: &[u8]) {
+        let len = src.len().min(self.bytes.len());
+        // SAFETY: `len` bytes fit in the buffer; the pointer is the heap
+        // block's own (not derived from a shared slice), and per the caller
+        // nothing else reads or writes those bytes meanwhile.
+        unsafe {
+            core::ptr::copy_nonoverlapping(src.as_ptr(), self.bytes.as_ptr().cast_mut(), len)
+        };
+    }
+}
+
+impl Drop for DmaBuffer {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, with its length and direction;
+        // the bytes are still allocated, and per `new`'s contract no work
+        // request uses them any more.
+        unsafe {
+            bindings::srnic_ulp_dma_unmap(
+                self.device.as_raw(),
+                self.dma,
+                self.bytes.len(),
+                self.to_device,
+            )
+        };
     }
 }
 

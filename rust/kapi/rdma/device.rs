@@ -14,6 +14,7 @@
 
 use super::attr::{DeviceAttributes, LinkLayer, PortAttributes, PortEvent};
 use super::objects::{Ah, Cq, Mr, MrKind, Mw, MwType, Qp, Srq};
+use super::shared_id::{DeviceHold, DriverIdPin};
 use super::udata::UserData;
 use super::umem::UserMemory;
 use super::verbs::{
@@ -249,6 +250,8 @@ pub struct DeviceConfig<'a> {
     pub num_comp_vectors: u32,
     /// The module that implements the verbs.
     pub module: &'static ThisModule,
+    /// The module's watch on rxe, which shares the driver id.
+    pub rxe_pin: &'a DriverIdPin,
 }
 
 /// An `ib_device` followed by the driver's data.
@@ -268,6 +271,9 @@ pub struct Device<T: Driver> {
     /// The completion vectors and the port counters' names (the driver's,
     /// then two per vector); dropped after `data`, whose CQs use them.
     vectors: VectorState,
+    /// Keeps `rdma_rxe`, whose unload would take this device, loaded until
+    /// the device is deallocated.
+    rxe_hold: DeviceHold,
     data: T,
 }
 
@@ -449,6 +455,8 @@ impl<T: Driver> Device<T> {
 
     /// Allocates a device with `data` and registers it with the RDMA core.
     pub fn register(data: T, config: &DeviceConfig<'_>) -> Result<DeviceRef<T>> {
+        // First: if rxe is unloading, it would take the device with it.
+        let rxe_hold = config.rxe_pin.device()?;
         let vectors = VectorState::new::<T>(config.name, config.num_comp_vectors)?;
         let num_comp_vectors = vectors.set.count();
         // SAFETY: allocates a zeroed device of our size; `ib_device` is the
@@ -470,6 +478,7 @@ impl<T: Driver> Device<T> {
                 Some(Self::maintenance_cb),
             );
             core::ptr::addr_of_mut!((*dev).vectors).write(vectors);
+            core::ptr::addr_of_mut!((*dev).rxe_hold).write(rxe_hold);
             core::ptr::addr_of_mut!((*dev).data).write(data);
         }
 
@@ -901,6 +910,9 @@ impl<T: Driver> Device<T> {
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).data));
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).vectors));
             bindings::srnic_dev_put((*dev).netdev.as_ptr());
+            // Last: from here on rxe may unload, and its exit finds this
+            // device deallocated.
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).rxe_hold));
             (*dev).deallocated.store(true, Ordering::Release);
         }
     }

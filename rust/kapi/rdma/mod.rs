@@ -10,6 +10,7 @@ mod link;
 mod objects;
 mod ops;
 pub mod queue;
+mod shared_id;
 pub mod table;
 mod udata;
 mod umem;
@@ -32,6 +33,8 @@ pub use device::{
 pub use link::{LinkRegistration, LinkType};
 #[allow(unused_imports)]
 pub use objects::{Ah, Cq, Mr, MrKind, Mw, MwType, Qp, QpEvent, Srq};
+#[allow(unused_imports)]
+pub use shared_id::DriverIdPin;
 #[allow(unused_imports)]
 pub use udata::UserData;
 #[allow(unused_imports)]

@@ -9,7 +9,7 @@
 use crate::device::SrnicDevice;
 use crate::kapi::global::ModuleGlobal;
 use crate::kapi::netdev::{rtnl_lock, NetDevice, NetdevEvent, NetdevHandler};
-use crate::kapi::rdma::{name_in_use, Device, DeviceConfig, DeviceRef, LinkType};
+use crate::kapi::rdma::{name_in_use, Device, DeviceConfig, DeviceRef, DriverIdPin, LinkType};
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::alloc::KVec;
 use kernel::prelude::*;
@@ -20,6 +20,10 @@ use kernel::{new_mutex, ThisModule};
 #[pin_data]
 struct Registry {
     module: &'static ThisModule,
+    /// Keeps `rdma_rxe` loaded while devices exist: its unload would take
+    /// them (they share its driver id). Dropped with the registry, after
+    /// every device is gone.
+    rxe_pin: DriverIdPin,
     /// Set at module exit: unregistering the netdev notifier replays
     /// `NETDEV_UNREGISTER` for every netdev, which must not be taken for
     /// real removals.
@@ -37,9 +41,11 @@ static REGISTRY: ModuleGlobal<Registry> = ModuleGlobal::new();
 
 /// Sets up the registry at module init.
 pub(crate) fn install(module: &'static ThisModule) -> Result {
+    let rxe_pin = DriverIdPin::new()?;
     let registry = KBox::pin_init(
         pin_init!(Registry {
             module,
+            rxe_pin,
             closing: AtomicBool::new(false),
             newlink <- new_mutex!(()),
             devices <- new_mutex!(KVec::new()),
@@ -124,6 +130,7 @@ impl LinkType for SrnicLink {
             node_desc: kernel::c_str!("srnic"),
             num_comp_vectors: crate::params::comp_vectors(),
             module: registry.module,
+            rxe_pin: &registry.rxe_pin,
         };
         let device = Device::register(SrnicDevice::new(netdev)?, &config)?;
 

@@ -15,7 +15,8 @@ use crate::kapi::debugfs::{SeqOut, Show};
 use crate::kapi::ether::{EtherDevice, EtherDriver, EtherRegistration, LinkStats, TxOutcome};
 use crate::kapi::netdev::rtnl_try_lock;
 use crate::kapi::rdma::consumer::{
-    Ah, Cq, CqHandler, DeviceRef, IbDevice, Ipv6Membership, Pd, Sge, UdQp, WorkCompletion,
+    Ah, Cq, CqHandler, DeviceRef, DmaBuffer, IbDevice, Ipv6Membership, Pd, Sge, UdQp,
+    WorkCompletion,
 };
 use crate::kapi::skb::SkBuff;
 use crate::kapi::sync::{SpinLockBh, SpinLockIrq};
@@ -77,6 +78,8 @@ const STAT_NAMES: &[&CStr] = &[
     c_str!("rx_malformed_drops"),
     c_str!("rx_alloc_drops"),
     c_str!("rx_errors"),
+    c_str!("rx_dma_syncs_for_cpu"),
+    c_str!("dma_syncs_for_device"),
     c_str!("ns_announcements_sent"),
     c_str!("ns_announcements_received"),
     c_str!("ns_peers_added"),
@@ -111,6 +114,8 @@ enum Stat {
     RxMalformed,
     RxAlloc,
     RxErrors,
+    RxDmaSyncs,
+    DmaSyncsForDevice,
     NsSent,
     NsReceived,
     NsAdded,
@@ -298,12 +303,6 @@ impl CqHandler for Events {
     }
 }
 
-/// Receive buffers: each holds the GRH area and one path-MTU datagram.
-struct RxBuffer {
-    bytes: KVec<u8>,
-    dma: u64,
-}
-
 /// Announcements the receive path saw, for the name service to process.
 struct Inbox {
     pending: [[u8; ANNOUNCE_LEN]; 16],
@@ -348,10 +347,12 @@ pub(crate) struct LanDev {
     sends_completed: AtomicU64,
     group_ah: Ah,
     _membership: Ipv6Membership,
-    rx: KVec<RxBuffer>,
+    /// Receive buffers: each holds the GRH area and one path-MTU datagram.
+    /// After the QP: no receive into them is outstanding when they go.
+    rx: KVec<DmaBuffer>,
     reassembly: Pin<KBox<SpinLockIrq<Reassembly>>>,
-    announce: KBox<[u8; ANNOUNCE_LEN]>,
-    announce_dma: u64,
+    /// The one announcement in flight (`announce_busy`), sent from here.
+    announce: DmaBuffer,
     pd: Pd,
     device: DeviceRef,
     config: LanConfig,
@@ -429,20 +430,20 @@ pub(crate) fn create(
     let mut rx = KVec::with_capacity(RECV_DEPTH as usize, GFP_KERNEL)?;
     let rx_len = GRH_LEN + datagram_len as usize;
     for _ in 0..RECV_DEPTH {
-        let bytes = KVec::from_elem(0u8, rx_len, GFP_KERNEL)?;
-        // SAFETY: the buffer lives in `rx` until after the QP is destroyed;
-        // `Drop for LanDev` unmaps it.
-        let dma = unsafe { pd.map(bytes.as_ptr(), rx_len, false)? };
-        rx.push(RxBuffer { bytes, dma }, GFP_KERNEL)?;
+        // SAFETY: the buffer lives in `rx`, which drops after the QP (so
+        // after every receive into it); `completion` reads a buffer only
+        // between its receive's completion and its repost.
+        let buffer = unsafe { DmaBuffer::new(&pd, rx_len, false)? };
+        rx.push(buffer, GFP_KERNEL)?;
     }
     let mut buffers = KVec::with_capacity(REASSEMBLY_SLOTS, GFP_KERNEL)?;
     for _ in 0..REASSEMBLY_SLOTS {
         let buffer = KVec::from_elem(0u8, MAX_FRAME_LEN, GFP_KERNEL)?;
         buffers.push(buffer, GFP_KERNEL)?;
     }
-    let announce = KBox::new([0u8; ANNOUNCE_LEN], GFP_KERNEL)?;
-    // SAFETY: the box lives as long as the QP; unmapped in drop.
-    let announce_dma = unsafe { pd.map(announce.as_ptr(), ANNOUNCE_LEN, true)? };
+    // SAFETY: the buffer drops after the QP (so after every send of it);
+    // nothing takes a slice of it.
+    let announce = unsafe { DmaBuffer::new(&pd, ANNOUNCE_LEN, true)? };
 
     let lid = lan::initial_lid(&sgid);
     let data = LanDev {
@@ -471,7 +472,6 @@ pub(crate) fn create(
             GFP_KERNEL,
         )?,
         announce,
-        announce_dma,
         device: dev.get(),
         config,
         port,
@@ -562,11 +562,15 @@ impl LanDev {
 
     fn post_receive(&self, index: usize) -> Result {
         let buffer = self.rx.get(index).ok_or(EINVAL)?;
+        // What the CPU read, or cached, of the last datagram must not hide
+        // the next one the device writes.
+        buffer.for_device();
+        self.count(Stat::DmaSyncsForDevice);
         self.qp.post_recv(
             WR_RECV_BASE + index as u64,
             Sge {
-                addr: buffer.dma,
-                length: buffer.bytes.len() as u32,
+                addr: buffer.dma(),
+                length: buffer.len() as u32,
                 lkey: self.pd.local_dma_lkey(),
             },
         )
@@ -757,7 +761,10 @@ impl LanDev {
         }
         let dma = cb[1].load(Ordering::Relaxed);
         let len = cb[2].load(Ordering::Relaxed) as usize;
-        self.pd.unmap(dma, len, true);
+        // SAFETY: `transmit` mapped the skb's data with these values and
+        // stored them in its control block before the first post; this is
+        // the completion of the last post, so the device is done with them.
+        unsafe { self.pd.unmap(dma, len, true) };
         skb.consume();
     }
 
@@ -787,10 +794,11 @@ impl LanDev {
             }
             self.count(Stat::RxDatagrams);
             if let Some(buffer) = self.rx.get(index) {
-                let len = (wc.byte_len() as usize).min(buffer.bytes.len());
-                if let Some(bytes) = buffer.bytes.get(..len) {
-                    self.received(dev, bytes, wc.ipv4_header());
-                }
+                // Only what the device wrote comes over (from a bounce
+                // buffer, or out of stale cache lines).
+                let bytes = buffer.for_cpu(wc.byte_len() as usize);
+                self.count(Stat::RxDmaSyncs);
+                self.received(dev, bytes, wc.ipv4_header());
             }
             if self.post_receive(index).is_err() {
                 self.count(Stat::RxErrors);
@@ -978,18 +986,15 @@ impl LanDev {
             sequence: self.sequence.fetch_add(1, Ordering::Relaxed),
         };
         let bytes = announcement.encode();
-        // SAFETY: nothing reads the buffer while no announcement is in
-        // flight (`announce_busy` was false), and the device reads it only
-        // after the post below.
-        unsafe {
-            core::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                self.announce.as_ptr().cast_mut(),
-                ANNOUNCE_LEN,
-            )
-        };
+        // SAFETY: no send of the buffer is outstanding (`announce_busy` was
+        // false, and only the completion of that send clears it), and no
+        // slice of it exists.
+        unsafe { self.announce.write(&bytes) };
+        // The device must send these bytes, not a bounce buffer's old ones.
+        self.announce.for_device();
+        self.count(Stat::DmaSyncsForDevice);
         let sge = Sge {
-            addr: self.announce_dma,
+            addr: self.announce.dma(),
             length: ANNOUNCE_LEN as u32,
             lkey: self.pd.local_dma_lkey(),
         };
@@ -1345,10 +1350,6 @@ impl Drop for LanDev {
         if let Some(dev) = unsafe { dev.as_ref() } {
             self.drain(dev);
         }
-        for buffer in self.rx.iter() {
-            self.pd.unmap(buffer.dma, buffer.bytes.len(), false);
-        }
-        self.pd.unmap(self.announce_dma, ANNOUNCE_LEN, true);
     }
 }
 
