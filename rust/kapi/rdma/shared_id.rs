@@ -116,6 +116,10 @@ unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
 
 impl Shared {
+    /// # Safety
+    ///
+    /// Called only by the module notifier chain for the block this module
+    /// registered, with a `struct module` as `data`.
     unsafe extern "C" fn module_event(
         nb: *mut bindings::notifier_block,
         action: c_ulong,
