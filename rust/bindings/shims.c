@@ -610,6 +610,12 @@ int srnic_netdev_ifindex(const struct net_device *dev)
 	return dev->ifindex;
 }
 
+/* The VLAN id of an 802.1Q interface, -1 for any other. */
+int srnic_netdev_vlan_id(const struct net_device *dev)
+{
+	return is_vlan_dev(dev) ? vlan_dev_vlan_id(dev) : -1;
+}
+
 void srnic_irq_set_soft_chip(unsigned int irq, const struct irq_chip *chip)
 {
 	irq_set_chip_and_handler(irq, chip, handle_edge_irq);

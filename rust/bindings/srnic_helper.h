@@ -15,6 +15,7 @@
 #include <linux/etherdevice.h>
 #include <linux/hrtimer.h>
 #include <linux/if_ether.h>
+#include <linux/if_vlan.h>
 #include <linux/interrupt.h>
 #include <linux/irq.h>
 #include <linux/irq_work.h>
@@ -187,6 +188,7 @@ void srnic_skb_set_datagram_list(struct sk_buff *head, unsigned int gso_size, un
 int srnic_ip4_xmit(struct net *net, struct sock *sk, struct sk_buff *skb, struct dst_entry *dst);
 int srnic_ip6_xmit(struct net *net, struct sock *sk, struct sk_buff *skb, struct dst_entry *dst);
 int srnic_netdev_ifindex(const struct net_device *dev);
+int srnic_netdev_vlan_id(const struct net_device *dev);
 
 /*
  * Completion vectors: IRQs of a private domain whose software chip raises

@@ -2,6 +2,7 @@
 
 //! Network devices, references to them, RTNL and the netdev notifier.
 
+use super::rcu::RcuReadGuard;
 use crate::bindings;
 use core::marker::PhantomPinned;
 use core::pin::Pin;
@@ -87,6 +88,52 @@ impl NetDevice {
         unsafe { bindings::srnic_netdev_is_registered(self.as_raw()) }
     }
 
+    /// The VLAN id of an 802.1Q VLAN interface; `None` for any other.
+    pub fn vlan_id(&self) -> Option<u16> {
+        // SAFETY: the netdev is valid; a VLAN interface's id is set when
+        // it is created and never changes.
+        u16::try_from(unsafe { bindings::srnic_netdev_vlan_id(self.as_raw()) }).ok()
+    }
+
+    /// The VLAN the RDMA core ascribes to addresses of this interface
+    /// (`rdma_read_gid_l2_fields`): its own if it is a VLAN, else that of
+    /// the first device it is stacked on, if that is a VLAN (a macvlan on
+    /// a VLAN).
+    pub fn rdma_vlan_id(&self, guard: &RcuReadGuard) -> Option<u16> {
+        if let Some(id) = self.vlan_id() {
+            return Some(id);
+        }
+        let mut id = None;
+        self.find_lower(guard, |lower| {
+            id = lower.vlan_id();
+            true
+        });
+        id
+    }
+
+    /// Calls `found` on the devices this one is stacked on (a VLAN's or a
+    /// macvlan's real device, a bond's slaves), at every level, depth
+    /// first, nearest first, until it returns `true`; whether it did.
+    pub fn find_lower(
+        &self,
+        _guard: &RcuReadGuard,
+        mut found: impl FnMut(&NetDevice) -> bool,
+    ) -> bool {
+        let mut found: &mut dyn FnMut(&NetDevice) -> bool = &mut found;
+        let mut private = bindings::netdev_nested_priv {
+            data: core::ptr::addr_of_mut!(found).cast(),
+            ..Default::default()
+        };
+        // SAFETY: the netdev is valid and the caller holds the RCU read
+        // lock the walk needs (`_guard`); `visit_lower` reads
+        // `private.data` as the `&mut dyn FnMut` it points to, which lives
+        // on this stack frame for the whole walk.
+        let stopped = unsafe {
+            bindings::netdev_walk_all_lower_dev_rcu(self.as_raw(), Some(visit_lower), &mut private)
+        };
+        stopped != 0
+    }
+
     /// Whether this is a loopback interface.
     pub fn is_loopback(&self) -> bool {
         // SAFETY: the netdev is valid; `flags` is read as a whole word.
@@ -130,6 +177,25 @@ impl NetDevice {
         unsafe { core::ptr::copy_nonoverlapping(addr, mac.as_mut_ptr(), mac.len()) };
         Some(mac)
     }
+}
+
+/// One step of [`NetDevice::find_lower`]'s walk: nonzero stops it.
+///
+/// # Safety
+///
+/// Called only by `netdev_walk_all_lower_dev_rcu` from `find_lower`, with
+/// the `private` that set up.
+unsafe extern "C" fn visit_lower(
+    dev: *mut bindings::net_device,
+    private: *mut bindings::netdev_nested_priv,
+) -> c_int {
+    // SAFETY: `data` points to `find_lower`'s `&mut dyn FnMut`, which
+    // outlives the walk and nothing else uses while it runs.
+    let found = unsafe { &mut *(*private).data.cast::<&mut dyn FnMut(&NetDevice) -> bool>() };
+    // SAFETY: the walk runs under the RCU read lock and hands out devices
+    // linked below the valid start device, which stay valid until it ends.
+    let dev = unsafe { NetDevice::from_raw(dev) };
+    c_int::from(found(dev))
 }
 
 /// A netdev's name as it was when copied; displays up to its first NUL.

@@ -3,6 +3,8 @@
 //! Socket buffers (`struct sk_buff`), owned: the UDP tunnel hands received
 //! ones over, and transmission builds and hands them to the IP stack.
 
+use super::netdev::NetDevice;
+use super::rcu::RcuReadGuard;
 use crate::bindings;
 use core::ptr::NonNull;
 use kernel::prelude::*;
@@ -183,6 +185,23 @@ impl SkBuff {
                 bindings::srnic_netdev_ifindex(dev)
             }
         }
+    }
+
+    /// The device a received skb arrived on (after VLAN untagging, the
+    /// VLAN interface), for the receiver that holds it; `None` for an skb
+    /// being built.
+    pub fn device<'a>(&'a self, _guard: &'a RcuReadGuard) -> Option<&'a NetDevice> {
+        // SAFETY: reads our skb's device pointer.
+        let dev = unsafe { bindings::srnic_skb_dev(self.0.as_ptr()) };
+        if dev.is_null() {
+            return None;
+        }
+        // SAFETY: a received skb reaches its receiver within the receive
+        // path, whose device stays valid under RCU (unregistration purges
+        // the device's queued packets and waits for a grace period before
+        // the device may be freed), and the caller holds the RCU read lock
+        // for `'a`.
+        Some(unsafe { NetDevice::from_raw(dev) })
     }
 
     /// Makes `headroom` bytes before the data writable by us alone: a

@@ -3,7 +3,10 @@
 # IPv4 and IPv6 GIDs, ibv_uc_pingpong, and perftest write, read, send and
 # atomic bandwidth with rxe as the client and as the server: every packet
 # srnic sends must be one rxe accepts (rxe drops a packet with a bad ICRC
-# or header), and the reverse.
+# or header), and the reverse. Then a VLAN on eth0 of both VMs: an RC
+# pingpong on the VLAN's GIDs and rping (rdma_cm) over its addresses, each
+# side serving once; the host checks that these packets, CM MADs included,
+# carry the VLAN's 802.1Q tag both ways (rc_interop.host).
 # vms: 2
 # timeout: 900
 case $SRNIC_VM in
@@ -16,6 +19,7 @@ a) must ip addr add fd00::1/64 dev eth0 nodad; gid6=$(gid_index "$dev" fd00::1) 
 b) must ip addr add fd00::2/64 dev eth0 nodad; gid6=$(gid_index "$dev" fd00::2) ;;
 esac
 port=18800
+subnet=10.0.0
 
 # serve_on VM NAME COMMAND...: COMMAND serves on VM, and the other VM runs
 # it as the client against VM's address; both bounded.
@@ -32,8 +36,8 @@ serve_on() {
 		cat /tmp/server.out
 	else
 		barrier "$name.$port" 2
-		peer=10.0.0.1
-		[ "$vm" = b ] && peer=10.0.0.2
+		peer=$subnet.1
+		[ "$vm" = b ] && peer=$subnet.2
 		"$@" -d "$dev" -p $port $peer > /tmp/client.out 2>&1 ||
 			{ cat /tmp/client.out; fail "$name: $dev as client failed"; }
 		cat /tmp/client.out
@@ -59,6 +63,50 @@ for vm in a b; do
 		serve_on $vm perftest timeout 300 $test -x 1 -F
 	done
 done
+
+# RoCE over a VLAN (PFC needs the tag): the core lists the VLAN's
+# addresses as GIDs of the port; a QP on such a GID sends through the VLAN
+# interface, tagged, and what comes back arrives on the VLAN interface.
+step "VLAN 42 on eth0"
+must ip link add link eth0 name eth0.42 type vlan id 42
+must ip link set eth0.42 up
+subnet=10.0.42
+case $SRNIC_VM in
+a) vlan_me=$subnet.1 vlan_peer=$subnet.2 ;;
+b) vlan_me=$subnet.2 vlan_peer=$subnet.1 ;;
+esac
+must ip addr add $vlan_me/24 dev eth0.42
+vlan_gid=$(gid_index "$dev" $vlan_me)
+echo "$dev: GID $vlan_gid is $vlan_me on eth0.42"
+# 64 KiB messages: lists of packets through the VLAN interface.
+step "ibv_rc_pingpong -s 65536 -n 20 on the VLAN's GIDs, server on a"
+serve_on a vlanpingpong timeout 120 ibv_rc_pingpong -g "$vlan_gid" -c -s 65536 -n 20
+
+# listening_cm PORT: whether an rdma_cm ID listens on PORT.
+listening_cm() {
+	rdma res show cm_id | grep LISTEN | grep -q "src-addr-port $1\|:$1 "
+}
+# The passive side finds the GID a connection request came to by its
+# address and VLAN, the active side resolves its route through eth0.42.
+for vm in a b; do
+	step "rping over VLAN 42, server on $vm"
+	port=$((port + 1))
+	if [ "$SRNIC_VM" = "$vm" ]; then
+		timeout 120 rping -s -a $vlan_me -p $port -C 5 -S 1000 -V > /tmp/rping_s.out 2>&1 &
+		pid=$!
+		wait_until 60 listening_cm $port || { cat /tmp/rping_s.out; fail "rping over the VLAN: $dev never listened"; }
+		barrier "vlanrping.$vm" 2
+		wait $pid || { cat /tmp/rping_s.out; fail "rping over the VLAN: $dev serving failed"; }
+		echo "ok: rping server on $dev done"
+	else
+		barrier "vlanrping.$vm" 2
+		out=$(timeout 120 rping -c -a $vlan_peer -p $port -C 5 -S 1000 -v -V 2>&1) ||
+			fail "rping over the VLAN: $dev as client failed: $out"
+		expect_eq "$(printf '%s\n' "$out" | grep -c 'ping data: rdma-ping-')" 5 "rping over the VLAN: payloads echoed to $dev"
+	fi
+	barrier "vlanrping.$vm.done" 2
+done
+
 if [ "$SRNIC_VM" = a ]; then
 	rdma statistic show link srnic0/1
 	for name in icrc_errors malformed_packets; do

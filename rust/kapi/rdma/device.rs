@@ -416,6 +416,73 @@ impl<T: Driver> Device<T> {
         })
     }
 
+    /// Calls `f` with the netdev that port 1's RoCEv2 GID `gid` belongs to
+    /// (the device's netdev, or a VLAN or other upper of it); `None` if the
+    /// port has no such GID, or its netdev is going. Where several entries
+    /// hold the same GID (a VLAN's IPv6 link-local address is its real
+    /// device's), the first one's.
+    pub fn with_gid_netdev<R>(&self, gid: &[u8; 16], f: impl FnOnce(&NetDevice) -> R) -> Option<R> {
+        let mut raw = bindings::ib_gid::default();
+        raw.raw = *gid;
+        // SAFETY: the device is registered while its verbs and its wire
+        // run; the lookup takes the table's lock itself and returns a
+        // counted entry or an error pointer.
+        let attr = unsafe {
+            bindings::rdma_find_gid_by_port(
+                self.as_ib(),
+                &raw,
+                bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP,
+                1,
+                core::ptr::null_mut(),
+            )
+        };
+        // SAFETY: `attr` is what the lookup returned.
+        unsafe { Self::with_attr_netdev(attr, f) }
+    }
+
+    /// Calls `f` with the netdev of entry `index` of port 1's GID table
+    /// (see [`Self::with_gid_netdev`]); `None` if the entry is empty.
+    pub fn with_gid_index_netdev<R>(
+        &self,
+        index: u32,
+        f: impl FnOnce(&NetDevice) -> R,
+    ) -> Option<R> {
+        let index = c_int::try_from(index).ok()?;
+        // SAFETY: as in `with_gid_netdev`; the core checks the index
+        // against the table's size.
+        let attr = unsafe { bindings::rdma_get_gid_attr(self.as_ib(), 1, index) };
+        // SAFETY: `attr` is what the lookup returned.
+        unsafe { Self::with_attr_netdev(attr, f) }
+    }
+
+    /// # Safety
+    ///
+    /// `attr` is an error pointer, NULL, or a counted GID entry, whose
+    /// count this call takes over.
+    unsafe fn with_attr_netdev<R>(
+        attr: *const bindings::ib_gid_attr,
+        f: impl FnOnce(&NetDevice) -> R,
+    ) -> Option<R> {
+        if attr.is_null() || kernel::error::from_err_ptr(attr.cast_mut()).is_err() {
+            return None;
+        }
+        let result = {
+            let _guard = crate::kapi::rcu::RcuReadGuard::new();
+            // SAFETY: a counted entry, read under the RCU read lock as the
+            // core requires; the result is a netdev or an error pointer.
+            let ndev = unsafe { bindings::rdma_read_gid_attr_ndev_rcu(attr) };
+            match kernel::error::from_err_ptr(ndev) {
+                // SAFETY: the entry's netdev stays valid until the RCU read
+                // section ends, after `f` returns.
+                Ok(ndev) if !ndev.is_null() => Some(f(unsafe { NetDevice::from_raw(ndev) })),
+                _ => None,
+            }
+        };
+        // SAFETY: the count the lookup took, released once.
+        unsafe { bindings::rdma_put_gid_attr(attr) };
+        result
+    }
+
     /// Runs `Driver::maintenance` after `msecs` milliseconds, unless it is
     /// already scheduled.
     pub fn schedule_maintenance(&self, msecs: u32) {

@@ -395,6 +395,7 @@ impl<T: Driver> Qp<T> {
             with_invalidate: false,
             with_grh: false,
             smac: None,
+            vlan_id: None,
             network_hdr_type: 0,
             qp: self.as_raw() as usize,
         }

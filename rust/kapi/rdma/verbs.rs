@@ -532,6 +532,9 @@ pub struct WorkCompletion {
     pub with_grh: bool,
     /// The sender's MAC (UD receives).
     pub smac: Option<[u8; 6]>,
+    /// The VLAN a datagram came in on (UD receives over RoCE): the core
+    /// finds the GID it came to by address and VLAN.
+    pub vlan_id: Option<u16>,
     /// Network header type (`RDMA_NETWORK_*`, UD receives).
     pub network_hdr_type: u8,
     /// The `struct ib_qp` of a kernel QP, for `ib_wc.qp`.
@@ -547,11 +550,12 @@ struct KernelCqe {
     qp: u64,
     kernel_flags: u32,
     network_hdr_type: u32,
-    smac: [u8; 8],
+    smac: [u8; 6],
+    vlan_id: u16,
 }
 
 // SAFETY: integers and a Pod struct, laid out without implicit padding
-// (48 + 8 + 4 + 4 + 8 bytes).
+// (48 + 8 + 4 + 4 + 6 + 2 bytes).
 unsafe impl Pod for KernelCqe {}
 
 /// Bytes a CQ slot needs.
@@ -597,6 +601,9 @@ impl WorkCompletion {
         if self.network_hdr_type != 0 {
             flags |= bindings::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE;
         }
+        if self.vlan_id.is_some() {
+            flags |= bindings::ib_wc_flags_IB_WC_WITH_VLAN;
+        }
         flags
     }
 
@@ -628,10 +635,7 @@ impl WorkCompletion {
         if user {
             return queue.write(index, 0, &self.user_form());
         }
-        let mut smac = [0u8; 8];
-        if let Some(mac) = self.smac {
-            smac[..6].copy_from_slice(&mac);
-        }
+        let smac = self.smac.unwrap_or_default();
         queue.write(
             index,
             0,
@@ -641,6 +645,7 @@ impl WorkCompletion {
                 kernel_flags: self.kernel_flags(),
                 network_hdr_type: u32::from(self.network_hdr_type),
                 smac,
+                vlan_id: self.vlan_id.unwrap_or_default(),
             },
         )
     }
@@ -694,12 +699,13 @@ impl PollOutput {
             pkey_index: wc.pkey_index,
             port_num: 1,
             network_hdr_type: cqe.network_hdr_type as u8,
+            vlan_id: cqe.vlan_id,
             ..Default::default()
         };
         out.__bindgen_anon_1.wr_id = wc.wr_id;
         // SAFETY: both union views are a plain 32-bit integer.
         out.ex.invalidate_rkey = unsafe { wc.ex.invalidate_rkey };
-        out.smac.copy_from_slice(&cqe.smac[..6]);
+        out.smac = cqe.smac;
         // SAFETY: `filled < capacity` (checked), and the array is valid
         // for `capacity` entries (see `new`).
         unsafe { self.wc.add(self.filled).write(out) };

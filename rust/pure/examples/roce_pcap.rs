@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Checks every RoCEv2 packet (UDP port 4791 over IPv4 or IPv6) of a pcap
-//! capture: its ICRC and its transport headers, with srnic's own codec.
+//! Checks every RoCEv2 packet (UDP port 4791 over IPv4 or IPv6, untagged
+//! or in an 802.1Q VLAN) of a pcap capture: its ICRC and its transport
+//! headers, with srnic's own codec.
 //!
 //!     cargo run --example roce_pcap -- CAPTURE.pcap
 //!
@@ -28,12 +29,16 @@ enum Version {
 }
 
 /// What is wrong with the Ethernet frame `frame`, if it is RoCEv2;
-/// `Ok(None)` for other traffic.
-fn check(frame: &[u8]) -> Result<Option<Version>, String> {
+/// `Ok(None)` for other traffic. An 802.1Q tag is skipped (the ICRC does
+/// not cover the link layer); `tagged` says whether there was one.
+fn check(frame: &[u8], tagged: &mut bool) -> Result<Option<Version>, String> {
     const ETHERTYPE_IPV4: [u8; 2] = [0x08, 0x00];
     const ETHERTYPE_IPV6: [u8; 2] = [0x86, 0xdd];
-    let ip = frame.get(14..).ok_or("short frame")?;
-    let (version, ip_len) = match frame.get(12..14) {
+    const ETHERTYPE_VLAN: [u8; 2] = [0x81, 0x00];
+    *tagged = frame.get(12..14) == Some(&ETHERTYPE_VLAN[..]);
+    let type_at = if *tagged { 16 } else { 12 };
+    let ip = frame.get(type_at + 2..).ok_or("short frame")?;
+    let (version, ip_len) = match frame.get(type_at..type_at + 2) {
         Some(t) if t == ETHERTYPE_IPV4 => {
             if ip.first() != Some(&0x45) || ip.get(9) != Some(&17) {
                 return Ok(None);
@@ -91,7 +96,7 @@ fn main() -> ExitCode {
         }
     };
     let (mut at, mut bad, mut index) = (24usize, 0u64, 0u64);
-    let (mut checked4, mut checked6) = (0u64, 0u64);
+    let (mut checked4, mut checked6, mut checked_tagged) = (0u64, 0u64, 0u64);
     while let Some(caplen) = u32_at(&data, at + 8, little) {
         index += 1;
         let start = at + 16;
@@ -99,7 +104,12 @@ fn main() -> ExitCode {
             eprintln!("{path}: truncated record {index}");
             break;
         };
-        match check(frame) {
+        let mut tagged = false;
+        let checked = check(frame, &mut tagged);
+        if tagged && matches!(checked, Ok(Some(_))) {
+            checked_tagged += 1;
+        }
+        match checked {
             Ok(Some(Version::V4)) => checked4 += 1,
             Ok(Some(Version::V6)) => checked6 += 1,
             Ok(None) => {}
@@ -115,6 +125,7 @@ fn main() -> ExitCode {
     println!(
         "{checked4} IPv4 and {checked6} IPv6 RoCEv2 packets with a correct ICRC and well-formed headers, {bad} bad"
     );
+    println!("{checked_tagged} of the good ones in an 802.1Q VLAN");
     if bad > 0 {
         ExitCode::FAILURE
     } else {

@@ -60,7 +60,7 @@ pub(crate) fn run(qp: &Qp<SrnicDevice>) {
     let sport = wire::source_port(qp.qp_num(), qp.qp_num());
     let mut budget = BURST;
     // One route lookup for all the bursts of this run.
-    let mut sender = wire::Sender::new(dev);
+    let mut sender = wire::Sender::new(dev).through(this.egress());
     loop {
         let (burst, ip, dest_qp) = {
             let mut state = this.state.lock();

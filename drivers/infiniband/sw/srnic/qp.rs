@@ -20,7 +20,7 @@ use crate::pure::wr::{QpType, SendLimits};
 use crate::requester::{mtu_bytes, Requester};
 use crate::responder::Responder;
 use crate::transport::{Hop, Packet};
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use kernel::prelude::*;
 
 /// Driver data of a QP.
@@ -44,6 +44,9 @@ pub(crate) struct SrnicQp {
     /// A user QP in ERR with its own RQ: receives posted now reach the
     /// kernel by no call, so the QP's own work flushes them.
     needs_sweep: AtomicBool,
+    /// The interface index the connection's packets leave through (its
+    /// source GID's netdev: a VLAN GID's is the VLAN), 0 if unknown.
+    egress: AtomicI32,
 }
 
 /// How often receives posted to user QPs in ERR are flushed.
@@ -206,6 +209,7 @@ impl SrnicQp {
                 requester_again: AtomicBool::new(false),
                 requester_pending: AtomicBool::new(false),
                 needs_sweep: AtomicBool::new(false),
+                egress: AtomicI32::new(0),
             }? Error),
         ))
     }
@@ -291,6 +295,12 @@ impl SrnicQp {
         let peer = mask
             .has(QpAttrMask::AV)
             .then(|| crate::transport::hop_to(qp.device(), &modify.attrs.av.dgid));
+        // The GID entry the core chose, not the address (a VLAN's IPv6
+        // link-local address is also its real device's): the connection's
+        // packets leave through that entry's netdev.
+        let egress = mask.has(QpAttrMask::AV).then(|| {
+            crate::wire::egress_of_index(qp.device(), modify.attrs.av.sgid_index).unwrap_or(0)
+        });
         let mut upcalls = Upcalls::default();
         {
             let mut state = this.state.lock();
@@ -320,6 +330,9 @@ impl SrnicQp {
             state.attrs.state = next;
             if let Some(peer) = peer {
                 state.peer = peer;
+            }
+            if let Some(egress) = egress {
+                this.egress.store(egress, Ordering::Relaxed);
             }
             if mask.has(QpAttrMask::SQ_PSN) {
                 state.requester.set_psn(modify.attrs.sq_psn);
@@ -361,6 +374,12 @@ impl SrnicQp {
         // Leaving SQD, or RNR retries granted again: work may be waiting.
         crate::transport::run_requester(qp);
         Ok(())
+    }
+
+    /// The interface the connection's packets leave through, if known;
+    /// otherwise each flow finds it from its source GID.
+    pub(crate) fn egress(&self) -> Option<i32> {
+        Some(self.egress.load(Ordering::Relaxed)).filter(|ifindex| *ifindex > 0)
     }
 
     fn schedule_sweep(&self, qp: &Qp<SrnicDevice>) {
@@ -413,6 +432,7 @@ impl SrnicQp {
         }
         let attrs = &mut state.attrs;
         *attrs = QpAttributes::default();
+        self.egress.store(0, Ordering::Relaxed);
         state.requester = Requester::default();
         state.responder.reset();
     }

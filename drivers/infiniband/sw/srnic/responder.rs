@@ -604,6 +604,7 @@ fn complete_receive(
     if let (Some(deth), Some(ip)) = (packet.hdr.deth, packet.ip) {
         wc.src_qp = deth.src_qp;
         wc.with_grh = true;
+        wc.vlan_id = packet.vlan;
         wc.network_hdr_type = if ip.is_ipv4() {
             bindings::rdma_network_type_RDMA_NETWORK_IPV4 as u8
         } else {

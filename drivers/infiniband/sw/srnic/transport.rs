@@ -48,6 +48,8 @@ pub(crate) struct Packet<'a> {
     pub(crate) ip: Option<IpHeader>,
     /// Where a connection's request goes (datagrams find out per packet).
     pub(crate) hop: Hop,
+    /// The VLAN a datagram from the wire came in on, for its completion.
+    pub(crate) vlan: Option<u16>,
 }
 
 /// Where a packet goes from the device that sends it.
@@ -102,6 +104,7 @@ impl<'a> Packet<'a> {
             payload_at: 0,
             ip: None,
             hop: Hop::Wire,
+            vlan: None,
         })
     }
 
@@ -152,7 +155,7 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
     }
     let mut budget = REQUESTER_BUDGET;
     let mut bytes_left = REQUESTER_BYTE_BUDGET;
-    let mut sender = wire::Sender::new(qp.device());
+    let mut sender = wire::Sender::new(qp.device()).through(this.egress());
     let mut queue_full = false;
     loop {
         this.requester_again.store(false, Ordering::Release);
@@ -314,7 +317,7 @@ pub(crate) fn receive_from_wire(
                 // A READ response from the wire always waits in the outbox.
                 Reply::None | Reply::SourceFault | Reply::Read(_) => {}
                 Reply::Packet(answer) => {
-                    let _ = wire::transmit(dev, guard, &answer, sport);
+                    let _ = wire::transmit(dev, guard, &answer, sport, dest.egress());
                 }
                 Reply::Queued => outbox::run(dest),
             }

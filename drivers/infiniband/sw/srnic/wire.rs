@@ -10,8 +10,10 @@
 //! packets of a burst to the IP stack a list at a time (`Sender`).
 //! Reception checks the ICRC, parses the
 //! transport headers (which never trusts a length or an opcode), finds the
-//! device by the interface the packet came in on, and hands the packet to
-//! the engine, whose copy out of the skb is the payload's only one.
+//! device by the interface the packet came in on (its netdev, or a VLAN of
+//! it), and hands the packet to the engine, whose copy out of the skb is
+//! the payload's only one. Packets leave through the netdev of their
+//! source GID: a VLAN GID's tagged, through its VLAN interface.
 //!
 //! Each network namespace with srnic devices has its own pair of sockets
 //! (IPv4 and IPv6), opened with its first device and closed with its last
@@ -295,8 +297,44 @@ pub(crate) fn neighbour<'g>(
     dev.neighbourhood.by_ifindex.get(guard, ifindex as u32)
 }
 
-/// The route to the destination of `ip`.
-fn route_for(dev: &Device<SrnicDevice>, ip: &IpHeader) -> core::result::Result<Route, SendError> {
+/// The interface index of `netdev` if it is in `dev`'s namespace, where
+/// the wire's sockets and route lookups are.
+fn in_namespace(dev: &Device<SrnicDevice>, netdev: &NetDevice) -> Option<i32> {
+    (netdev.namespace() == dev.netdev().namespace()).then(|| netdev.ifindex())
+}
+
+/// The interface that packets from GID `index` of `dev`'s port leave
+/// through: the GID's netdev, the device's own or a VLAN (or other upper)
+/// of it, whose addresses the core lists as GIDs of the port. `None` if
+/// the entry is empty or its netdev is in another namespace.
+pub(crate) fn egress_of_index(dev: &Device<SrnicDevice>, index: u8) -> Option<i32> {
+    dev.with_gid_index_netdev(u32::from(index), |netdev| in_namespace(dev, netdev))
+        .flatten()
+}
+
+/// The interface that packets from `sgid` leave through (see
+/// [`egress_of_index`]), found by the GID's value; the device's own
+/// netdev for an address that is not a GID of the port (the route lookup
+/// then refuses a source address this node does not have).
+fn egress_of(dev: &Device<SrnicDevice>, sgid: &[u8; 16]) -> core::result::Result<i32, SendError> {
+    match dev.with_gid_netdev(sgid, |netdev| in_namespace(dev, netdev)) {
+        Some(Some(ifindex)) => Ok(ifindex),
+        Some(None) => {
+            // A VLAN moved to another namespace: its packets cannot leave
+            // from this one.
+            dev.counters.inc(Counter::UnroutableDatagrams);
+            Err(SendError::Dropped)
+        }
+        None => Ok(dev.ifindex),
+    }
+}
+
+/// The route to the destination of `ip`, out of interface `oif`.
+fn route_for(
+    dev: &Device<SrnicDevice>,
+    ip: &IpHeader,
+    oif: i32,
+) -> core::result::Result<Route, SendError> {
     let net = dev.netdev().net();
     let route = if ip.is_ipv4() {
         let address = |gid: &[u8; 16]| {
@@ -309,7 +347,7 @@ fn route_for(dev: &Device<SrnicDevice>, ip: &IpHeader) -> core::result::Result<R
             address(&ip.dgid)?,
             address(&ip.sgid)?,
             ip.traffic_class,
-            dev.ifindex,
+            oif,
         )
     } else if !is_ipv4_mapped(&ip.sgid) && !is_ipv4_mapped(&ip.dgid) {
         Route::lookup6(
@@ -318,7 +356,7 @@ fn route_for(dev: &Device<SrnicDevice>, ip: &IpHeader) -> core::result::Result<R
             &ip.sgid,
             ip.traffic_class,
             ip.flow_label,
-            dev.ifindex,
+            oif,
         )
     } else {
         // An IPv4 GID talking to an IPv6 one.
@@ -408,6 +446,9 @@ impl OpenList {
 /// leave in the order they were made.
 pub(crate) struct Sender<'d> {
     dev: &'d Device<SrnicDevice>,
+    /// The interface a connected QP's packets leave through, as its
+    /// source GID's entry says; `None`: found from each flow's source GID.
+    egress: Option<i32>,
     route: Option<(Flow, Route)>,
     list: Option<OpenList>,
     /// Datagrams a list started from now on may hold.
@@ -426,11 +467,19 @@ impl<'d> Sender<'d> {
     pub(crate) fn expecting(dev: &'d Device<SrnicDevice>, packets: u32) -> Self {
         Self {
             dev,
+            egress: None,
             route: None,
             list: None,
             list_max: packets.clamp(1, LIST_DATAGRAMS),
             sent: 0,
         }
+    }
+
+    /// Sends through interface `egress` (if known): that of the source GID
+    /// of the connected QP whose packets this sender takes.
+    pub(crate) fn through(mut self, egress: Option<i32>) -> Self {
+        self.egress = egress;
+        self
     }
 
     /// The next lists are for `packets` packets or fewer.
@@ -451,7 +500,11 @@ impl<'d> Sender<'d> {
             }
         }
         self.route = None;
-        let route = route_for(self.dev, &flow.ip)?;
+        let oif = match self.egress {
+            Some(ifindex) => ifindex,
+            None => egress_of(self.dev, &flow.ip.sgid)?,
+        };
+        let route = route_for(self.dev, &flow.ip, oif)?;
         if route.is_local() {
             // An address of this node that no srnic device has (the
             // engine takes those): nobody would take the packet.
@@ -543,14 +596,15 @@ impl Drop for Sender<'_> {
 }
 
 /// Sends `packet` to the address in `packet.ip` from UDP port `sport`, on
-/// its own.
+/// its own, through interface `egress` if known (see [`Sender::through`]).
 pub(crate) fn transmit(
     dev: &Device<SrnicDevice>,
     guard: &RcuReadGuard,
     packet: &Packet<'_>,
     sport: u16,
+    egress: Option<i32>,
 ) -> core::result::Result<(), SendError> {
-    let mut sender = Sender::expecting(dev, 1);
+    let mut sender = Sender::expecting(dev, 1).through(egress);
     sender.send(guard, packet, sport)?;
     sender.flush()
 }
@@ -766,13 +820,38 @@ fn copied(
     Ok(skb)
 }
 
+impl Neighbourhood {
+    /// The device a packet that arrived on `netdev` is for: the one on
+    /// `netdev`, or, for a VLAN (or other upper) of a device's netdev,
+    /// whose addresses the core lists as GIDs of that device's port, the
+    /// one on the netdev below it.
+    fn device_on<'g>(
+        &self,
+        guard: &'g RcuReadGuard,
+        netdev: &NetDevice,
+    ) -> Option<&'g Device<SrnicDevice>> {
+        if let Some(dev) = self.by_ifindex.get(guard, netdev.ifindex() as u32) {
+            return Some(dev);
+        }
+        let mut found = None;
+        netdev.find_lower(guard, |lower| {
+            found = self.by_ifindex.get(guard, lower.ifindex() as u32);
+            found.is_some()
+        });
+        found
+    }
+}
+
 impl UdpReceiver for Neighbourhood {
     fn receive(&self, mut skb: SkBuff) {
         if skb.linearize().is_err() {
             return;
         }
         let guard = RcuReadGuard::new();
-        let Some(dev) = self.by_ifindex.get(&guard, skb.ifindex() as u32) else {
+        let Some(arrived) = skb.device(&guard) else {
+            return;
+        };
+        let Some(dev) = self.device_on(&guard, arrived) else {
             return;
         };
         match parse(&skb) {
@@ -794,12 +873,20 @@ impl UdpReceiver for Neighbourhood {
                     });
                 counters.inc(Counter::ReceivedPackets);
                 counters.add(Counter::ReceivedBytes, hdr.payload_len as u64);
+                // The core finds the GID a datagram came to by its address
+                // and VLAN (`ib_init_ah_attr_from_wc`), as it would reply.
+                let vlan = if hdr.deth.is_some() {
+                    arrived.rdma_vlan_id(&guard)
+                } else {
+                    None
+                };
                 let packet = Packet {
                     hdr,
                     payload,
                     payload_at: 0,
                     ip: Some(ip),
                     hop: Hop::Wire,
+                    vlan,
                 };
                 transport::receive_from_wire(dev, &guard, packet);
             }
