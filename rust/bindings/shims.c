@@ -66,11 +66,6 @@ void srnic_ib_device_put_ref(struct ib_device *ibdev)
 	put_device(&ibdev->dev);
 }
 
-const char *srnic_ib_device_name(const struct ib_device *ibdev)
-{
-	return dev_name(&ibdev->dev);
-}
-
 /* The kernel-wide printk rate limit, for messages user space can trigger. */
 bool srnic_printk_ratelimit(void)
 {

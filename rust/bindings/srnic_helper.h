@@ -73,7 +73,6 @@ void srnic_dev_hold(struct net_device *dev);
 void srnic_dev_put(struct net_device *dev);
 void srnic_ib_device_get(struct ib_device *ibdev);
 void srnic_ib_device_put_ref(struct ib_device *ibdev);
-const char *srnic_ib_device_name(const struct ib_device *ibdev);
 bool srnic_printk_ratelimit(void);
 
 /* Module references (rust/kapi/rdma/shared_id.rs). */

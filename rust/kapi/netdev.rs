@@ -42,7 +42,7 @@ impl NetDevice {
         let raw = unsafe { core::ptr::addr_of!((*self.as_raw()).name).read_volatile() };
         // `c_char` is `i8` on some architectures.
         #[allow(clippy::unnecessary_cast)]
-        NetdevName(raw.map(|c| c as u8))
+        NetdevName::new(raw.map(|c| c as u8))
     }
 
     /// The network namespace the netdev is in, as an opaque identity.
@@ -198,12 +198,22 @@ unsafe extern "C" fn visit_lower(
     c_int::from(found(dev))
 }
 
-/// A netdev's name as it was when copied; displays up to its first NUL.
-pub struct NetdevName([u8; 16]);
+/// A name copied out of a kernel object at one moment (a netdev's or an
+/// RDMA device's, which a rename may change and free at any time):
+/// displays up to its first NUL.
+pub struct FixedName<const N: usize>([u8; N]);
 
-impl NetdevName {
-    /// The name as a C string (the last byte is always NUL: a name has at
-    /// most 15 characters; a torn copy is cut there).
+/// A netdev's name as it was when copied.
+pub type NetdevName = FixedName<16>;
+
+impl<const N: usize> FixedName<N> {
+    /// Wraps the bytes of a copied name.
+    pub fn new(bytes: [u8; N]) -> Self {
+        Self(bytes)
+    }
+
+    /// The name as a C string (the last byte is always NUL; a torn copy is
+    /// cut there).
     pub fn as_c_str(&mut self) -> &CStr {
         if let Some(last) = self.0.last_mut() {
             *last = 0;
@@ -213,7 +223,7 @@ impl NetdevName {
     }
 }
 
-impl core::fmt::Display for NetdevName {
+impl<const N: usize> core::fmt::Display for FixedName<N> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let len = self.0.iter().position(|&b| b == 0).unwrap_or(self.0.len());
         for &byte in self.0.iter().take(len) {

@@ -37,10 +37,10 @@ impl IbDevice {
         self.0.get()
     }
 
-    /// The device name (`srnic0`, `rxe0`, ...).
-    pub fn name(&self) -> &CStr {
-        // SAFETY: the name is a NUL-terminated array inside the live device.
-        unsafe { CStr::from_char_ptr(bindings::srnic_ib_device_name(self.as_raw())) }
+    /// The device name (`srnic0`, `rxe0`, ...), as it is now.
+    pub fn name(&self) -> super::device::DeviceName {
+        // SAFETY: the device is allocated while we reference it.
+        unsafe { super::device::device_name(self.as_raw()) }
     }
 
     /// The node GUID as a number (the core keeps it in network order).

@@ -360,12 +360,11 @@ impl<T: Driver> Device<T> {
         unsafe { NetDevice::from_raw(self.netdev.as_ptr()) }
     }
 
-    /// The device name (`srnic0`).
-    pub fn name(&self) -> &CStr {
-        // SAFETY: the device is allocated and its `struct device` has a name
-        // from registration on; `dev_name` returns a NUL-terminated string
-        // that lives as long as the device.
-        unsafe { CStr::from_char_ptr(bindings::srnic_ib_device_name(self.as_ib())) }
+    /// The device name (`srnic0`), as it is now: copied, since a rename
+    /// may change it at any time.
+    pub fn name(&self) -> DeviceName {
+        // SAFETY: the device is allocated.
+        unsafe { device_name(self.as_ib()) }
     }
 
     /// The node GUID, in network byte order as the core stores it.
@@ -983,6 +982,25 @@ impl<T: Driver> Device<T> {
             (*dev).deallocated.store(true, Ordering::Release);
         }
     }
+}
+
+/// An RDMA device's name as it was when copied.
+pub type DeviceName = crate::kapi::netdev::FixedName<{ bindings::IB_DEVICE_NAME_MAX as usize }>;
+
+/// Copies the name of `ib`. `ib_device_rename` rewrites the `name` array
+/// in place (and frees the kobject's copy, so `dev_name` may not be kept):
+/// one volatile read copies whatever bytes are there, even mid-rename.
+///
+/// # Safety
+///
+/// `ib` must be an allocated `ib_device`.
+pub(crate) unsafe fn device_name(ib: *const bindings::ib_device) -> DeviceName {
+    // SAFETY: the array is valid for reads while the device is allocated,
+    // per the caller.
+    let raw = unsafe { core::ptr::addr_of!((*ib).name).read_volatile() };
+    // `c_char` is `i8` on some architectures.
+    #[allow(clippy::unnecessary_cast)]
+    DeviceName::new(raw.map(|c| c as u8))
 }
 
 /// Whether an RDMA device (of any driver) is called `name`.

@@ -29,9 +29,10 @@ macro_rules! core_object {
         }
 
         // SAFETY: extra fields (a QP's work item) synchronise themselves.
-        // The core object's fields are written by the core before
-        // creation and by the driver only inside verbs the core serialises;
-        // the driver data is `Send + Sync`.
+        // The core object is `Opaque` and read only through raw places,
+        // field by field: fields the core (or the driver) may still write
+        // while other CPUs read them (a QP's number, its CQs, an MR's PD)
+        // are read with volatile loads. The driver data is `Send + Sync`.
         unsafe impl<T: Driver> Sync for $name<T> {}
         // SAFETY: as above.
         unsafe impl<T: Driver> Send for $name<T> {}
@@ -256,6 +257,19 @@ pub enum QpEvent {
     LastWqeReached,
 }
 
+/// One field of a QP's `ib_qp`, read with a volatile load: the core sets
+/// `send_cq`, `recv_cq` and the driver `qp_num` after the QP is in the
+/// table where the transport finds it, and `_ib_modify_qp` rewrites others
+/// while the transport runs, so no reference may span the struct.
+macro_rules! qp_field {
+    ($qp:expr, $field:ident) => {
+        // SAFETY: the QP is live, so the field is valid for reads; a
+        // volatile load reads the value there now and assumes nothing
+        // about later ones.
+        unsafe { core::ptr::addr_of!((*$qp.as_raw()).$field).read_volatile() }
+    };
+}
+
 impl<T: Driver> Qp<T> {
     /// Prepares the QP's work item, before anything can queue it.
     ///
@@ -320,49 +334,45 @@ impl<T: Driver> Qp<T> {
         unsafe { bindings::srnic_qp_work_after(self.work.get(), self.qp_num(), msecs) };
     }
 
-    fn raw(&self) -> &bindings::ib_qp {
-        // SAFETY: the QP is live; the fields read are set by the core
-        // before create and not changed after.
-        unsafe { &*self.as_raw() }
-    }
-
     /// The QP's transport type.
     pub fn qp_type(&self) -> QpType {
         // Creation refused every other type.
-        super::verbs::qp_type_from_raw(self.raw().qp_type).unwrap_or(QpType::Rc)
+        super::verbs::qp_type_from_raw(qp_field!(self, qp_type)).unwrap_or(QpType::Rc)
     }
 
     /// The QP number.
     pub fn qp_num(&self) -> u32 {
-        self.raw().qp_num
+        qp_field!(self, qp_num)
     }
 
     /// Whether a user process owns the QP.
     pub fn is_user(&self) -> bool {
-        !self.raw().uobject.is_null()
+        !qp_field!(self, uobject).is_null()
     }
 
     /// The CQ of send completions.
     pub fn send_cq(&self) -> &Cq<T> {
+        let cq = qp_field!(self, send_cq);
         // SAFETY: the core holds a use count on the QP's CQs while the QP
         // lives, and all CQs of this device are `Cq<T>`.
-        unsafe { Cq::from_raw(self.raw().send_cq) }
+        unsafe { Cq::from_raw(cq) }
     }
 
     /// The CQ of receive completions.
     pub fn recv_cq(&self) -> &Cq<T> {
+        let cq = qp_field!(self, recv_cq);
         // SAFETY: as for `send_cq`.
-        unsafe { Cq::from_raw(self.raw().recv_cq) }
+        unsafe { Cq::from_raw(cq) }
     }
 
     /// Identifies the QP's protection domain (compared, never followed).
     pub fn pd_id(&self) -> usize {
-        self.raw().pd as usize
+        qp_field!(self, pd) as usize
     }
 
     /// The SRQ receives come from, if any.
     pub fn srq(&self) -> Option<&Srq<T>> {
-        let srq = self.raw().srq;
+        let srq = qp_field!(self, srq);
         if srq.is_null() {
             return None;
         }

@@ -293,8 +293,11 @@ impl<T: Driver> Device<T> {
             let qp_ref = unsafe { Qp::<T>::from_raw(qp) };
             match T::publish_qp(qp_ref) {
                 Ok(qpn) => {
-                    // SAFETY: the QP number is the driver's to set.
-                    unsafe { (*qp).qp_num = qpn };
+                    // SAFETY: the QP number is the driver's to set. The QP
+                    // is in the table already and in RESET: a packet that
+                    // finds it now reads the number with a volatile load
+                    // (`Qp::qp_num`), sees 0 or `qpn`, and is dropped.
+                    unsafe { core::ptr::addr_of_mut!((*qp).qp_num).write_volatile(qpn) };
                 }
                 Err(err) => {
                     // SAFETY: initialised above, never published.
@@ -352,8 +355,14 @@ impl<T: Driver> Device<T> {
         _mask: c_int,
         init_attr: *mut bindings::ib_qp_init_attr,
     ) -> c_int {
-        // SAFETY: the core passes a live QP and zeroed structs to fill.
+        // SAFETY: the core passes a live QP and two structs to fill, which
+        // uverbs allocates with plain `kmalloc` and copies to user space
+        // whole: every byte is zeroed before any is set, so no field we do
+        // not fill (the alternate path's) leaks kernel memory. Zeroing also
+        // leaves the `sgid_attr` pointers NULL, as the core requires.
         unsafe {
+            core::ptr::write_bytes(attr, 0, 1);
+            core::ptr::write_bytes(init_attr, 0, 1);
             let query = T::query_qp(Qp::<T>::from_raw(qp));
             query.write_to(&mut *attr, &mut *init_attr);
         }
@@ -520,8 +529,12 @@ impl<T: Driver> Device<T> {
         srq: *mut bindings::ib_srq,
         attr: *mut bindings::ib_srq_attr,
     ) -> c_int {
-        // SAFETY: a live SRQ and a struct to fill.
-        unsafe { T::query_srq(Srq::<T>::from_raw(srq)).write_to(&mut *attr) };
+        // SAFETY: a live SRQ and a struct to fill, which uverbs has on its
+        // stack uninitialised: zeroed first, so every byte is defined.
+        unsafe {
+            core::ptr::write_bytes(attr, 0, 1);
+            T::query_srq(Srq::<T>::from_raw(srq)).write_to(&mut *attr);
+        }
         0
     }
 
