@@ -1225,6 +1225,24 @@ static void memory_test(void)
 	printf("rereg of the read-only file mapping to REMOTE_WRITE: %s\n",
 	       ret ? strerror(ret) : "accepted");
 	rc_pair(&a, &b, ALL_ACCESS, 7);
+	/* query_qp fills structs the kernel allocates without zeroing and
+	 * copies to user space whole: the alternate path srnic does not keep
+	 * must read as zeros, never as leftover kernel memory. */
+	for (int round = 0; round < 50; round++) {
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qia;
+		static const struct ibv_ah_attr zero_ah;
+
+		memset(&qa, 0x5a, sizeof(qa));
+		if (ibv_query_qp(a.qp, &qa, IBV_QP_STATE | IBV_QP_ALT_PATH, &qia))
+			FAIL("ibv_query_qp: %s", strerror(errno));
+		if (qa.alt_pkey_index || qa.alt_port_num || qa.alt_timeout ||
+		    memcmp(&qa.alt_ah_attr, &zero_ah, sizeof(zero_ah)))
+			FAIL("ibv_query_qp round %d: the alternate path holds bytes the kernel never set "
+			     "(pkey_index %u port %u timeout %u dlid %u)", round, qa.alt_pkey_index,
+			     qa.alt_port_num, qa.alt_timeout, qa.alt_ah_attr.dlid);
+	}
+	printf("ok: ibv_query_qp returns no stale kernel memory (50 queries)\n");
 	fill(a.buf, VICTIM_LEN, 9);
 	enum ibv_wc_status status = write_to(&a, 1, (uintptr_t)file, mr_ro->rkey, VICTIM_LEN);
 	printf("RDMA WRITE into it: %s\n", ibv_wc_status_str(status));
