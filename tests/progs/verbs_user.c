@@ -548,7 +548,7 @@ static void hostile_test(void)
 	setup_memory();
 	bystander = make_qp(IBV_QPT_RC, bcq, bcq, NULL, 8, 8);
 	connect_qp(bystander);
-	for (int round = 0; round < 4; round++) {
+	for (int round = 0; round < 5; round++) {
 		struct mapping before[256];
 		int nb = uverbs_mappings(before, 256);
 		/* Depths chosen so that the rings tell themselves apart: SQ mask
@@ -594,9 +594,19 @@ static void hostile_test(void)
 			cqr->consumer_index = 0x80000000;
 			to_state(victim, IBV_QPS_ERR);
 			break;
+		case 4:
+			/* The peer does not exist: the ten sends stay in flight in
+			 * slots 0-9. A producer of 5 claims eleven new WQEs, which
+			 * would overwrite five of them. */
+			printf("--- SQ producer laps the sends in flight, doorbell\n");
+			if (post_send_chain(victim, 1, 8) || post_send_chain(victim, 9, 2))
+				FAIL("round 4: posting ten sends");
+			__atomic_store_n(&sq->producer_index, 5, __ATOMIC_RELEASE);
+			doorbell(victim);
+			break;
 		}
 		CHECK(qp_state(victim) == IBV_QPS_ERR, "round %d: the victim QP is in ERR", round);
-		if (round < 2) {
+		if (round < 2 || round == 4) {
 			struct ibv_async_event ev;
 			int fatal = 0;
 			for (int tries = 0; tries < 10 && !fatal; tries++) {
@@ -617,6 +627,20 @@ static void hostile_test(void)
 				ibv_ack_async_event(&ev);
 			}
 			CHECK(overrun, "round 3: IBV_EVENT_CQ_ERR on the victim's CQ");
+		}
+		if (round == 4) {
+			/* Each send in flight completes once, in order, none lost.
+			 * Then the kernel has moved the consumer past them, and the
+			 * producer left at 5 now names eleven newly posted slots,
+			 * which the ERR state flushes too. */
+			uint64_t ids[64];
+			int st[64], got = drain(cq, 10, ids, st, 64), in_order = got >= 10;
+
+			for (int i = 0; in_order && i < 10; i++)
+				in_order = ids[i] == (uint64_t)i + 1 && st[i] == IBV_WC_WR_FLUSH_ERR;
+			CHECK(in_order && got <= 21,
+			      "round 4: the ten sends in flight flushed once each, in order (%d completions in all)",
+			      got);
 		}
 		bystander_works(bystander, bcq, round);
 		CHECK(ibv_destroy_qp(victim) == 0, "round %d: victim destroyed", round);
