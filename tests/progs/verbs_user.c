@@ -10,6 +10,9 @@
  *                            opcode checked, and each error path: RNR
  *                            retries exhausted and waited out, bad rkey,
  *                            missing access, overlong SEND, bad lkey
+ *   verbs_user DEV bigread   one 256 MiB RDMA READ between two QPs of the
+ *                            device, an RDMA WRITE right behind it: both
+ *                            complete in order, data intact
  *   verbs_user DEV events    CQ events through a completion channel on the
  *                            last vector: the solicited and next-completion
  *                            arming rules, one event per arming
@@ -1192,10 +1195,90 @@ static void events_test(void)
 	ibv_destroy_comp_channel(channel);
 }
 
+/* ---- one long READ between two QPs of the device ---- */
+
+#define BIGREAD_LEN (256u << 20)
+
+/* Between QPs of one device the READ response is handed over in 64 KiB
+ * pieces, a bounded number per run (the requester's, then the responder's
+ * own work): a READ of 256 MiB takes hundreds of runs, and the WRITE
+ * posted behind it has its ACK wait behind the last piece. */
+static void bigread_test(void)
+{
+	struct rc_side a, b;
+	unsigned char *src = aligned_alloc(4096, BIGREAD_LEN), *dst = aligned_alloc(4096, BIGREAD_LEN);
+	struct ibv_mr *smr, *dmr;
+	struct ibv_send_wr rd, wr, *bad;
+	struct ibv_sge rsge, wsge;
+	uint64_t ids[4];
+	int st[4], got = 0;
+	double start, deadline;
+
+	if (!src || !dst)
+		FAIL("bigread: out of memory");
+	rc_pair(&a, &b, ALL_ACCESS, 7);
+	fill(src, BIGREAD_LEN, 11);
+	memset(dst, 0, BIGREAD_LEN);
+	smr = ibv_reg_mr(pd, src, BIGREAD_LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	dmr = ibv_reg_mr(pd, dst, BIGREAD_LEN, IBV_ACCESS_LOCAL_WRITE);
+	if (!smr || !dmr)
+		FAIL("bigread: ibv_reg_mr: %s", strerror(errno));
+	fill(a.buf, 4096, 12);
+	rsge = (struct ibv_sge){ (uintptr_t)dst, BIGREAD_LEN, dmr->lkey };
+	wsge = (struct ibv_sge){ (uintptr_t)a.buf, 4096, a.mr->lkey };
+	memset(&rd, 0, sizeof(rd));
+	memset(&wr, 0, sizeof(wr));
+	rd.wr_id = 1;
+	rd.sg_list = &rsge;
+	rd.num_sge = 1;
+	rd.opcode = IBV_WR_RDMA_READ;
+	rd.send_flags = IBV_SEND_SIGNALED;
+	rd.wr.rdma.remote_addr = (uintptr_t)src;
+	rd.wr.rdma.rkey = smr->rkey;
+	rd.next = &wr;
+	wr.wr_id = 2;
+	wr.sg_list = &wsge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uintptr_t)b.buf;
+	wr.wr.rdma.rkey = b.mr->rkey;
+	start = now();
+	deadline = start + 120;
+	if (ibv_post_send(a.qp, &rd, &bad))
+		FAIL("bigread: ibv_post_send: %s", strerror(errno));
+	while (got < 2 && now() < deadline) {
+		struct ibv_wc wc;
+		int n = ibv_poll_cq(a.cq, 1, &wc);
+
+		if (n < 0)
+			FAIL("bigread: ibv_poll_cq: %d", n);
+		if (n) {
+			ids[got] = wc.wr_id;
+			st[got++] = wc.status;
+		} else {
+			usleep(1000);
+		}
+	}
+	if (got < 2)
+		FAIL("bigread: %d of 2 completions within 120 s", got);
+	CHECK(ids[0] == 1 && st[0] == IBV_WC_SUCCESS && ids[1] == 2 && st[1] == IBV_WC_SUCCESS,
+	      "bigread: the %u MiB READ, then the WRITE behind it, completed in order (%.1f s)",
+	      BIGREAD_LEN >> 20, now() - start);
+	CHECK(!memcmp(src, dst, BIGREAD_LEN), "bigread: %u MiB read intact", BIGREAD_LEN >> 20);
+	CHECK(!memcmp(a.buf, b.buf, 4096), "bigread: the WRITE behind it intact");
+	ibv_dereg_mr(smr);
+	ibv_dereg_mr(dmr);
+	free(src);
+	free(dst);
+	rc_free(&a);
+	rc_free(&b);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3)
-		FAIL("usage: %s DEVICE limits|flush|race|hostile|rc|events|hold|watch", argv[0]);
+		FAIL("usage: %s DEVICE limits|flush|race|hostile|rc|bigread|events|hold|watch", argv[0]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	open_device(argv[1]);
 	if (!strcmp(argv[2], "limits"))
@@ -1210,6 +1293,8 @@ int main(int argc, char **argv)
 		rc_data_test();
 		rc_error_test();
 	}
+	else if (!strcmp(argv[2], "bigread"))
+		bigread_test();
 	else if (!strcmp(argv[2], "events"))
 		events_test();
 	else if (!strcmp(argv[2], "hold"))
