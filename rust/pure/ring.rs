@@ -124,6 +124,20 @@ impl RingGeometry {
         (raw <= self.index_mask()).then_some(raw)
     }
 
+    /// How many new entries a producer index `producer` (read from
+    /// user-writable memory) announces, given that the kernel has taken
+    /// the entries up to `fetched` and those from `consumer` on are still
+    /// in flight (taken, not yet completed). `None` if the producer laps
+    /// the consumer: it claims more than the ring holds beside the
+    /// entries in flight, i.e. it points back into them, and taking its
+    /// entries would overwrite slots still in use.
+    pub fn new_entries(&self, producer: u32, fetched: u32, consumer: u32) -> Option<u32> {
+        let in_flight = self.used(fetched, consumer);
+        let new = self.used(producer, fetched);
+        // `used` is at most the mask, which is the capacity: no underflow.
+        (new <= self.capacity() - in_flight).then_some(new)
+    }
+
     /// Whether `count` queued entries fit this ring.
     pub fn fits(&self, count: u32) -> bool {
         count <= self.capacity()

@@ -1,8 +1,9 @@
 # A process writes garbage into its mapped rings (SQ producer out of range,
-# garbage send WQEs, RQ producer out of range, CQ consumer out of range) and
-# rings the doorbell: the QP errors out with IBV_EVENT_QP_FATAL (a CQ
-# overrun with IBV_EVENT_CQ_ERR), another QP of the process goes on, and
-# the kernel stays clean (the runner checks the console).
+# garbage send WQEs, RQ producer out of range, CQ consumer out of range, SQ
+# producer lapping the sends in flight) and rings the doorbell: the QP errors
+# out with IBV_EVENT_QP_FATAL (a CQ overrun with IBV_EVENT_CQ_ERR), the sends
+# in flight each flush once, another QP of the process goes on, and the
+# kernel stays clean (the runner checks the console).
 # timeout: 300
 prog=$SRNIC_TOP/out/progs/verbs_user
 [ -x "$prog" ] || fail "$prog is not built (make test-progs)"

@@ -1,5 +1,6 @@
 # The RC transport between QPs of one srnic device (loopback, no wire):
 # every opcode with its data checked and every error path (verbs_user rc),
+# one 256 MiB READ with a WRITE behind it (verbs_user bigread),
 # the port counters moving, ibv_rc_pingpong with sizes below, at and far above the path MTU, with
 # and without CQ events, validating the data (--chk); perftest's write,
 # read, send and atomic bandwidth and write/send latency.
@@ -30,6 +31,12 @@ for name in sent_packets received_packets rnr_naks_sent rnr_naks_received access
 	[ -n "$value" ] && [ "$value" -gt 0 ] ||
 		fail "counter $name is '$value' after the rc checks; expected it to have counted"
 done
+
+# One READ of 256 MiB: handed over a bounded number of 64 KiB pieces per
+# run (no run, RCU read section or softirq copies all of it), the rest from
+# the responder's own work; a WRITE posted behind it completes after it.
+step "verbs_user bigread"
+must timeout 300 "$SRNIC_TOP/out/progs/verbs_user" srnic0 bigread
 
 port=18600
 # pingpong SIZE ITERATIONS [EXTRA...]: server and client on srnic0.

@@ -15,6 +15,9 @@
  *                            racing re-registrations between writable and
  *                            read-only memory never reach the latter;
  *                            a region with a window bound stays registered
+ *   verbs_user DEV bigread   one 256 MiB RDMA READ between two QPs of the
+ *                            device, an RDMA WRITE right behind it: both
+ *                            complete in order, data intact
  *   verbs_user DEV events    CQ events through a completion channel on the
  *                            last vector: the solicited and next-completion
  *                            arming rules, one event per arming
@@ -555,7 +558,7 @@ static void hostile_test(void)
 	setup_memory();
 	bystander = make_qp(IBV_QPT_RC, bcq, bcq, NULL, 8, 8);
 	connect_qp(bystander);
-	for (int round = 0; round < 4; round++) {
+	for (int round = 0; round < 5; round++) {
 		struct mapping before[256];
 		int nb = uverbs_mappings(before, 256);
 		/* Depths chosen so that the rings tell themselves apart: SQ mask
@@ -601,9 +604,19 @@ static void hostile_test(void)
 			cqr->consumer_index = 0x80000000;
 			to_state(victim, IBV_QPS_ERR);
 			break;
+		case 4:
+			/* The peer does not exist: the ten sends stay in flight in
+			 * slots 0-9. A producer of 5 claims eleven new WQEs, which
+			 * would overwrite five of them. */
+			printf("--- SQ producer laps the sends in flight, doorbell\n");
+			if (post_send_chain(victim, 1, 8) || post_send_chain(victim, 9, 2))
+				FAIL("round 4: posting ten sends");
+			__atomic_store_n(&sq->producer_index, 5, __ATOMIC_RELEASE);
+			doorbell(victim);
+			break;
 		}
 		CHECK(qp_state(victim) == IBV_QPS_ERR, "round %d: the victim QP is in ERR", round);
-		if (round < 2) {
+		if (round < 2 || round == 4) {
 			struct ibv_async_event ev;
 			int fatal = 0;
 			for (int tries = 0; tries < 10 && !fatal; tries++) {
@@ -624,6 +637,20 @@ static void hostile_test(void)
 				ibv_ack_async_event(&ev);
 			}
 			CHECK(overrun, "round 3: IBV_EVENT_CQ_ERR on the victim's CQ");
+		}
+		if (round == 4) {
+			/* Each send in flight completes once, in order, none lost.
+			 * Then the kernel has moved the consumer past them, and the
+			 * producer left at 5 now names eleven newly posted slots,
+			 * which the ERR state flushes too. */
+			uint64_t ids[64];
+			int st[64], got = drain(cq, 10, ids, st, 64), in_order = got >= 10;
+
+			for (int i = 0; in_order && i < 10; i++)
+				in_order = ids[i] == (uint64_t)i + 1 && st[i] == IBV_WC_WR_FLUSH_ERR;
+			CHECK(in_order && got <= 21,
+			      "round 4: the ten sends in flight flushed once each, in order (%d completions in all)",
+			      got);
 		}
 		bystander_works(bystander, bcq, round);
 		CHECK(ibv_destroy_qp(victim) == 0, "round %d: victim destroyed", round);
@@ -1438,10 +1465,91 @@ static void events_test(void)
 	ibv_destroy_comp_channel(channel);
 }
 
+/* ---- one long READ between two QPs of the device ---- */
+
+#define BIGREAD_LEN (256u << 20)
+
+/* Between QPs of one device the READ response is handed over in 64 KiB
+ * pieces, a bounded number per run (the requester's, then the responder's
+ * own work): a READ of 256 MiB takes hundreds of runs, and the WRITE
+ * posted behind it has its ACK wait behind the last piece. */
+static void bigread_test(void)
+{
+	struct rc_side a, b;
+	unsigned char *src = aligned_alloc(4096, BIGREAD_LEN), *dst = aligned_alloc(4096, BIGREAD_LEN);
+	struct ibv_mr *smr, *dmr;
+	struct ibv_send_wr rd, wr, *bad;
+	struct ibv_sge rsge, wsge;
+	uint64_t ids[4];
+	int st[4], got = 0;
+	double start, deadline;
+
+	if (!src || !dst)
+		FAIL("bigread: out of memory");
+	rc_pair(&a, &b, ALL_ACCESS, 7);
+	fill(src, BIGREAD_LEN, 11);
+	memset(dst, 0, BIGREAD_LEN);
+	smr = ibv_reg_mr(pd, src, BIGREAD_LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	dmr = ibv_reg_mr(pd, dst, BIGREAD_LEN, IBV_ACCESS_LOCAL_WRITE);
+	if (!smr || !dmr)
+		FAIL("bigread: ibv_reg_mr: %s", strerror(errno));
+	fill(a.buf, 4096, 12);
+	rsge = (struct ibv_sge){ (uintptr_t)dst, BIGREAD_LEN, dmr->lkey };
+	wsge = (struct ibv_sge){ (uintptr_t)a.buf, 4096, a.mr->lkey };
+	memset(&rd, 0, sizeof(rd));
+	memset(&wr, 0, sizeof(wr));
+	rd.wr_id = 1;
+	rd.sg_list = &rsge;
+	rd.num_sge = 1;
+	rd.opcode = IBV_WR_RDMA_READ;
+	rd.send_flags = IBV_SEND_SIGNALED;
+	rd.wr.rdma.remote_addr = (uintptr_t)src;
+	rd.wr.rdma.rkey = smr->rkey;
+	rd.next = &wr;
+	wr.wr_id = 2;
+	wr.sg_list = &wsge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uintptr_t)b.buf;
+	wr.wr.rdma.rkey = b.mr->rkey;
+	start = now();
+	deadline = start + 120;
+	if (ibv_post_send(a.qp, &rd, &bad))
+		FAIL("bigread: ibv_post_send: %s", strerror(errno));
+	while (got < 2 && now() < deadline) {
+		struct ibv_wc wc;
+		int n = ibv_poll_cq(a.cq, 1, &wc);
+
+		if (n < 0)
+			FAIL("bigread: ibv_poll_cq: %d", n);
+		if (n) {
+			ids[got] = wc.wr_id;
+			st[got++] = wc.status;
+		} else {
+			usleep(1000);
+		}
+	}
+	if (got < 2)
+		FAIL("bigread: %d of 2 completions within 120 s", got);
+	CHECK(ids[0] == 1 && st[0] == IBV_WC_SUCCESS && ids[1] == 2 && st[1] == IBV_WC_SUCCESS,
+	      "bigread: the %u MiB READ, then the WRITE behind it, completed in order (%.1f s)",
+	      BIGREAD_LEN >> 20, now() - start);
+	CHECK(!memcmp(src, dst, BIGREAD_LEN), "bigread: %u MiB read intact", BIGREAD_LEN >> 20);
+	CHECK(!memcmp(a.buf, b.buf, 4096), "bigread: the WRITE behind it intact");
+	ibv_dereg_mr(smr);
+	ibv_dereg_mr(dmr);
+	free(src);
+	free(dst);
+	rc_free(&a);
+	rc_free(&b);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3)
-		FAIL("usage: %s DEVICE limits|flush|race|hostile|rc|memory|events|hold|watch", argv[0]);
+		FAIL("usage: %s DEVICE limits|flush|race|hostile|rc|memory|bigread|events|hold|watch",
+		     argv[0]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(argv[2], "memory"))
 		memory_setup();
@@ -1458,6 +1566,8 @@ int main(int argc, char **argv)
 		rc_data_test();
 		rc_error_test();
 	}
+	else if (!strcmp(argv[2], "bigread"))
+		bigread_test();
 	else if (!strcmp(argv[2], "events"))
 		events_test();
 	else if (!strcmp(argv[2], "memory"))

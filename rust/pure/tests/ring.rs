@@ -136,3 +136,69 @@ fn resize_fits() {
     assert!(ring.fits(7));
     assert!(!ring.fits(8));
 }
+
+#[test]
+fn new_entries_never_lap_the_consumer() {
+    let ring = RingGeometry::new(15, 64, 1 << 20).unwrap();
+    // Nothing in flight: any masked producer is admitted.
+    for p in 0..16 {
+        assert_eq!(ring.new_entries(p, 3, 3), Some((p + 16 - 3) % 16));
+    }
+    // Ten in flight (consumer 0, fetched 10): five more fit.
+    assert_eq!(ring.new_entries(10, 10, 0), Some(0));
+    assert_eq!(ring.new_entries(15, 10, 0), Some(5));
+    // Pointing back into the entries in flight laps the consumer.
+    for p in 0..10 {
+        assert_eq!(ring.new_entries(p, 10, 0), None, "producer {p}");
+    }
+    // Across the wrap: consumer 12, fetched 2 (six in flight).
+    assert_eq!(ring.new_entries(11, 2, 12), Some(9));
+    assert_eq!(ring.new_entries(12, 2, 12), None);
+    assert_eq!(ring.new_entries(1, 2, 12), None);
+    // A full ring admits nothing but itself.
+    assert_eq!(ring.new_entries(15, 15, 0), Some(0));
+    for p in 0..15 {
+        assert_eq!(ring.new_entries(p, 15, 0), None);
+    }
+}
+
+#[test]
+fn new_entries_against_a_model() {
+    let mut rng = Lcg(7);
+    for log2 in 1..8u32 {
+        let slots = 1u32 << log2;
+        let ring = RingGeometry::new(slots - 1, 64, 1 << 20).unwrap();
+        for _ in 0..2000 {
+            let consumer = rng.next() & ring.index_mask();
+            let in_flight = rng.next() % slots;
+            let fetched = (consumer + in_flight) & ring.index_mask();
+            let producer = rng.next() & ring.index_mask();
+            // The model: walking from `fetched` to `producer` one slot at
+            // a time must not step onto `consumer` (the slot of the oldest
+            // entry still in flight) unless nothing is in flight and the
+            // walk is empty.
+            let mut steps = 0;
+            let mut at = fetched;
+            let mut laps = false;
+            while at != producer {
+                at = ring.next(at);
+                steps += 1;
+                if at == consumer && at != producer {
+                    laps = true;
+                }
+                if at == consumer && at == producer && in_flight > 0 {
+                    laps = true;
+                }
+            }
+            let expect = (!laps).then_some(steps);
+            assert_eq!(
+                ring.new_entries(producer, fetched, consumer),
+                expect,
+                "slots {slots} consumer {consumer} fetched {fetched} producer {producer}"
+            );
+            if let Some(new) = expect {
+                assert!(new + in_flight <= ring.capacity());
+            }
+        }
+    }
+}

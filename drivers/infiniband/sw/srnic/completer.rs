@@ -26,8 +26,32 @@ use crate::transport::{Hop, Packet};
 
 const IB_SEND_SIGNALED: u32 = bindings::ib_send_flags_IB_SEND_SIGNALED as u32;
 
-/// Takes an answer for `qp`'s requester; whether it was used.
-pub(crate) fn receive(qp: &Qp<SrnicDevice>, guard: &RcuReadGuard, packet: &Packet<'_>) -> bool {
+/// What the completer made of an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Refused (not from the peer, for a PSN never sent, not the response
+    /// awaited): nothing changed, so the requester has nothing new to do
+    /// and is not run (a forged answer must not make a QP work).
+    Rejected,
+    /// Not used, but something went missing that the requester is to
+    /// ask for again.
+    Resend,
+    /// Used.
+    Taken,
+}
+
+impl From<bool> for Outcome {
+    fn from(taken: bool) -> Self {
+        if taken {
+            Self::Taken
+        } else {
+            Self::Rejected
+        }
+    }
+}
+
+/// Takes an answer for `qp`'s requester.
+pub(crate) fn receive(qp: &Qp<SrnicDevice>, guard: &RcuReadGuard, packet: &Packet<'_>) -> Outcome {
     let this: &SrnicQp = qp;
     let mut upcalls = Upcalls::default();
     let taken = {
@@ -82,9 +106,9 @@ fn handle(
     guard: &RcuReadGuard,
     packet: &Packet<'_>,
     upcalls: &mut Upcalls,
-) -> bool {
+) -> Outcome {
     if !matches!(state.attrs.state, QpState::Rts | QpState::Sqd) {
-        return false;
+        return Outcome::Rejected;
     }
     let psn = packet.psn();
     let syndrome = packet.hdr.aeth.map(|a| Syndrome::decode(a.syndrome));
@@ -92,31 +116,39 @@ fn handle(
     // Only RC is answered, and only by the peer.
     if qp.qp_type() != QpType::Rc {
         counters.inc(Counter::MalformedPackets);
-        return false;
+        return Outcome::Rejected;
     }
     if !state.is_from_peer(packet) {
         counters.inc(Counter::ForeignPackets);
-        return false;
+        return Outcome::Rejected;
     }
     // An answer to a PSN never sent answers nothing (a forged packet): it
     // must not complete anything.
     if !psn.is_before(state.requester.sent_end) {
         counters.inc(Counter::MalformedPackets);
-        return false;
+        return Outcome::Rejected;
+    }
+    // Nothing sent is waiting for an answer: this one (a late duplicate,
+    // or forged) answers nothing.
+    if oldest_sent(qp, state).is_none() {
+        return Outcome::Rejected;
     }
     match packet.hdr.info.operation {
         Operation::Acknowledge => match syndrome.flatten() {
             Some(Syndrome::Ack) => {
+                let before_ack = (state.requester.acked, state.sq.consumer);
                 progress(state, psn);
                 acknowledge(qp, state, psn, upcalls);
-                true
+                // A repeated (or forged) ACK that moved nothing gives the
+                // requester nothing to do.
+                (before_ack != (state.requester.acked, state.sq.consumer)).into()
             }
             Some(Syndrome::Rnr(code)) => {
                 counters.inc(Counter::RnrNaksReceived);
                 progress(state, before(psn));
                 acknowledge(qp, state, before(psn), upcalls);
                 receiver_not_ready(qp, state, psn, code, upcalls);
-                true
+                Outcome::Taken
             }
             Some(Syndrome::Nak(NakCode::PsnSequence)) => {
                 counters.inc(Counter::SequenceNaksReceived);
@@ -124,7 +156,7 @@ fn handle(
                 acknowledge(qp, state, before(psn), upcalls);
                 state.requester.lost();
                 resend_from(qp, state, psn);
-                true
+                Outcome::Taken
             }
             Some(Syndrome::Nak(code)) => {
                 progress(state, before(psn));
@@ -144,13 +176,13 @@ fn handle(
                 };
                 counters.inc(counter);
                 fail_oldest(qp, state, status, upcalls);
-                true
+                Outcome::Taken
             }
-            None => false,
+            None => Outcome::Rejected,
         },
         Operation::ReadResponse => {
             if matches!(syndrome, Some(Some(s)) if s != Syndrome::Ack) {
-                return false;
+                return Outcome::Rejected;
             }
             // Responses come in order: the first one of a READ also says
             // that everything before it arrived; any other must be the
@@ -176,16 +208,17 @@ fn handle(
                     state.requester.lost();
                     resend_from(qp, state, acked);
                     qp.device().counters.inc(Counter::OutOfSequenceResponses);
+                    return Outcome::Resend;
                 }
-                return false;
+                return Outcome::Rejected;
             }
-            read_response(qp, state, guard, packet, upcalls)
+            read_response(qp, state, guard, packet, upcalls).into()
         }
         Operation::AtomicAcknowledge => {
             acknowledge(qp, state, before(psn), upcalls);
-            atomic_acknowledge(qp, state, guard, packet, upcalls)
+            atomic_acknowledge(qp, state, guard, packet, upcalls).into()
         }
-        _ => false,
+        _ => Outcome::Rejected,
     }
 }
 
@@ -425,7 +458,12 @@ fn resend_from(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn) {
     if offset > 0 && !atomic {
         // Into the middle of a message: from that packet on (a READ asks
         // again for the rest of its data).
-        req.sent = (offset as u32).saturating_mul(mtu).min(wqe.dma.length);
+        // The PSN came in a NAK: a distance past the message's bytes
+        // resends from its end.
+        req.sent = u32::try_from(offset)
+            .ok()
+            .and_then(|packets| packets.checked_mul(mtu))
+            .map_or(wqe.dma.length, |bytes| bytes.min(wqe.dma.length));
         req.psn = psn;
     } else {
         req.psn = first;
@@ -453,7 +491,7 @@ fn receiver_not_ready(
     resend_from(qp, state, psn);
     let wait_us = rnr_timer_us(code);
     // Waiting out the RNR timer is not a transport timeout.
-    let until = now_ns() + u64::from(wait_us) * 1000;
+    let until = now_ns().saturating_add(u64::from(wait_us).saturating_mul(1000));
     state.requester.last_progress = until;
     state.requester.rnr_until = Some(until);
     qp.run_work_after(wait_us.div_ceil(1000).max(1));
@@ -480,25 +518,40 @@ fn read_response(
         complete_oldest(qp, state, &wqe, WcStatus::Success, upcalls);
         return true;
     }
-    let count = Psn::new(wqe.last_psn).distance_from(first) + 1;
-    if wqe.wr.opcode != opcode::RDMA_READ || count <= 0 || !psn.is_within(first, count as u32) {
+    let count = Psn::new(wqe.last_psn)
+        .distance_from(first)
+        .checked_add(1)
+        .and_then(|count| u32::try_from(count).ok())
+        .filter(|count| *count > 0);
+    let awaited = wqe.wr.opcode == opcode::RDMA_READ
+        && count.is_some_and(|count| psn.is_within(first, count));
+    if !awaited {
         // Not the response awaited (a duplicate, or out of order).
         return false;
     }
     let mtu = state.segment_bytes();
-    let offset = psn.distance_from(first) as u32 * mtu;
-    let len = packet.hdr.payload_len as u32;
+    // Where the packet's data goes, from its PSN and length: checked, as
+    // both come from the packet.
+    let offset = u32::try_from(psn.distance_from(first))
+        .ok()
+        .and_then(|packets| packets.checked_mul(mtu));
+    let len = u32::try_from(packet.hdr.payload_len).ok();
     let ends = packet.hdr.info.ends_message();
-    let fits = offset.checked_add(len).filter(|end| *end <= wqe.dma.length);
-    let well_sized = match fits {
-        Some(end) if ends => end == wqe.dma.length,
-        Some(_) => len == mtu,
-        None => false,
-    };
-    if !well_sized {
+    let placed = offset.zip(len).and_then(|(offset, len)| {
+        let end = offset
+            .checked_add(len)
+            .filter(|end| *end <= wqe.dma.length)?;
+        let well_sized = if ends {
+            end == wqe.dma.length
+        } else {
+            len == mtu
+        };
+        well_sized.then_some((offset, len))
+    });
+    let Some((offset, len)) = placed else {
         fail_oldest(qp, state, WcStatus::BadResponseError, upcalls);
         return false;
-    }
+    };
     if len > 0 {
         let Some(source) = packet.payload.as_ref() else {
             fail_oldest(qp, state, WcStatus::BadResponseError, upcalls);

@@ -10,6 +10,12 @@
 //! acknowledgement past a READ's PSNs would tell the requester that its
 //! response was lost.
 //!
+//! Between QPs of this node a READ response is handed over piece by
+//! piece within the requester's run, as far as its byte budget goes; the
+//! rest waits here too, and the QP's work hands it to the requester's
+//! completer a bounded number of pieces per run, the answers that came
+//! behind it after it.
+//!
 //! The queue and its rules are `pure::outbox`'s; it lives in the QP's
 //! state, under its lock. One CPU at a time sends, others only add
 //! entries.
@@ -19,14 +25,22 @@ use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::QpState;
 use crate::kapi::rdma::Qp;
+use crate::pure::aeth::{NakCode, Syndrome};
 use crate::pure::outbox::{Answer, Entry, BURST};
 use crate::qp::SrnicQp;
 use crate::responder;
 use crate::transport::{Hop, Packet};
 use crate::wire;
 
+const RC_ACKNOWLEDGE: u8 = 0x11;
+
 /// How long to wait after a refused transmit, in milliseconds.
 const RETRY_MS: u32 = 1;
+
+/// Pieces of a READ response to a requester on this node one run hands
+/// over at most: as many bytes as a requester's run moves.
+const LOCAL_BURST: u32 =
+    (crate::transport::REQUESTER_BYTE_BUDGET / crate::qp::LOCAL_SEGMENT_BYTES as usize) as u32;
 
 /// `packet` as an answer, if it has no payload.
 pub(crate) fn answer_of(packet: &Packet<'_>) -> Option<Answer> {
@@ -62,7 +76,7 @@ pub(crate) fn run(qp: &Qp<SrnicDevice>) {
     // One route lookup for all the bursts of this run.
     let mut sender = wire::Sender::new(dev).through(this.egress());
     loop {
-        let (burst, ip, dest_qp) = {
+        let (burst, ip, hop, dest_qp) = {
             let mut state = this.state.lock();
             let answering = match state.attrs.state {
                 QpState::Rtr | QpState::Rts | QpState::Sqd => true,
@@ -74,22 +88,42 @@ pub(crate) fn run(qp: &Qp<SrnicDevice>) {
                 state.responder.outbox.clear();
                 return;
             }
+            let (ip, hop) = state.path();
+            if hop != Hop::Wire {
+                // Pieces of up to 64 KiB each.
+                budget = budget.min(LOCAL_BURST);
+            }
             let Some(burst) = state.responder.outbox.take_burst(budget) else {
                 return;
             };
-            let (ip, _) = state.path();
-            (burst, ip, state.attrs.dest_qp_num)
+            (burst, ip, hop, state.attrs.dest_qp_num)
         };
+        let local = hop != Hop::Wire;
         let sent_before = sender.sent();
-        sender.reserve_for(match burst.entry {
-            Entry::Read(read) => burst.until.saturating_sub(read.next),
-            Entry::Answer(_) => 1,
-        });
+        let mut handed_over = 0u32;
+        if !local {
+            sender.reserve_for(match burst.entry {
+                Entry::Read(read) => burst.until.saturating_sub(read.next),
+                Entry::Answer(_) => 1,
+            });
+        }
         let mut refused = false;
         let mut gone = false;
         match burst.entry {
             Entry::Read(read) => {
                 match responder::read_response(qp, &guard, &read, dest_qp, burst.until) {
+                    Some(mut response) if local => {
+                        response.set_path(ip, hop);
+                        for packet in response.packets() {
+                            // A piece the completer refuses (its QP left
+                            // RTS, say): the rest would be refused too.
+                            if !crate::transport::answer_later(dev, &guard, hop, packet) {
+                                gone = true;
+                                break;
+                            }
+                            handed_over = handed_over.saturating_add(1);
+                        }
+                    }
                     Some(mut response) => {
                         response.set_path(ip, Hop::Wire);
                         for packet in response.packets() {
@@ -109,10 +143,39 @@ pub(crate) fn run(qp: &Qp<SrnicDevice>) {
                         }
                     }
                     // The region went away: nothing left to answer with.
-                    None => gone = true,
+                    // A requester on this node has no timer to ask again
+                    // (its answers come while it sends): it hears why,
+                    // as if the region had been gone when it asked.
+                    None => {
+                        if local {
+                            let nak = answer_packet(
+                                &Answer::new(
+                                    RC_ACKNOWLEDGE,
+                                    read.psn.add(read.next),
+                                    Syndrome::Nak(NakCode::RemoteAccess).encode(),
+                                    read.msn,
+                                    None,
+                                ),
+                                dest_qp,
+                            );
+                            if let Some(mut nak) = nak {
+                                nak.ip = Some(ip);
+                                nak.hop = hop;
+                                let _ = crate::transport::answer_later(dev, &guard, hop, nak);
+                            }
+                        }
+                        gone = true;
+                    }
                 }
             }
             Entry::Answer(answer) => match answer_packet(&answer, dest_qp) {
+                Some(mut packet) if local => {
+                    packet.ip = Some(ip);
+                    packet.hop = hop;
+                    // Taken or not (a repeated ACK), it has been handed over.
+                    let _ = crate::transport::answer_later(dev, &guard, hop, packet);
+                    handed_over = 1;
+                }
                 Some(mut packet) => {
                     packet.ip = Some(ip);
                     refused = sender.send(&guard, &packet, sport).is_err();
@@ -125,7 +188,11 @@ pub(crate) fn run(qp: &Qp<SrnicDevice>) {
         if sender.flush().is_err() {
             refused = true;
         }
-        let sent = sender.sent().saturating_sub(sent_before);
+        let sent = if local {
+            handed_over
+        } else {
+            sender.sent().saturating_sub(sent_before)
+        };
         if sent == 0 && !refused {
             // Nothing could be made of the entry.
             gone = true;

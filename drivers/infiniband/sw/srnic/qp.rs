@@ -444,13 +444,17 @@ impl SrnicQp {
         let send_cq = qp.send_cq();
         let recv_cq = qp.recv_cq();
         let sq = &mut state.sq;
+        let geometry = *self.work.geometry();
         // User WQEs not yet fetched are flushed too, their IDs read once;
-        // a hostile producer index flushes what was fetched.
+        // a hostile producer index (out of range, or lapping the WQEs in
+        // flight) flushes what was fetched.
         let end = match &sq.user {
-            Some(user) => user.checked_producer().unwrap_or(sq.producer),
+            Some(user) => user
+                .checked_producer()
+                .filter(|&p| geometry.new_entries(p, sq.producer, sq.consumer).is_some())
+                .unwrap_or(sq.producer),
             None => sq.producer,
         };
-        let geometry = *self.work.geometry();
         // WQEs before the kernel's producer index were fetched (checked
         // copies in the work ring); the rest are read from the user's ring.
         let mut fetched = geometry.used(sq.producer, sq.consumer);
@@ -603,6 +607,22 @@ impl SrnicQp {
                 return Ok(());
             };
             let geometry = *this.work.geometry();
+            // A producer that laps the consumer would have the WQEs in
+            // flight overwritten in the work ring (lost completions, and
+            // slots changing under the requester): as hostile as one out
+            // of range.
+            if geometry
+                .new_entries(end, state.sq.producer, state.sq.consumer)
+                .is_none()
+            {
+                pr_warn_ratelimited!(
+                    "{}: QP {}: send queue producer index laps the work in flight\n",
+                    qp.device().name(),
+                    qp.qp_num()
+                );
+                this.fail(qp, &mut state, &mut upcalls);
+                return Ok(());
+            }
             while state.sq.producer != end {
                 let sq = &mut state.sq;
                 let index = sq.producer;

@@ -130,7 +130,7 @@ impl Requester {
         wqe.state = wqe_state::SENT;
         wqe.has_rd_atomic = 1;
         self.psn = self.psn.next();
-        self.rd_atomic += 1;
+        self.rd_atomic = self.rd_atomic.saturating_add(1);
         self.index = next_index;
         self.sent = 0;
     }
@@ -430,9 +430,14 @@ fn build_datagram<'a>(
         wqe::kernel_ud_av(wqe)
     };
     if let Some(av) = av {
-        let pad = usize::from(crate::pure::headers::pad_for(length as usize));
+        let length = usize::try_from(length).map_err(|_| WcStatus::LocalLengthError)?;
+        let pad = usize::from(crate::pure::headers::pad_for(length));
         let headers = UDP_LEN + BTH_LEN + DETH_LEN + if with_imm { IMM_LEN } else { 0 };
-        let ip_payload_len = headers + length as usize + pad + ICRC_LEN;
+        let ip_payload_len = headers
+            .checked_add(length)
+            .and_then(|n| n.checked_add(pad))
+            .and_then(|n| n.checked_add(ICRC_LEN))
+            .ok_or(WcStatus::LocalLengthError)?;
         packet.ip = Some(IpHeader {
             sgid: av.sgid,
             dgid: av.dgid,
@@ -474,8 +479,11 @@ fn build<'a>(
             let (va, rkey) = unsafe { (wqe.wr.wr.rdma.remote_addr, wqe.wr.wr.rdma.rkey) };
             // After lost responses, only the rest is asked for again.
             let at = req.sent.min(length);
-            let rest = length - at;
+            let rest = length.checked_sub(at)?;
             let packets = packets_for(rest, mtu)?;
+            // The remote address is the peer's to check against its
+            // region; a sum past 2^64 wraps to an address no region
+            // covers, and the peer refuses it.
             let packet = Packet::new(RC_READ_REQUEST, dest, psn)?.with_reth(
                 va.wrapping_add(u64::from(at)),
                 rkey,
@@ -483,12 +491,12 @@ fn build<'a>(
             );
             if at == 0 {
                 wqe.first_psn = psn.get();
-                wqe.last_psn = psn.add(packets - 1).get();
+                wqe.last_psn = psn.add(packets.checked_sub(1)?).get();
             }
             wqe.state = wqe_state::SENT;
             wqe.has_rd_atomic = 1;
             req.psn = psn.add(packets);
-            req.rd_atomic += 1;
+            req.rd_atomic = req.rd_atomic.saturating_add(1);
             req.index = next_index;
             req.sent = 0;
             Some(packet)
@@ -524,9 +532,10 @@ fn build<'a>(
         }
         _ => {
             let at = req.sent;
-            let size = (length - at.min(length)).min(mtu);
+            let size = length.saturating_sub(at).min(mtu);
+            let end = at.checked_add(size)?;
             let first = at == 0;
-            let last = at + size >= length;
+            let last = end >= length;
             let code = request_opcode(unreliable, op, first, last)?;
             let mut packet = Packet::new(code, dest, psn)?;
             if first {
@@ -561,7 +570,7 @@ fn build<'a>(
                 req.sent = 0;
             } else {
                 wqe.state = wqe_state::PENDING;
-                req.sent = at + size;
+                req.sent = end;
             }
             req.psn = psn.next();
             Some(packet)

@@ -156,6 +156,11 @@ impl<'a> ReadResponse<'a> {
         })
     }
 
+    /// The first packet [`Self::packets`] makes.
+    pub(crate) fn first(&self) -> u32 {
+        self.from
+    }
+
     /// Where the packets go.
     pub(crate) fn set_path(&mut self, ip: IpHeader, hop: Hop) {
         self.ip = Some(ip);
@@ -281,7 +286,9 @@ pub(crate) fn receive<'a>(
             Reply::Read(read) => read.set_path(ip, hop),
             _ => {}
         }
-        if hop == Hop::Wire {
+        // On this node, answers wait only behind the rest of a READ
+        // response the requester's run left to this QP's work.
+        if hop == Hop::Wire || !state.responder.outbox.is_idle() {
             reply = through_outbox(qp, &mut state, reply);
         }
         reply
@@ -289,6 +296,29 @@ pub(crate) fn receive<'a>(
     upcalls.run(qp);
     this.after_upcalls(qp);
     reply
+}
+
+/// Leaves the rest of `read`, from packet `next` on, to this QP's work:
+/// the requester on this node that asked for it ran out of budget.
+pub(crate) fn defer_read(qp: &Qp<SrnicDevice>, read: &ReadResponse<'_>, next: u32) {
+    let this: &SrnicQp = qp;
+    let mut pending = read.pending();
+    pending.next = next;
+    let queued = {
+        let mut state = this.state.lock();
+        let outbox = &mut state.responder.outbox;
+        if read.duplicate {
+            outbox.push_repeated_read(pending)
+        } else {
+            outbox.push_read(pending)
+        }
+    };
+    // A repeated READ not queued was merged with the response waiting.
+    if queued || read.duplicate {
+        qp.run_work_soon();
+    } else {
+        qp.device().counters.inc(Counter::AnswersDropped);
+    }
 }
 
 /// Routes an answer to a request from the wire: READ responses always

@@ -140,8 +140,10 @@ impl<'a> Packet<'a> {
 const REQUESTER_BUDGET: u32 = 64;
 /// Payload bytes one run of a requester moves at most: packets between
 /// QPs of this node carry up to 64 KiB each, and a doorbell must not copy
-/// a whole long message before it returns.
-const REQUESTER_BYTE_BUDGET: usize = 1024 * 1024;
+/// a whole long message before it returns. The answer to a READ on this
+/// node is charged piece by piece; what the budget leaves of it waits in
+/// the responder's outbox for that QP's own work.
+pub(crate) const REQUESTER_BYTE_BUDGET: usize = 1024 * 1024;
 
 /// Runs the requester of `qp` until it has nothing to send (or has to wait
 /// for a response or a timer), or its budget is spent, in which case the
@@ -175,23 +177,20 @@ pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
                     let done = packet.hdr.deth.is_some()
                         || (packet.hdr.info.transport == Transport::Uc
                             && packet.hdr.info.ends_message());
-                    // A READ on this node is answered within the run.
-                    let answered = match packet.hdr.reth {
-                        Some(reth)
-                            if packet.hop != Hop::Wire
-                                && packet.hdr.info.operation == Operation::ReadRequest =>
-                        {
-                            reth.dma_len as usize
-                        }
-                        _ => 0,
-                    };
-                    bytes_left = bytes_left
-                        .saturating_sub(packet.hdr.payload_len)
-                        .saturating_sub(answered);
+                    bytes_left = bytes_left.saturating_sub(packet.hdr.payload_len);
+                    // A READ on this node is answered within the send, as
+                    // far as the budget goes.
+                    queue_full = send(
+                        qp.device(),
+                        &guard,
+                        &mut sender,
+                        qp,
+                        packet,
+                        &mut bytes_left,
+                    );
                     if bytes_left == 0 {
                         budget = 0;
                     }
-                    queue_full = send(qp.device(), &guard, &mut sender, qp, packet);
                     if done {
                         completer::unanswered_sent(qp);
                     }
@@ -247,13 +246,15 @@ pub(crate) fn run_requester_after_post(qp: &Qp<SrnicDevice>) {
 const QUEUE_FULL_WAIT_MS: u32 = 1;
 
 /// Sends a request `source`'s requester made: over the wire, or straight
-/// to its destination on this node. Whether the device queue was full.
+/// to its destination on this node, where the pieces of a READ response
+/// are charged to `bytes_left`. Whether the device queue was full.
 fn send(
     dev: &Device<SrnicDevice>,
     guard: &RcuReadGuard,
     sender: &mut wire::Sender<'_>,
     source: &Qp<SrnicDevice>,
     packet: Packet<'_>,
+    bytes_left: &mut usize,
 ) -> bool {
     let datagram = packet.hdr.deth.is_some();
     let hop = match packet.ip {
@@ -267,9 +268,9 @@ fn send(
         source.run_work_after(completer::TIMER_TICK_MS);
     }
     match hop {
-        Hop::ThisDevice => deliver(dev, dev, guard, source, packet),
+        Hop::ThisDevice => deliver(dev, dev, guard, source, packet, bytes_left),
         Hop::Device(ifindex) => match wire::neighbour(dev, guard, ifindex) {
-            Some(peer) => deliver(dev, peer, guard, source, packet),
+            Some(peer) => deliver(dev, peer, guard, source, packet, bytes_left),
             // Gone: like a packet lost on the wire.
             None => dev.counters.inc(Counter::UnroutableDatagrams),
         },
@@ -306,10 +307,12 @@ pub(crate) fn receive_from_wire(
     };
     match packet.hdr.info.operation {
         Operation::Acknowledge | Operation::AtomicAcknowledge | Operation::ReadResponse => {
-            completer::receive(dest, guard, &packet);
             // Answers free the read/atomic depth, end waits, or ask for a
-            // resend.
-            run_requester(dest);
+            // resend; one the completer refused (forged, stale) changed
+            // nothing and makes the requester do nothing.
+            if completer::receive(dest, guard, &packet) != completer::Outcome::Rejected {
+                run_requester(dest);
+            }
         }
         _ => {
             let sport = wire::source_port(dest.qp_num(), packet.hdr.bth.dest_qp);
@@ -327,13 +330,16 @@ pub(crate) fn receive_from_wire(
 
 /// Hands `packet`, which `source`'s requester on `dev` made, to its
 /// destination QP on `peer` (`dev` itself, or another device of this node),
-/// and the answers back.
+/// and the answers back: of a READ response, pieces while `bytes_left`
+/// lasts (charged per piece), and the rest through the destination's
+/// outbox, from its own work.
 fn deliver(
     dev: &Device<SrnicDevice>,
     peer: &Device<SrnicDevice>,
     guard: &RcuReadGuard,
     source: &Qp<SrnicDevice>,
     packet: Packet<'_>,
+    bytes_left: &mut usize,
 ) {
     count_hop(dev, peer, &packet);
     let Some(dest) = peer.qps.get(guard, packet.hdr.bth.dest_qp) else {
@@ -348,15 +354,26 @@ fn deliver(
             answer_to(peer, dev, guard, answer);
         }
         Reply::Read(read) => {
+            let mut next = read.first();
             for answer in read.packets() {
-                if !answer_to(peer, dev, guard, answer) {
-                    break;
+                if *bytes_left == 0 {
+                    // The rest waits in the responder's outbox, so that
+                    // one run (and one RCU read section) copies a bounded
+                    // amount of a READ of up to 2 GiB.
+                    responder::defer_read(dest, &read, next);
+                    return;
                 }
+                *bytes_left = bytes_left.saturating_sub(answer.hdr.payload_len);
+                if !answer_to(peer, dev, guard, answer) {
+                    return;
+                }
+                next = next.saturating_add(1);
             }
         }
         Reply::SourceFault => completer::source_fault(source, packet.psn()),
-        // Only answers to the wire wait in the outbox.
-        Reply::Queued => {}
+        // Behind a READ response still going out: the responder's own
+        // work hands it over in turn.
+        Reply::Queued => dest.run_work_soon(),
     }
 }
 
@@ -370,12 +387,48 @@ fn answer_to(
 ) -> bool {
     count_hop(peer, dev, &answer);
     match dev.qps.get(guard, answer.hdr.bth.dest_qp) {
-        Some(requester) => completer::receive(requester, guard, &answer),
+        Some(requester) => {
+            completer::receive(requester, guard, &answer) == completer::Outcome::Taken
+        }
         None => {
             dev.counters.inc(Counter::UnknownQpPackets);
             false
         }
     }
+}
+
+/// Hands `answer`, which waited in the outbox of a responder on `from`,
+/// to the requester on this node it is for (`hop`: the responder's way to
+/// it). That requester goes on from its own work, not from the
+/// responder's. Whether the answer was taken.
+pub(crate) fn answer_later(
+    from: &Device<SrnicDevice>,
+    guard: &RcuReadGuard,
+    hop: Hop,
+    answer: Packet<'_>,
+) -> bool {
+    let to = match hop {
+        Hop::ThisDevice => from,
+        Hop::Device(ifindex) => match wire::neighbour(from, guard, ifindex) {
+            Some(to) => to,
+            None => return false,
+        },
+        Hop::Wire => return false,
+    };
+    count_hop(from, to, &answer);
+    let Some(requester) = to.qps.get(guard, answer.hdr.bth.dest_qp) else {
+        to.counters.inc(Counter::UnknownQpPackets);
+        return false;
+    };
+    let outcome = completer::receive(requester, guard, &answer);
+    if outcome != completer::Outcome::Rejected {
+        // The READ may be complete (its depth free again), or the window
+        // moved.
+        let this: &SrnicQp = requester;
+        this.requester_pending.store(true, Ordering::Release);
+        requester.run_work_soon();
+    }
+    outcome == completer::Outcome::Taken
 }
 
 /// A packet that stays on this node is one sent by `from` and one
