@@ -114,7 +114,7 @@ fn main() -> ExitCode {
         .collect();
     let end = Instant::now() + Duration::from_secs_f64(seconds.max(0.0));
     // Slices short enough that every target gets its turn in a short run.
-    let slice = Duration::from_secs_f64((seconds / (4.0 * fuzzers.len() as f64)).clamp(0.05, 10.0));
+    let slice = Duration::from_secs_f64((seconds / (4.0 * fuzzers.len() as f64)).clamp(0.05, 5.0));
     let mut last_report = Instant::now();
     loop {
         for f in fuzzers.iter_mut() {
