@@ -825,6 +825,13 @@ fn outbox(data: &[u8]) {
     let mut burst: Option<Burst> = None;
     let mut psn = Psn::new(input.u32());
     let mut closing = false;
+    // The PSN of the last packet that went out, while their order holds
+    // (a clear or a repeated READ starts it again), and whether the burst
+    // in flight was overtaken by one of those.
+    let mut last_sent: Option<Psn> = None;
+    let mut stale = false;
+    // The READs the requester sent: first PSN and packets.
+    let mut issued: Vec<(Psn, u32)> = Vec::new();
     while !input.is_empty() {
         let op = input.u8();
         hit(1, u64::from(op % 8) | (o.len().min(40) as u64) << 3);
@@ -841,6 +848,7 @@ fn outbox(data: &[u8]) {
                     count,
                     next: 0,
                 };
+                issued.push((psn, count));
                 psn = psn.add(count);
                 let before = o.len();
                 let queued = o.push_read(read);
@@ -850,20 +858,26 @@ fn outbox(data: &[u8]) {
                 assert_eq!(o.len(), before + usize::from(queued));
             }
             2 => {
-                // The requester asks again from some PSN back.
-                let back = u32::from(input.u8() % 40);
-                let count = 1 + u32::from(input.u8() % 20);
+                // The requester asks again for the tail of a READ it sent.
+                let Some(&(first, count)) =
+                    issued.get(usize::from(input.u8()) % issued.len().max(1))
+                else {
+                    continue;
+                };
+                let skip = u32::from(input.u8()) % count;
                 let read = PendingRead {
                     rkey: 1,
                     va: 0,
-                    length: count * 256,
-                    psn: Psn::new(psn.get().wrapping_sub(back)),
+                    length: (count - skip) * 256,
+                    psn: first.add(skip),
                     msn: 0,
                     mtu: 256,
-                    count,
+                    count: count - skip,
                     next: 0,
                 };
                 let _ = o.push_repeated_read(read);
+                last_sent = None;
+                stale |= burst.is_some();
             }
             3 | 4 => {
                 let syndrome = if op & 0x80 != 0 { 0x1f } else { input.u8() };
@@ -900,6 +914,10 @@ fn outbox(data: &[u8]) {
                     let sent = u32::from(input.u8()) % (room + 1);
                     let refused = input.bool() && sent < room;
                     let before = o.len();
+                    if !stale {
+                        sent_in_order(&b, sent, &mut last_sent);
+                    }
+                    stale = false;
                     let gave_up = o.finish_burst(&b, sent, refused);
                     hit(2, u64::from(gave_up) | u64::from(refused) << 1);
                     assert!(o.len() <= before);
@@ -913,7 +931,12 @@ fn outbox(data: &[u8]) {
             }
             _ => {
                 if input.bool() {
+                    if closing {
+                        // The QP ended once; it sends no second NAK.
+                        continue;
+                    }
                     let nak = Answer::new(0x11, psn, 0x61, 0, None);
+                    psn = psn.next();
                     if o.push_final(nak) {
                         closing = true;
                         assert!(o.is_closing());
@@ -923,12 +946,56 @@ fn outbox(data: &[u8]) {
                 } else {
                     o.clear();
                     closing = false;
+                    last_sent = None;
+                    stale |= burst.is_some();
                 }
             }
         }
         assert!(o.len() <= 2 * MAX_READS + 2);
         assert_eq!(o.is_closing(), closing);
         assert_eq!(o.is_idle(), o.is_empty() && burst.is_none());
+    }
+    // Whatever waits goes out, in order, once the stack takes everything.
+    if let Some(b) = burst.take() {
+        if !stale {
+            sent_in_order(&b, burst_room(&b), &mut last_sent);
+        }
+        o.finish_burst(&b, burst_room(&b), false);
+    }
+    for _ in 0..(2 * MAX_READS + 2) * 21 {
+        let Some(b) = o.take_burst(BURST) else {
+            break;
+        };
+        sent_in_order(&b, burst_room(&b), &mut last_sent);
+        assert!(!o.finish_burst(&b, burst_room(&b), false));
+    }
+    assert!(o.is_empty(), "the outbox drains");
+    assert!(!o.is_closing());
+}
+
+/// Packets a burst may send.
+fn burst_room(b: &Burst) -> u32 {
+    match b.entry {
+        Entry::Read(r) => b.until - r.next,
+        Entry::Answer(_) => 1,
+    }
+}
+
+/// Checks that the `sent` packets of `b` leave after `last` in PSN order.
+fn sent_in_order(b: &Burst, sent: u32, last: &mut Option<Psn>) {
+    let (first, n) = match b.entry {
+        Entry::Read(r) => (r.psn.add(r.next), sent),
+        Entry::Answer(a) => (a.psn, sent.min(1)),
+    };
+    for k in 0..n {
+        let p = first.add(k);
+        if let Some(l) = *last {
+            assert!(
+                p.distance_from(l) > 0,
+                "{p:?} after {l:?}: answers leave in PSN order"
+            );
+        }
+        *last = Some(p);
     }
 }
 
