@@ -21,7 +21,7 @@ mod targets;
 use srnic_pure::grh::{self, IpHeader};
 use srnic_pure::headers::{self, Packet};
 use srnic_pure::icrc;
-use srnic_pure::lan::{self, Announcement, FragmentPlan};
+use srnic_pure::lan::{Announcement, FragmentPlan};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -400,7 +400,6 @@ fn write_all_seeds(dir: &Path, pcaps: &[PathBuf]) -> ExitCode {
         "announce-leaving",
         &Announcement { leaving: true, ..a }.encode(),
     );
-    let _ = lan::MAX_FRAGMENTS;
     // Structured targets read their input as numbers; a few shapes each.
     let structured: &[(&str, &str, &[u8])] = &[
         (
