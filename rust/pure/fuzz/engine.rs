@@ -148,21 +148,34 @@ pub extern "C" fn __sanitizer_cov_8bit_counters_init(start: *mut u8, end: *mut u
 #[no_mangle]
 pub extern "C" fn __sanitizer_cov_pcs_init(_start: *const usize, _end: *const usize) {}
 
-/// The instrumented counters, if the build has them.
-fn counters() -> Vec<&'static mut [u8]> {
+/// The instrumented counter arrays, as (start, length), if the build has
+/// them. They are written by instrumented code behind Rust's back, so they
+/// are only ever touched through raw pointers, between runs of a target.
+fn counters() -> Vec<(*mut u8, usize)> {
     let n = MODULES.load(Ordering::SeqCst).min(MAX_MODULES);
     (0..n)
         .filter_map(|i| {
             let start = STARTS[i].load(Ordering::SeqCst);
             let end = ENDS[i].load(Ordering::SeqCst);
-            // SAFETY: LLVM's constructor passed the bounds of a counter
-            // array that lives as long as the program; only the thread
-            // that fuzzes reads and clears it (`make fuzz` runs one), and
-            // instrumented code only increments its bytes.
-            (end > start)
-                .then(|| unsafe { std::slice::from_raw_parts_mut(start as *mut u8, end - start) })
+            (end > start).then_some((start as *mut u8, end - start))
         })
         .collect()
+}
+
+/// Zeroes the counters.
+fn clear_counters(edges: &[(*mut u8, usize)]) {
+    for &(start, len) in edges {
+        // SAFETY: LLVM's constructor passed the bounds of a counter array
+        // that lives as long as the program; no instrumented code runs
+        // meanwhile on this thread, and `make fuzz` fuzzes on one thread.
+        unsafe { std::ptr::write_bytes(start, 0, len) };
+    }
+}
+
+/// Counter `i` of an array.
+fn counter(start: *mut u8, i: usize) -> u8 {
+    // SAFETY: as in `clear_counters`, and `i` is below the array's length.
+    unsafe { std::ptr::read_volatile(start.add(i)) }
 }
 
 /// Whether edge coverage is compiled in.
@@ -416,10 +429,8 @@ impl Fuzzer {
     /// Runs one input; keeps it if it shows new features (or `keep`).
     fn execute(&mut self, input: Vec<u8>, keep: bool) {
         FEATURES.with(|f| f.borrow_mut().clear());
-        let mut edges = counters();
-        for c in edges.iter_mut() {
-            c.fill(0);
-        }
+        let edges = counters();
+        clear_counters(&edges);
         let result = run_one(self.target, &input);
         self.executions += 1;
         if let Err(message) = result {
@@ -432,11 +443,12 @@ impl Fuzzer {
                 new |= self.seen.insert(feature);
             }
         });
-        for (m, c) in edges.iter().enumerate() {
-            for (i, count) in c.iter().enumerate() {
-                if *count != 0 {
+        for (m, &(start, len)) in edges.iter().enumerate() {
+            for i in 0..len {
+                let count = counter(start, i);
+                if count != 0 {
                     let feature =
-                        (1u64 << 63) | ((m as u64) << 40) | ((i as u64) << 4) | bucket(*count);
+                        (1u64 << 63) | ((m as u64) << 40) | ((i as u64) << 4) | bucket(count);
                     new |= self.seen.insert(feature);
                 }
             }
