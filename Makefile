@@ -23,7 +23,7 @@ endif
 
 KBUILD_ARGS := LLVM=1 RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc BINDGEN=bindgen
 
-.PHONY: all setup kernel modules test-progs host-test lint vm-test check demo bench clean
+.PHONY: all setup kernel modules test-progs host-test fuzz lint vm-test check demo bench clean
 
 all: modules
 
@@ -47,8 +47,24 @@ modules: $(MODULES_NEED)
 test-progs: setup
 	$(MAKE) -C tests/progs OUT=$(CURDIR)/out/progs
 
+# Includes a bounded fuzz run of every target (FUZZ_TEST_SECONDS each,
+# default 1.5; see Documentation/srnic/build.rst).
 host-test:
 	cd rust/pure && cargo test --quiet
+
+# The long fuzz run: every target in turn for FUZZ_SECONDS in all, built
+# with SanitizerCoverage's edge counters (stable rustc, no libFuzzer).
+# New inputs go to out/fuzz/corpus, failures to out/fuzz/crashes.
+FUZZ_SECONDS ?= 300
+FUZZ_TARGETS ?=
+FUZZ_RUSTFLAGS := -Cpasses=sancov-module \
+	-Cllvm-args=-sanitizer-coverage-level=3 \
+	-Cllvm-args=-sanitizer-coverage-inline-8bit-counters
+fuzz:
+	cd rust/pure && RUSTFLAGS="$(FUZZ_RUSTFLAGS)" cargo run --quiet \
+		--profile fuzz --target-dir target/fuzz --example fuzz -- \
+		--seconds $(FUZZ_SECONDS) --corpus-out $(CURDIR)/out/fuzz/corpus \
+		--crashes $(CURDIR)/out/fuzz/crashes $(FUZZ_TARGETS)
 
 # rustfmt over every Rust file (the kernel's style: edition 2021, default
 # width), clippy over the host crate, and clippy over the kernel crates

@@ -199,7 +199,12 @@ impl Outbox {
     /// (and a burst sending it now no longer counts). Either way what was
     /// queued from `read.psn` on is dropped, because the requester sends
     /// those requests again too. A response no longer queued goes last.
+    /// Once the last NAK waits, nothing changes (the QP answers no more
+    /// requests; truncating would drop the NAK).
     pub fn push_repeated_read(&mut self, read: PendingRead) -> bool {
+        if self.closing {
+            return false;
+        }
         let holder = self
             .entries
             .iter()

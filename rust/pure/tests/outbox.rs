@@ -260,6 +260,20 @@ fn the_nak_that_ends_the_qp_goes_after_what_waits() {
 }
 
 #[test]
+fn a_repeated_read_does_not_drop_the_last_nak() {
+    // Found by the fuzzer: a repeated READ truncated what followed it,
+    // the last NAK too, and left the outbox closing with nothing to send.
+    let mut outbox = Outbox::new();
+    outbox.push_read(read(0, 4));
+    assert!(outbox.push_final(nak(4)));
+    assert!(!outbox.push_repeated_read(read(2, 2)));
+    assert!(!outbox.push_repeated_read(read(0, 4)));
+    assert_eq!(outbox.len(), 2);
+    assert_eq!(drain(&mut outbox, BURST), (0..5).collect::<Vec<_>>());
+    assert!(!outbox.is_closing());
+}
+
+#[test]
 fn refusals_after_progress_do_not_give_up() {
     let mut outbox = Outbox::new();
     outbox.push_read(read(0, 10_000));
