@@ -98,10 +98,42 @@ pub struct Queue {
 }
 
 // SAFETY: the buffer is plain memory reached only through the accessors
-// below, which use volatile or atomic accesses; the indices are atomics.
+// below: the indices with atomics, slot contents with volatile copies
+// (`copy_shared`), except through `slot_bytes`, whose callers use it only
+// on queues user space cannot write.
 unsafe impl Send for Queue {}
 // SAFETY: as above.
 unsafe impl Sync for Queue {}
+
+/// Copies `len` bytes from `src` to `dst` with volatile accesses, one
+/// aligned word (or byte) at a time: a ring user space may write or read at
+/// the same moment is read exactly once, and the compiler may neither read
+/// its bytes again later nor merge the accesses with others.
+///
+/// # Safety
+///
+/// `src` must be valid for reads and `dst` for writes of `len` bytes, and
+/// the two ranges must not overlap.
+unsafe fn copy_shared(src: *const u8, dst: *mut u8, len: usize) {
+    const WORD: usize = core::mem::size_of::<u64>();
+    let mut done = 0;
+    while done < len {
+        // SAFETY: `done < len`, so both stay in their ranges.
+        let (from, to) = unsafe { (src.add(done), dst.add(done)) };
+        if len - done >= WORD && from as usize % WORD == 0 && to as usize % WORD == 0 {
+            // SAFETY: eight aligned bytes inside both ranges.
+            unsafe {
+                to.cast::<u64>()
+                    .write_volatile(from.cast::<u64>().read_volatile())
+            };
+            done += WORD;
+        } else {
+            // SAFETY: one byte inside both ranges.
+            unsafe { to.write_volatile(from.read_volatile()) };
+            done += 1;
+        }
+    }
+}
 
 impl Queue {
     /// A zeroed queue of `geometry`.
@@ -233,11 +265,11 @@ impl Queue {
     pub fn read<T: Pod>(&self, index: u32, offset: usize) -> Result<T> {
         let ptr = self.at(index, offset, core::mem::size_of::<T>())?;
         let mut value = T::default();
-        // SAFETY: in bounds (checked); any bytes are a valid `T` (`Pod`).
-        // A single copy: user space may write concurrently, and what was
-        // read is what is used.
+        // SAFETY: in bounds (checked); any bytes are a valid `T` (`Pod`);
+        // the local does not overlap the ring. One volatile copy: user
+        // space may write concurrently, and what was read is what is used.
         unsafe {
-            core::ptr::copy_nonoverlapping(
+            copy_shared(
                 ptr.cast_const(),
                 (&mut value as *mut T).cast::<u8>(),
                 core::mem::size_of::<T>(),
@@ -249,9 +281,11 @@ impl Queue {
     /// Writes a `T` at `offset` in slot `index`.
     pub fn write<T: Pod>(&self, index: u32, offset: usize, value: &T) -> Result {
         let ptr = self.at(index, offset, core::mem::size_of::<T>())?;
-        // SAFETY: in bounds (checked); a bytewise copy of plain data.
+        // SAFETY: in bounds (checked); a copy of plain data from a value
+        // that does not overlap the ring, which user space may read
+        // meanwhile.
         unsafe {
-            core::ptr::copy_nonoverlapping(
+            copy_shared(
                 (value as *const T).cast::<u8>(),
                 ptr,
                 core::mem::size_of::<T>(),
@@ -265,7 +299,7 @@ impl Queue {
         let dst = self.at(index, offset, bytes.len())?;
         // SAFETY: in bounds (checked); the source is kernel memory that does
         // not overlap the queue.
-        unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
+        unsafe { copy_shared(bytes.as_ptr(), dst, bytes.len()) };
         Ok(())
     }
 
@@ -294,7 +328,7 @@ impl Queue {
         let src = from.at(from_index, 0, len)?;
         // SAFETY: both ranges are in bounds (checked) and in different
         // allocations, so they do not overlap.
-        unsafe { core::ptr::copy_nonoverlapping(src, dst, len) };
+        unsafe { copy_shared(src, dst, len) };
         Ok(())
     }
 }
