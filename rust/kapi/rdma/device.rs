@@ -621,8 +621,10 @@ impl<T: Driver> Device<T> {
         // SAFETY: the core asks while registering or registered, when the
         // data is live.
         let descs = unsafe { &Self::from_ib(ib).vectors.descs };
-        // SAFETY: the descriptors live as long as the device, whose
-        // unregistration frees the result before `dealloc_driver`.
+        // SAFETY: the descriptors live until `dealloc_driver`. The result
+        // outlives them (the core frees it in `ib_device_release`), but
+        // freeing it reads no descriptor, and no statistics are read after
+        // unregistration.
         unsafe {
             bindings::rdma_alloc_hw_stats_struct(
                 descs.as_ptr(),

@@ -783,8 +783,10 @@ impl<T: Driver> Device<T> {
         sg_offset: *mut c_uint,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: a live fast-registration MR of ours; the core
-            // serialises verbs on one MR, so the collector is ours.
+            // SAFETY: a live fast-registration MR of ours. The core takes
+            // no lock here: the kernel consumer that owns the MR maps it
+            // from one context at a time (the contract of `ib_map_mr_sg`),
+            // so the collector is ours for the call.
             let mr_ref = unsafe { Mr::<T>::from_raw(mr) };
             let mut pages = KVec::new();
             // SAFETY: see above; `sg` has `sg_nents` entries.

@@ -22,9 +22,13 @@ use kernel::alloc::flags::{GFP_ATOMIC, GFP_KERNEL};
 use kernel::alloc::KVec;
 use kernel::prelude::*;
 
-// SAFETY: `repr(C)` integers, arrays and unions of them, padded by hand in
-// the uapi header. The kernel-only `reg.mr` view is a pointer, which any
-// bit pattern may fill; it is never read from a user WQE (REG_MR is refused
+// SAFETY: `repr(C)` integers, arrays and unions of them, so any bytes are
+// a valid value. Not free of padding: `rxe_av` has a tail byte after its
+// GRH and address unions of two sizes. That padding could only leak if a
+// send WQE were written to memory user space reads, and none is: send
+// WQEs are read from user rings and written only to the kernel-private
+// work ring. The kernel-only `reg.mr` view is a pointer, which any bit
+// pattern may fill; it is never read from a user WQE (REG_MR is refused
 // there).
 unsafe impl Pod for bindings::rxe_send_wqe {}
 // SAFETY: as above, integers only.

@@ -90,7 +90,8 @@ struct NamespaceWire {
 /// Module-wide wire state.
 #[pin_data]
 pub(crate) struct Wire {
-    /// Hears namespaces go; dropped first, closing every socket.
+    /// Hears namespaces go; dropped first, so no exit runs while the
+    /// sockets close (they close with `namespaces`).
     watcher: NamespaceWatcher<Wire>,
     /// Namespaces with devices; a free slot is reused by the next one.
     #[pin]
