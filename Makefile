@@ -104,6 +104,10 @@ demo: modules
 # version is dkms.conf's PACKAGE_VERSION (make lint checks they agree).
 VERSION := 1.0
 INSTALL_MOD_DIR ?= extra
+# The kernel's make runs in KDIR: hand it an absolute root.
+ifneq ($(INSTALL_MOD_PATH),)
+override INSTALL_MOD_PATH := $(abspath $(INSTALL_MOD_PATH))
+endif
 PREFIX ?= /usr/local
 DESTDIR ?= $(INSTALL_MOD_PATH)
 MAN_DIR := $(or $(INSTALL_MAN_PATH),$(DESTDIR)$(PREFIX)/share/man)
@@ -127,7 +131,8 @@ install-modules:
 		[ "$$built" = "$$release" ] || { echo "make install: $$m.ko is built for $$built," \
 			"KDIR is $$release: build and install with the same KDIR" >&2; exit 1; }; \
 	done
-	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_ARGS) INSTALL_MOD_DIR=$(INSTALL_MOD_DIR) modules_install
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_ARGS) INSTALL_MOD_PATH="$(INSTALL_MOD_PATH)" \
+		INSTALL_MOD_DIR=$(INSTALL_MOD_DIR) modules_install
 	release=$$(cat $(KDIR)/include/config/kernel.release) && \
 	rm -f "$(INSTALL_MOD_PATH)/lib/modules/$$release/$(INSTALL_MOD_DIR)"/srnic_verbs_test.ko* && \
 	$(DEPMOD) $(if $(INSTALL_MOD_PATH),-b "$(INSTALL_MOD_PATH)") -a "$$release"
@@ -147,7 +152,8 @@ install-dkms-source:
 	cp --parents $(DKMS_SOURCES) "$(DKMS_SOURCE_DIR)/"
 
 # DKMS builds and installs the modules for the running kernel and again
-# for every kernel installed later (AUTOINSTALL in dkms.conf).
+# for every kernel installed later (AUTOINSTALL in dkms.conf). DKMS_ARGS
+# adds options to dkms install (for example -k RELEASE).
 dkms-install: install-dkms-source install-man install-units
 	dkms status -m srnic -v $(VERSION) | grep -q . || dkms add -m srnic -v $(VERSION)
 	dkms install -m srnic -v $(VERSION) $(DKMS_ARGS)
