@@ -3,6 +3,10 @@
 # make check   build everything (installing what is missing) and run all tests
 # make demo    boot a VM, create srnic0 and show it as users see it
 # make modules build srnic.ko (KDIR=<kernel build dir> for another kernel)
+# make install install srnic.ko and iblan.ko for KDIR's kernel, the man
+#              pages, the boot-time unit and the DKMS source tree
+#              (INSTALL_MOD_PATH=<root>: all of it under that root)
+# make dkms-install  the same through DKMS, which rebuilds for new kernels
 # make bench   srnic against rxe, siw and the VM's limits on a lean kernel
 #              (QUICK=1: a short run); results in out/bench/
 #
@@ -24,6 +28,8 @@ endif
 KBUILD_ARGS := LLVM=1 RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc BINDGEN=bindgen
 
 .PHONY: all setup kernel modules test-progs host-test fuzz lint vm-test check demo bench clean
+.PHONY: install install-modules install-man install-units install-dkms-source
+.PHONY: dkms-install uninstall dkms-uninstall
 
 all: modules
 
@@ -70,11 +76,13 @@ fuzz:
 # width), clippy over the host crate, and clippy over the kernel crates
 # (srnic, iblan, the in-kernel test) with the kernel's own lint set
 # (Kbuild's CLIPPY=1, by the clippy of the rustc the kernel uses), warnings
-# as errors.
+# as errors. scripts/check-install checks what make install ships: man
+# pages, dkms.conf, the unit.
 lint: $(MODULES_NEED)
 	rustfmt --edition 2021 --check $$(git ls-files '*.rs')
 	cd rust/pure && cargo clippy --quiet --all-targets -- -D warnings
 	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_ARGS) CLIPPY=1 CLIPPY_DRIVER=/usr/bin/clippy-driver modules
+	scripts/check-install
 
 vm-test: modules test-progs
 	tests/run
@@ -85,6 +93,81 @@ check: setup lint host-test modules test-progs
 
 demo: modules
 	qemu/demo
+
+# Installation. The modules go through the kernel's own modules_install
+# for external modules into /lib/modules/<KDIR's release>/$(INSTALL_MOD_DIR),
+# under INSTALL_MOD_PATH when it is given, then depmod indexes them there.
+# modules_install installs every module of the build (modules.order),
+# the in-kernel test module too; that one is for the test VMs only, so it
+# is taken out again before the index is made. DESTDIR (default:
+# INSTALL_MOD_PATH) stages the rest under the same root. The package's
+# version is dkms.conf's PACKAGE_VERSION (make lint checks they agree).
+VERSION := 1.0
+INSTALL_MOD_DIR ?= extra
+# The kernel's make runs in KDIR: hand it an absolute root.
+ifneq ($(INSTALL_MOD_PATH),)
+override INSTALL_MOD_PATH := $(abspath $(INSTALL_MOD_PATH))
+endif
+PREFIX ?= /usr/local
+DESTDIR ?= $(INSTALL_MOD_PATH)
+MAN_DIR := $(or $(INSTALL_MAN_PATH),$(DESTDIR)$(PREFIX)/share/man)
+UNIT_DIR := $(or $(INSTALL_UNIT_PATH),$(DESTDIR)$(PREFIX)/lib/systemd/system)
+DKMS_SOURCE_DIR := $(DESTDIR)/usr/src/srnic-$(VERSION)
+INSTALLED_MODULES := srnic iblan
+# What DKMS needs to build the modules: no tests, no build products.
+DKMS_SOURCES = Kbuild Makefile dkms.conf $$(find drivers rust -path rust/pure/target -prune \
+	-o -type f \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name bindgen_parameters \) \
+	! -name bindings_generated.rs -print)
+DEPMOD := PATH=$$PATH:/usr/sbin:/sbin depmod
+MODINFO := PATH=$$PATH:/usr/sbin:/sbin modinfo
+
+install: install-modules install-man install-units install-dkms-source
+
+install-modules:
+	@release=$$(cat $(KDIR)/include/config/kernel.release) || exit 1; \
+	for m in $(INSTALLED_MODULES); do \
+		[ -f $$m.ko ] || { echo "make install: $$m.ko is not built (make modules)" >&2; exit 1; }; \
+		built=$$($(MODINFO) -F vermagic $$m.ko | cut -d' ' -f1); \
+		[ "$$built" = "$$release" ] || { echo "make install: $$m.ko is built for $$built," \
+			"KDIR is $$release: build and install with the same KDIR" >&2; exit 1; }; \
+	done
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_ARGS) INSTALL_MOD_PATH="$(INSTALL_MOD_PATH)" \
+		INSTALL_MOD_DIR=$(INSTALL_MOD_DIR) modules_install
+	release=$$(cat $(KDIR)/include/config/kernel.release) && \
+	rm -f "$(INSTALL_MOD_PATH)/lib/modules/$$release/$(INSTALL_MOD_DIR)"/srnic_verbs_test.ko* && \
+	$(DEPMOD) $(if $(INSTALL_MOD_PATH),-b "$(INSTALL_MOD_PATH)") -a "$$release"
+
+install-man:
+	install -d "$(MAN_DIR)/man7" "$(MAN_DIR)/man4"
+	install -m 644 Documentation/man/srnic.7 "$(MAN_DIR)/man7/"
+	install -m 644 Documentation/man/iblan.4 "$(MAN_DIR)/man4/"
+
+install-units:
+	install -d "$(UNIT_DIR)"
+	install -m 644 scripts/systemd/srnic@.service "$(UNIT_DIR)/"
+
+install-dkms-source:
+	rm -rf "$(DKMS_SOURCE_DIR)"
+	install -d "$(DKMS_SOURCE_DIR)"
+	cp --parents $(DKMS_SOURCES) "$(DKMS_SOURCE_DIR)/"
+
+# DKMS builds and installs the modules for the running kernel and again
+# for every kernel installed later (AUTOINSTALL in dkms.conf). DKMS_ARGS
+# adds options to dkms install (for example -k RELEASE).
+dkms-install: install-dkms-source install-man install-units
+	dkms status -m srnic -v $(VERSION) | grep -q . || dkms add -m srnic -v $(VERSION)
+	dkms install -m srnic -v $(VERSION) $(DKMS_ARGS)
+
+uninstall:
+	release=$$(cat $(KDIR)/include/config/kernel.release) && \
+	rm -f $(foreach m,$(INSTALLED_MODULES),"$(INSTALL_MOD_PATH)/lib/modules/$$release/$(INSTALL_MOD_DIR)"/$(m).ko*) && \
+	$(DEPMOD) $(if $(INSTALL_MOD_PATH),-b "$(INSTALL_MOD_PATH)") -a "$$release"
+	rm -f "$(MAN_DIR)/man7/srnic.7" "$(MAN_DIR)/man4/iblan.4" "$(UNIT_DIR)/srnic@.service"
+	rm -rf "$(DKMS_SOURCE_DIR)"
+
+dkms-uninstall:
+	dkms remove -m srnic -v $(VERSION) --all
+	rm -rf "$(DKMS_SOURCE_DIR)"
 
 # The benchmark (scripts/bench): its own lean kernel and build of srnic.ko,
 # both apart from the test ones. QUICK=1 for the short run.

@@ -25,6 +25,8 @@ apt_packages=(
 	tshark
 	# building the C test programs run in the guest
 	gcc libc6-dev libibverbs-dev librdmacm-dev make
+	# make lint renders the man pages
+	man-db groff-base
 )
 
 "$(dirname "$0")/install-packages.sh" "${apt_packages[@]}"
