@@ -16,18 +16,7 @@ fi
 echo "ok: ib_mad set up srnic0 without errors"
 
 step "in-kernel verbs test (KTAP)"
-insmod_out=$(insmod "$SRNIC_TOP/srnic_verbs_test.ko" 2>&1)
-insmod_status=$?
-ktap=$(dmesg | sed -n 's/^.*srnic_verbs_test: //p')
-printf '%s\n' "$ktap"
-[ "$insmod_status" -eq 0 ] || fail "srnic_verbs_test failed ($insmod_out): $(printf '%s\n' "$ktap" | grep '^not ok')"
-expect_eq "$(printf '%s\n' "$ktap" | head -n1)" "KTAP version 1" "the report starts with the KTAP header"
-points=$(printf '%s\n' "$ktap" | grep -c '^ok [0-9]')
-plan=$(printf '%s\n' "$ktap" | sed -n 's/^1\.\.\([0-9]*\)$/\1/p')
-expect_eq "$plan" "$points" "the KTAP plan counts every test point"
-[ "$points" -ge 20 ] || fail "only $points KTAP test points; expected the full run"
-printf '%s\n' "$ktap" | grep -q '^not ok' && fail "a KTAP test point failed"
-echo "ok: $points in-kernel checks passed"
+verbs_test_module
 must rmmod srnic_verbs_test
 must rdma link delete srnic0
 unload_srnic

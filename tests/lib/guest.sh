@@ -143,6 +143,28 @@ veth_pair() {
 	must ip link set "$2" up
 }
 
+# verbs_test_module: loads the in-kernel verbs test (tests/kernel), which
+# runs at load and reports in KTAP; checks the report (header, no failed
+# point, the plan counting every point) and prints it. The KTAP lines are
+# left in $ktap for further checks; the module stays loaded.
+verbs_test_module() {
+	local out status points plan
+	dmesg -C
+	out=$(insmod "$SRNIC_TOP/srnic_verbs_test.ko" 2>&1)
+	status=$?
+	ktap=$(dmesg | sed -n 's/^.*srnic_verbs_test: //p')
+	printf '%s\n' "$ktap"
+	[ "$status" -eq 0 ] ||
+		fail "srnic_verbs_test failed ($out): $(printf '%s\n' "$ktap" | grep '^not ok')"
+	expect_eq "$(printf '%s\n' "$ktap" | head -n1)" "KTAP version 1" "the report starts with the KTAP header"
+	points=$(printf '%s\n' "$ktap" | grep -c '^ok [0-9]')
+	plan=$(printf '%s\n' "$ktap" | sed -n 's/^1\.\.\([0-9]*\)$/\1/p')
+	expect_eq "$plan" "$points" "the KTAP plan counts every test point"
+	! printf '%s\n' "$ktap" | grep -q '^not ok' || fail "a KTAP test point failed"
+	[ "$points" -ge 20 ] || fail "only $points KTAP test points; expected the full run"
+	echo "ok: $points in-kernel checks passed"
+}
+
 # wait_roce_gid DEV INDEX: wait until GID INDEX of DEV is a RoCEv2 GID. The
 # core fills the table from the netdev's addresses: on eth0, GID 0 is the
 # IPv6 link-local address and GID 1 the IPv4 address.
