@@ -3,6 +3,7 @@
 # make check   build everything (installing what is missing) and run all tests
 # make demo    boot a VM, create srnic0 and show it as users see it
 # make modules build srnic.ko (KDIR=<kernel build dir> for another kernel)
+# make fuzz-guest  the guest fuzzer for FUZZ_SECONDS (default 3600)
 # make bench   srnic against rxe, siw and the VM's limits on a lean kernel
 #              (QUICK=1: a short run); results in out/bench/
 #
@@ -23,7 +24,7 @@ endif
 
 KBUILD_ARGS := LLVM=1 RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc BINDGEN=bindgen
 
-.PHONY: all setup kernel modules test-progs host-test lint vm-test check demo bench clean
+.PHONY: all setup kernel modules test-progs host-test lint vm-test check demo bench clean fuzz-guest
 
 all: modules
 
@@ -66,6 +67,13 @@ check: setup lint host-test modules test-progs
 
 demo: modules
 	qemu/demo
+
+# The guest fuzzer (tests/cases/guest_fuzz.sh) for FUZZ_SECONDS (default an
+# hour) instead of the minute of `make check`; FUZZ_SEED=N replays a seed.
+FUZZ_SECONDS ?= 3600
+fuzz-guest: modules test-progs
+	SRNIC_CASE_FUZZ_SECONDS=$(FUZZ_SECONDS) $(if $(FUZZ_SEED),SRNIC_CASE_FUZZ_SEED=$(FUZZ_SEED)) \
+		SRNIC_TEST_TIMEOUT=$$(( $(FUZZ_SECONDS) + 300 )) tests/run guest_fuzz
 
 # The benchmark (scripts/bench): its own lean kernel and build of srnic.ko,
 # both apart from the test ones. QUICK=1 for the short run.
