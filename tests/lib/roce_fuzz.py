@@ -381,13 +381,21 @@ class Fuzzer:
             return
         if p["op"] in ("write", "awrite", "cmpswap", "fetchadd"):
             if "va" in p:
-                off = self.rw_range(p.get("rkey"), p["va"], max(len(p["payload"]), 8))
+                # Nothing it names outside rw's grant may change in rw.
+                n = len(p["payload"]) if p["op"] == "write" else 8
+                off = self.rw_range(p.get("rkey"), p["va"], n)
                 if off is not None:
-                    end = off + max(len(p["payload"]), 8)
+                    end = off + n
                     self.known[off:end] = bytes(end - off)
-                    return
+                return
             if self.write_target is not None:
-                self.known[:] = bytes(len(self.known))
+                va, _, placed = self.write_target
+                n = len(p["payload"])
+                off = self.rw_range(self.regions["rw"][2], va + placed, n)
+                if off is None:
+                    self.known[:] = bytes(len(self.known))
+                else:
+                    self.known[off:off + n] = bytes(n)
 
     def place(self, off, data):
         self.shadow[off:off + len(data)] = data
@@ -510,21 +518,22 @@ class Fuzzer:
         if self.trace:
             print(f"{time.monotonic() - self.started:8.3f} psn {self.epsn:#x} "
                   f"{'mutated ' if mutated else ''}{raw[:40].hex()}", flush=True)
-        # The IP layer refuses nothing shorter than a BTH; send what it takes.
         self.send(raw)
-        psn = p["psn"] if p else None
+        psn = p["psn"] if p else self.epsn
         at_expected = p is not None and psn == self.epsn
+        count = 1
+        if p and p["op"] == "read":
+            count = max(1, -(-p["dma_len"] // self.mtu))
 
         def decisive(got):
+            """An answer that says what became of the packet."""
             for a in got:
                 if a["opcode"] == 0x11 and (a["syndrome"] >> 5 != 0 or a["psn"] == psn):
                     return True
-                if a["opcode"] == 0x12 and a["psn"] == psn:
+                if a["opcode"] in (0x10, 0x12) and a["psn"] == psn:
                     return True
-                if a["opcode"] in (0x0F, 0x10) and p and p["op"] == "read":
-                    last = (psn + max(1, -(-p["dma_len"] // self.mtu)) - 1) & 0xFFFFFF
-                    if a["psn"] == last:
-                        return True
+                if a["opcode"] == 0x0F and a["psn"] == (psn + count - 1) & 0xFFFFFF:
+                    return True
             return False
 
         got = self.answers(ANSWER_WAIT, decisive)
@@ -532,7 +541,36 @@ class Fuzzer:
             print(f"{time.monotonic() - self.started:8.3f} answers "
                   + " ".join(f"{a['opcode']:#x}/{a['psn']:#x}/{a.get('syndrome', 0):#x}" for a in got),
                   flush=True)
-        if not got:
+        for a in got:
+            if "syndrome" not in a or a["syndrome"] >> 5 == 0:
+                continue
+            if a["syndrome"] >> 5 == 1:
+                self.counts["naks_rnr"] += 1
+                # The rest of the message would find no message open.
+                self.queue = []
+                return
+            code = a["syndrome"] & 0x1F
+            if code == 0:
+                self.counts["naks_sequence"] += 1
+                self.epsn = a["psn"]
+                self.queue = []
+                return
+            self.counts["naks_ending"] += 1
+            if at_expected and not mutated and self.model_grants(p):
+                self.counts["refused_unexpectedly"] += 1
+                print(f"note: NAK {code} for an unmutated request the model grants: "
+                      f"{p['op']} {p['pos']} key {p.get('rkey', 0):#x} "
+                      f"va {p.get('va', 0):#x} length {p.get('dma_len', len(p['payload']))}",
+                      flush=True)
+            else:
+                self.counts["refused_as_modelled"] += 1
+            self.alive = False
+            # A refused packet may have placed part of its data.
+            self.forget(p if at_expected else None)
+            return
+        if not decisive(got):
+            # Dropped, executed without an acknowledgement, or answered
+            # late: the probe says where the responder is.
             self.counts["no_answer"] += 1
             before = self.epsn
             after = self.probe()
@@ -541,69 +579,35 @@ class Fuzzer:
                 self.forget(p if at_expected else None)
                 return
             self.epsn = after
-            if at_expected and after != before:
-                # Executed without asking for an acknowledgement.
-                if p["op"] in ("write", "awrite", "send"):
-                    self.executed(p, None)
-                else:
-                    self.forget(p)
-            elif after != before:
+            if after == before:
+                return
+            if at_expected and after == (before + count) & 0xFFFFFF and \
+                    p["op"] in ("write", "awrite", "send"):
+                self.executed(p, None)
+            elif at_expected:
+                self.forget(p)
+            else:
+                self.counts["executed_unparsed"] += 1
                 self.forget(None)
             return
-        reads = [a for a in got if a["opcode"] in (0x0D, 0x0E, 0x0F, 0x10) and a["psn"] != psn - 1]
-        for a in got:
-            if a["opcode"] not in (0x11, 0x12, 0x10, 0x0D, 0x0F) or "syndrome" not in a:
-                continue
-            kind = a["syndrome"] >> 5
-            if kind == 1:
-                self.counts["naks_rnr"] += 1
-                return
-            if kind == 3:
-                code = a["syndrome"] & 0x1F
-                if code == 0:
-                    self.counts["naks_sequence"] += 1
-                    self.epsn = a["psn"]
-                    return
-                self.counts["naks_ending"] += 1
-                if at_expected and not mutated and self.model_grants(p):
-                    self.counts["refused_unexpectedly"] += 1
-                    print(f"note: NAK {code} for an unmutated request the model grants: "
-                          f"{p['op']} {p['pos']} key {p.get('rkey', 0):#x} "
-                          f"va {p.get('va', 0):#x} len {len(p['payload'])}", flush=True)
-                else:
-                    self.counts["refused_as_modelled"] += 1
-                self.alive = False
-                if at_expected:
-                    # A refused packet may have placed part of its data.
-                    self.forget(p)
-                return
         if not at_expected:
-            # A duplicate or an unparsable packet: the answer says where
-            # the responder is.
+            # A duplicate, or a packet this parser refuses: ACK(PSN) says
+            # it was executed, a duplicate is acknowledged one PSN back.
             for a in got:
-                if a["opcode"] == 0x11:
-                    self.epsn = (a["psn"] + 1) & 0xFFFFFF
-            if p is None and any(a["opcode"] == 0x11 and a["psn"] == self.epsn - 1 for a in got):
-                self.counts["executed_unparsed"] += 1
+                if a["opcode"] == 0x11 and a["psn"] == self.epsn:
+                    self.counts["executed_unparsed"] += 1
+                    self.forget(None)
+                    self.epsn = (self.epsn + 1) & 0xFFFFFF
+                    self.queue = []
             return
         self.counts["acked"] += 1
         if p["op"] == "read":
-            mine = [a for a in reads if ((a["psn"] - psn) & 0xFFFFFF) < 0x800000]
-            if not mine:
-                return
-            count = self.check_read(p, mine)
+            mine = [a for a in got if a["opcode"] in (0x0D, 0x0E, 0x0F, 0x10)
+                    and ((a["psn"] - psn) & 0xFFFFFF) < count]
+            self.check_read(p, mine)
             self.epsn = (psn + count) & 0xFFFFFF
             return
         atomic = next((a for a in got if a["opcode"] == 0x12 and a["psn"] == psn), None)
-        if p["op"] in ("cmpswap", "fetchadd") and atomic is None:
-            # Answered by something else: where the responder is decides.
-            for a in got:
-                if a["opcode"] == 0x11:
-                    self.epsn = (a["psn"] + 1) & 0xFFFFFF
-            return
-        ack = next((a for a in got if a["opcode"] in (0x11, 0x12, 0x10) and a["psn"] == psn), None)
-        if ack is None:
-            return
         self.executed(p, atomic)
         self.epsn = (psn + 1) & 0xFFFFFF
 
