@@ -30,6 +30,7 @@ acknowledged, and fails if:
     bytes around a receive buffer changed, or a QP neither in RTS nor ERR.
 Prints the counts at the end.
 """
+import collections
 import ctypes
 import os
 import random
@@ -131,6 +132,7 @@ class Fuzzer:
              "executed_unparsed"], 0)
         self.time_in_qps = 0.0
         self.trace = bool(os.environ.get("SRNIC_CASE_FUZZ_TRACE"))
+        self.history = collections.deque(maxlen=40)
         self.started = time.monotonic()
         self.target = subprocess.Popen(
             [self.target_prog, self.dev, self.gid, self.me],
@@ -480,8 +482,9 @@ class Fuzzer:
                 want, known = self.shadow[off + i], self.known[off + i]
             if known and byte != want:
                 raise Failure(f"READ response byte {i} ({name}+{off + i}) is {byte:#x}, the "
-                              f"region holds {want:#x}: a byte from outside the region or "
-                              f"misplaced")
+                              f"model holds {want:#x}: a byte from outside the region, or a "
+                              f"write misplaced or placed by a request the responder refused "
+                              f"or that its key did not grant")
         self.counts["read_responses"] += len(responses)
         self.counts["read_bytes_checked"] += len(data)
         return count
@@ -537,6 +540,9 @@ class Fuzzer:
             return False
 
         got = self.answers(ANSWER_WAIT, decisive)
+        self.history.append(f"psn {self.epsn:#08x} {'mutated ' if mutated else ''}{raw[:44].hex()} -> "
+                            + " ".join(f"{a['opcode']:#x}/{a['psn']:#x}/{a.get('syndrome', 0):#x}"
+                                       for a in got))
         if self.trace:
             print(f"{time.monotonic() - self.started:8.3f} answers "
                   + " ".join(f"{a['opcode']:#x}/{a['psn']:#x}/{a.get('syndrome', 0):#x}" for a in got),
@@ -652,6 +658,10 @@ class Fuzzer:
             if not line.startswith("ok"):
                 raise Failure(f"fuzz_target: {line}")
         except Failure as e:
+            print("the last requests (BTH and extension headers in hex) -> answers "
+                  "(opcode/PSN/AETH syndrome):")
+            for line in self.history:
+                print("  " + line)
             print(f"FAIL: {e} (seed {self.seed}; counts {self.counts})", flush=True)
             self.target.kill()
             return 1
