@@ -147,7 +147,7 @@ class Fuzzer:
                 self.mtu = int(line.split()[1])
             elif line == "ready":
                 break
-        rw_va, rw_len, _ = self.regions["rw"]
+        rw_len = self.regions["rw"][1]
         base = RW_PAGE * PAGE + RW_HEAD
         self.shadow = bytearray(fill_of((base + i) // PAGE, (base + i) % PAGE) for i in range(rw_len))
         self.known = bytearray(b"\1" * rw_len)
@@ -197,7 +197,10 @@ class Fuzzer:
 
     @staticmethod
     def answer(data):
-        opcode, flags, _, _, word = struct.unpack("!BBHII", data[:12])
+        opcode, flags, _, qpn, word = struct.unpack("!BBHII", data[:12])
+        if qpn & 0xFFFFFF != FUZZ_QPN:
+            raise Failure(f"an answer (opcode {opcode:#x}) went to QP {qpn & 0xFFFFFF:#x}, "
+                          f"not to the connection's remote QP {FUZZ_QPN:#x}")
         a = {"opcode": opcode, "psn": word & 0xFFFFFF}
         at = 12
         if opcode in (0x0D, 0x0F, 0x10, 0x11, 0x12):
