@@ -7,6 +7,8 @@
 #              pages, the boot-time unit and the DKMS source tree
 #              (INSTALL_MOD_PATH=<root>: all of it under that root)
 # make dkms-install  the same through DKMS, which rebuilds for new kernels
+# make fuzz    the host fuzzer of rust/pure for FUZZ_SECONDS (default 300)
+# make fuzz-guest  the guest fuzzer for FUZZ_SECONDS (default 3600)
 # make bench   srnic against rxe, siw and the VM's limits on a lean kernel
 #              (QUICK=1: a short run); results in out/bench/
 #
@@ -27,7 +29,8 @@ endif
 
 KBUILD_ARGS := LLVM=1 RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc BINDGEN=bindgen
 
-.PHONY: all setup kernel modules test-progs host-test fuzz lint vm-test check demo bench clean
+.PHONY: all setup kernel modules test-progs host-test fuzz fuzz-guest lint vm-test check demo
+.PHONY: bench clean
 .PHONY: install install-modules install-man install-units install-dkms-source
 .PHONY: dkms-install uninstall dkms-uninstall
 
@@ -168,6 +171,16 @@ uninstall:
 dkms-uninstall:
 	dkms remove -m srnic -v $(VERSION) --all
 	rm -rf "$(DKMS_SOURCE_DIR)"
+
+# The guest fuzzer (tests/cases/guest_fuzz.sh) for FUZZ_SECONDS (default an
+# hour) instead of the minute of `make check`; FUZZ_SEED=N replays a seed.
+# FUZZ_SECONDS given on the command line or in the environment counts;
+# the host fuzzer's default above does not.
+GUEST_FUZZ_SECONDS = $(if $(filter file,$(origin FUZZ_SECONDS)),3600,$(FUZZ_SECONDS))
+fuzz-guest: modules test-progs
+	SRNIC_CASE_FUZZ_SECONDS=$(GUEST_FUZZ_SECONDS) \
+		$(if $(FUZZ_SEED),SRNIC_CASE_FUZZ_SEED=$(FUZZ_SEED)) \
+		SRNIC_TEST_TIMEOUT=$$(( $(GUEST_FUZZ_SECONDS) + 300 )) tests/run guest_fuzz
 
 # The benchmark (scripts/bench): its own lean kernel and build of srnic.ko,
 # both apart from the test ones. QUICK=1 for the short run.

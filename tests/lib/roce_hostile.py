@@ -27,7 +27,8 @@ def icrc(ip, udp, bth_rest):
     udp = bytearray(udp)
     udp[6:8] = b"\xff\xff"  # UDP checksum
     bth = bytearray(bth_rest)
-    bth[4] = 0xFF  # FECN, BECN, reserved
+    if len(bth) > 4:
+        bth[4] = 0xFF  # FECN, BECN, reserved
     return struct.pack("<I", zlib.crc32(b"\xff" * 8 + bytes(ip) + bytes(udp) + bytes(bth)))
 
 
