@@ -151,9 +151,13 @@ impl SkBuff {
         }
     }
 
-    /// The data, writable (linear part only).
+    /// The data, writable (linear part only). For skbs the caller built
+    /// itself: a clone shares its data with others (a stack skb handed to
+    /// a driver may be one), so write such an skb only through the bytes
+    /// [`Self::push`] returns after [`Self::cow_head`].
     pub fn data_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as in `data`; we own the skb exclusively.
+        // SAFETY: as in `data`. The skb is ours, and its callers (srnic's
+        // packet builders) allocated it, so no clone shares the data.
         unsafe {
             let skb = self.0.as_ref();
             let linear = skb.len.saturating_sub(skb.data_len) as usize;

@@ -651,23 +651,26 @@ impl LanDev {
         // The fragment headers go in front of the frame, so that one
         // mapping covers everything every post points at.
         let header_len = (fragments * FRAG_HEADER_LEN) as u32;
-        if skb.cow_head(header_len).is_err() || skb.push(header_len).is_err() {
+        // `cow_head` makes the headroom private (the frame itself may be
+        // shared with a clone), and only the pushed bytes are written.
+        let pushed = match skb.cow_head(header_len) {
+            Ok(()) => skb.push(header_len),
+            Err(err) => Err(err),
+        };
+        let Ok(headers) = pushed else {
             drop(peers);
             self.sq_free.fetch_add(posts, Ordering::AcqRel);
             self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
             return TxOutcome::Sent;
-        }
+        };
         let frame = self.frame_number.fetch_add(1, Ordering::Relaxed) as u16;
-        {
-            let data = skb.data_mut();
-            for index in 0..fragments {
-                let at = index * FRAG_HEADER_LEN;
-                if let (Some(out), Some(header)) = (
-                    data.get_mut(at..at + FRAG_HEADER_LEN),
-                    plan.header(index, frame),
-                ) {
-                    out.copy_from_slice(&header.encode());
-                }
+        for index in 0..fragments {
+            let at = index * FRAG_HEADER_LEN;
+            if let (Some(out), Some(header)) = (
+                headers.get_mut(at..at + FRAG_HEADER_LEN),
+                plan.header(index, frame),
+            ) {
+                out.copy_from_slice(&header.encode());
             }
         }
         let total = skb.data().len();
