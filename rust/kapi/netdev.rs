@@ -124,10 +124,10 @@ impl NetDevice {
             data: core::ptr::addr_of_mut!(found).cast(),
             ..Default::default()
         };
-        // SAFETY: the netdev is valid and the caller holds the RCU read
-        // lock the walk needs (`_guard`); `visit_lower` reads
-        // `private.data` as the `&mut dyn FnMut` it points to, which lives
-        // on this stack frame for the whole walk.
+        // `visit_lower` reads `private.data` as the `&mut dyn FnMut` it
+        // points to, which lives on this stack frame for the whole walk.
+        // SAFETY: the netdev is valid, the caller holds the RCU read lock
+        // the walk needs (`_guard`), and `private` outlives the walk.
         let stopped = unsafe {
             bindings::netdev_walk_all_lower_dev_rcu(self.as_raw(), Some(visit_lower), &mut private)
         };

@@ -200,11 +200,10 @@ impl SkBuff {
         if dev.is_null() {
             return None;
         }
-        // SAFETY: a received skb reaches its receiver within the receive
-        // path, whose device stays valid under RCU (unregistration purges
-        // the device's queued packets and waits for a grace period before
-        // the device may be freed), and the caller holds the RCU read lock
-        // for `'a`.
+        // Unregistration purges a device's queued packets and waits for a
+        // grace period before the device may be freed.
+        // SAFETY: a received skb's device stays valid under RCU, and the
+        // caller holds the RCU read lock for `'a`.
         Some(unsafe { NetDevice::from_raw(dev) })
     }
 

@@ -621,10 +621,10 @@ impl<T: Driver> Device<T> {
         // SAFETY: the core asks while registering or registered, when the
         // data is live.
         let descs = unsafe { &Self::from_ib(ib).vectors.descs };
-        // SAFETY: the descriptors live until `dealloc_driver`. The result
-        // outlives them (the core frees it in `ib_device_release`), but
-        // freeing it reads no descriptor, and no statistics are read after
-        // unregistration.
+        // The result outlives the descriptors (the core frees it in
+        // `ib_device_release`), but freeing it reads none of them.
+        // SAFETY: the descriptors live until `dealloc_driver`, and no
+        // statistics are read after unregistration.
         unsafe {
             bindings::rdma_alloc_hw_stats_struct(
                 descs.as_ptr(),

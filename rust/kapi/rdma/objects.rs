@@ -587,11 +587,10 @@ impl<T: Driver> Mr<T> {
     /// Identifies the region's protection domain (compared, never
     /// followed).
     pub fn pd_id(&self) -> usize {
-        // SAFETY: the field is valid for reads while the MR lives. It is
-        // set by `set_owner` before the MR is published, but the core
-        // rewrites it when a re-registration moves the region to another
-        // PD, while the transport may be reading it: one volatile load
-        // (`READ_ONCE`) sees the old or the new PD, never a torn value.
+        // `set_owner` sets the PD before the MR is published, but the core
+        // rewrites it when a re-registration moves the region to another PD.
+        // SAFETY: the field is valid for reads while the MR lives; one
+        // volatile load (`READ_ONCE`) sees the old or the new PD, not a tear.
         unsafe { core::ptr::addr_of!((*self.as_raw()).pd).read_volatile() as usize }
     }
 

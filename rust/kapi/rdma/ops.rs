@@ -293,10 +293,10 @@ impl<T: Driver> Device<T> {
             let qp_ref = unsafe { Qp::<T>::from_raw(qp) };
             match T::publish_qp(qp_ref) {
                 Ok(qpn) => {
-                    // SAFETY: the QP number is the driver's to set. The QP
-                    // is in the table already and in RESET: a packet that
-                    // finds it now reads the number with a volatile load
-                    // (`Qp::qp_num`), sees 0 or `qpn`, and is dropped.
+                    // The QP is in the table already and in RESET: a packet
+                    // that finds it now reads 0 or `qpn` and is dropped.
+                    // SAFETY: the number is the driver's to set; readers
+                    // use a volatile load (`Qp::qp_num`).
                     unsafe { core::ptr::addr_of_mut!((*qp).qp_num).write_volatile(qpn) };
                 }
                 Err(err) => {
@@ -355,11 +355,10 @@ impl<T: Driver> Device<T> {
         _mask: c_int,
         init_attr: *mut bindings::ib_qp_init_attr,
     ) -> c_int {
-        // SAFETY: the core passes a live QP and two structs to fill, which
-        // uverbs allocates with plain `kmalloc` and copies to user space
-        // whole: every byte is zeroed before any is set, so no field we do
-        // not fill (the alternate path's) leaks kernel memory. Zeroing also
-        // leaves the `sgid_attr` pointers NULL, as the core requires.
+        // uverbs allocates both structs with plain `kmalloc` and copies them
+        // to user space whole: zeroing them first leaks no kernel memory in
+        // the fields we do not fill, and leaves `sgid_attr` NULL as required.
+        // SAFETY: the core passes a live QP and two structs to fill.
         unsafe {
             core::ptr::write_bytes(attr, 0, 1);
             core::ptr::write_bytes(init_attr, 0, 1);
@@ -783,10 +782,10 @@ impl<T: Driver> Device<T> {
         sg_offset: *mut c_uint,
     ) -> c_int {
         from_result(|| {
-            // SAFETY: a live fast-registration MR of ours. The core takes
-            // no lock here: the kernel consumer that owns the MR maps it
-            // from one context at a time (the contract of `ib_map_mr_sg`),
-            // so the collector is ours for the call.
+            // The core takes no lock here: the consumer that owns the MR
+            // maps it from one context at a time (`ib_map_mr_sg`'s contract).
+            // SAFETY: a live fast-registration MR of ours; the collector is
+            // ours for the call.
             let mr_ref = unsafe { Mr::<T>::from_raw(mr) };
             let mut pages = KVec::new();
             // SAFETY: see above; `sg` has `sg_nents` entries.

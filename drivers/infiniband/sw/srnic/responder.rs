@@ -1035,12 +1035,10 @@ fn atomic_target<'g>(
     if contiguous < 8 {
         return Err(NakCode::InvalidRequest);
     }
-    // SAFETY: eight bytes (`contiguous` counts them) of memory the rkey
-    // grants `access` to, kept valid while `guard` lives (region pages go
-    // only after a grace period) or by their kernel owner. The owning
-    // process and copies into the region may access them meanwhile;
-    // `SharedWord` operates on them with the kernel's atomics, which allow
-    // that.
+    // The owning process and copies into the region may access these bytes
+    // meanwhile; `SharedWord` uses the kernel's atomics, which allow that.
+    // SAFETY: eight bytes (`contiguous`) the rkey grants `access` to, valid
+    // while `guard` lives (pages go after a grace period) or kernel-owned.
     unsafe { SharedWord::new(ptr) }.ok_or(NakCode::InvalidRequest)
 }
 
