@@ -24,6 +24,25 @@ stat() {
 	ethtool -S iblan0 | awk -v n="$1:" '$1 == n { print $2 }'
 }
 
+# fanout_counts: "FRAMES POSTS" of iblan0's fan-out counters, one snapshot.
+fanout_counts() {
+	ethtool -S iblan0 | awk '$1 == "tx_fanout_frames:" { f = $2 } $1 == "tx_fanout_posts:" { p = $2 } END { print f, p }'
+}
+
+# settled_fanout_counts: fanout_counts once two snapshots half a second
+# apart agree (at most 10 s), so that no frame is counted half.
+settled_fanout_counts() {
+	local last now tries=0
+	last=$(fanout_counts)
+	while [ $tries -lt 20 ]; do
+		busybox sleep 0.5
+		now=$(fanout_counts)
+		[ "$now" = "$last" ] && break
+		last=$now tries=$((tries + 1))
+	done
+	echo "$last"
+}
+
 # raw_frames TYPE SECONDS: print "listening" once bound, then "<dest MAC>
 # <payload>" for each frame of ethertype TYPE iblan0 receives within SECONDS.
 raw_frames() {
@@ -136,22 +155,24 @@ run_over() {
 		# The stack's own multicast (IPv6 router solicitations, MLD) goes
 		# out as fan-out posts too: measure once it has been quiet for 3 s.
 		# (At most 20 s: the listeners give up after 60.)
-		started=$(uptime_s) quiet_since=$(uptime_s) posts_before=$(stat tx_fanout_posts)
+		started=$(uptime_s) quiet_since=$(uptime_s) before=$(fanout_counts)
 		while [ $(($(uptime_s) - quiet_since)) -lt 3 ] && [ $(($(uptime_s) - started)) -lt 20 ]; do
 			busybox sleep 0.5
-			posts_now=$(stat tx_fanout_posts)
-			if [ "$posts_now" != "$posts_before" ]; then
-				quiet_since=$(uptime_s) posts_before=$posts_now
+			now=$(fanout_counts)
+			if [ "$now" != "$before" ]; then
+				quiet_since=$(uptime_s) before=$now
 			fi
 		done
-		frames_before=$(stat tx_fanout_frames)
 		must send_raw ff:ff:ff:ff:ff:ff 88b5 "broadcast-$kind"
-		posts_after=$(stat tx_fanout_posts) frames_after=$(stat tx_fanout_frames)
+		# A frame's counters move one after the other: compare snapshots
+		# taken while nothing is in flight.
+		after=$(settled_fanout_counts)
 		# A multicast of the stack's own may still slip in: each fanned-out
 		# frame, ours among them, must have cost one post per peer.
-		frames=$((frames_after - frames_before))
+		frames=$((${after% *} - ${before% *}))
+		posts=$((${after#* } - ${before#* }))
 		[ "$frames" -ge 1 ] || fail "$kind: the broadcast was not fanned out"
-		expect_eq $((posts_after - posts_before)) $((2 * frames)) "$kind: one post per peer for each of $frames fanned-out frames"
+		expect_eq "$posts" $((2 * frames)) "$kind: one post per peer for each of $frames fanned-out frames"
 		expect_eq "$(stat tx_copies)" 0 "$kind: no payload copies on send"
 		must send_raw "$b_mac" 88b5 "unicast-$kind"
 		barrier "$kind.raw-sent" 3
