@@ -291,6 +291,35 @@ perftest_bin() {
 	esac
 }
 
+# profile_start TEST: with BENCH_PROFILE=1, samples every CPU (perf's
+# cpu-clock: TCG has no PMU) while a bandwidth client runs.
+profiler=
+profile_start() {
+	profiler=
+	[ "${BENCH_PROFILE:-0}" = 1 ] || return 0
+	case $1 in *_bw*) ;; *) return 0 ;; esac
+	perf record -q -e cpu-clock -F 2000 -a -g -o /tmp/bench.perf.data > /tmp/bench.perf.log 2>&1 &
+	profiler=$!
+	sleep 1
+}
+
+# profile_stop FILE: ends the sampling and writes its top symbols to FILE.
+profile_stop() {
+	[ -n "$profiler" ] || return 0
+	kill -INT "$profiler" 2>/dev/null
+	wait "$profiler" 2>/dev/null
+	profiler=
+	{
+		echo "# perf record -e cpu-clock -a (all CPUs), self time by symbol"
+		timeout 120 perf report -i /tmp/bench.perf.data --no-children --sort dso,sym --stdio -g none 2>&1 |
+			grep -v '^#' | grep -v '^$' | head -n 40
+		echo "# callers of the top kernel symbols"
+		timeout 120 perf report -i /tmp/bench.perf.data --no-children --sort sym --stdio -G 2>&1 |
+			grep -v '^$' | head -n 200
+	} > "$1"
+	rm -f /tmp/bench.perf.data
+}
+
 # Loopback: both ends in this VM.
 loopback_perftest() {
 	local id=$1 dev=$2 test=$3 size=$4 qps=$5 tag=$6 port=$((18000 + $1)) bin spid rc att
@@ -306,8 +335,10 @@ loopback_perftest() {
 				"the server never listened: $(last_line "$raw/$tag.server.txt") ($rel/$tag.server.txt)"
 			return
 		fi
+		profile_start "$test"
 		timeout "$cmd_timeout" "${bench_nice[@]}" stdbuf -oL "$bin" "${args[@]}" "$server_ip" > "$raw/$tag.client.txt" 2>&1
 		rc=$?
+		profile_stop "$raw/$tag.profile.txt"
 		[ "$rc" = 0 ] || stop "$spid"
 		wait "$spid" 2>/dev/null
 		try_again "$raw/$tag.client.txt" && [ "$att" -lt "$attempts" ] || break
