@@ -12,9 +12,6 @@ prog=$SRNIC_TOP/out/progs/rc_data
 load_srnic
 must rdma link add srnic0 type srnic netdev eth0
 wait_roce_gid srnic0 1
-counter() {
-	rdma statistic show link srnic0/1 | tr ' ' '\n' | awk -v n="$1" 'f { print; exit } $0 == n { f = 1 }'
-}
 mkdir -p /mnt/shared/hostile
 case $SRNIC_VM in
 a)
@@ -23,10 +20,10 @@ a)
 	cat /tmp/rc_data.out
 	rdma statistic show link srnic0/1
 	for name in icrc_errors malformed_packets unknown_qp_packets foreign_packets pkey_violations; do
-		value=$(counter $name)
+		value=$(counter_of srnic0 $name)
 		[ "${value:-0}" -gt 0 ] || fail "counter $name is '$value': the hostile packets of that kind were not counted"
 	done
-	seq=$(( $(counter sequence_naks_sent) + $(counter out_of_sequence_requests) ))
+	seq=$(( $(counter_of srnic0 sequence_naks_sent) + $(counter_of srnic0 out_of_sequence_requests) ))
 	[ "$seq" -gt 0 ] || fail "no PSN outside the window was NAKed or counted"
 	;;
 b)

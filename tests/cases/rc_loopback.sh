@@ -10,24 +10,19 @@ load_srnic
 must rdma link add srnic0 type srnic netdev eth0
 wait_roce_gid srnic0 1
 
-# counter NAME: its value in `rdma statistic show link srnic0/1`.
-counter() {
-	rdma statistic show link srnic0/1 | tr ' ' '\n' | awk -v n="$1" 'f { print; exit } $0 == n { f = 1 }'
-}
-
 step "verbs_user memory (re-registration and windows, as an unprivileged user)"
 # What rdma-core's udev rule gives every user.
 must chmod 666 /dev/infiniband/uverbs*
 must timeout 120 "$SRNIC_TOP/out/progs/verbs_user" srnic0 memory
 
 step "verbs_user rc"
-sent_before=$(counter sent_packets)
+sent_before=$(counter_of srnic0 sent_packets)
 [ -n "$sent_before" ] || fail "rdma statistic shows no sent_packets counter for srnic0/1"
 must timeout 300 "$SRNIC_TOP/out/progs/verbs_user" srnic0 rc
 rdma statistic show link srnic0/1
 for name in sent_packets received_packets rnr_naks_sent rnr_naks_received access_naks_sent \
 	access_naks_received invalid_request_naks_sent rnr_retry_exceeded resends; do
-	value=$(counter $name)
+	value=$(counter_of srnic0 $name)
 	[ -n "$value" ] && [ "$value" -gt 0 ] ||
 		fail "counter $name is '$value' after the rc checks; expected it to have counted"
 done
@@ -45,18 +40,9 @@ pingpong() {
 	shift 2
 	port=$((port + 1))
 	step "ibv_rc_pingpong -s $size -n $iters $*"
-	timeout 120 ibv_rc_pingpong -d srnic0 -g 1 -p $port -s "$size" -n "$iters" -c "$@" \
-		> /tmp/pp_server.out 2>&1 &
-	server=$!
-	wait_until 60 listening $port || { cat /tmp/pp_server.out; fail "ibv_rc_pingpong server never listened"; }
-	if ! timeout 120 ibv_rc_pingpong -d srnic0 -g 1 -p $port -s "$size" -n "$iters" -c "$@" \
-		localhost > /tmp/pp_client.out 2>&1; then
-		cat /tmp/pp_client.out /tmp/pp_server.out
-		fail "ibv_rc_pingpong client, size $size $*: expected $iters iterations with intact data"
-	fi
-	wait $server || { cat /tmp/pp_server.out; fail "ibv_rc_pingpong server, size $size $*"; }
-	cat /tmp/pp_client.out
-	expect_match "$(cat /tmp/pp_client.out)" "$iters iters in" "the client counted $iters iterations"
+	pair ibv_rc_pingpong -d srnic0 -g 1 -p $port -s "$size" -n "$iters" -c "$@"
+	cat /tmp/pair_client.out
+	expect_match "$(cat /tmp/pair_client.out)" "$iters iters in" "the client counted $iters iterations"
 }
 
 pingpong 1 100
@@ -66,9 +52,9 @@ pingpong 65536 50
 # Between QPs of one device a packet carries up to 64 KiB whatever the
 # path MTU (1024 here): 10 round trips of 1 MiB are 20 MiB, which would be
 # 20480 packets of the path MTU and are 320 of 64 KiB (plus ACKs).
-sent_before=$(counter sent_packets)
+sent_before=$(counter_of srnic0 sent_packets)
 pingpong 1048576 10 -e
-sent=$(( $(counter sent_packets) - sent_before ))
+sent=$(( $(counter_of srnic0 sent_packets) - sent_before ))
 [ "$sent" -lt 2000 ] ||
 	fail "20 MiB in loopback took $sent packets; expected 64 KiB packets (about 360), not path-MTU ones"
 
@@ -78,15 +64,8 @@ perftest() {
 	shift
 	port=$((port + 1))
 	step "$name $*"
-	timeout 300 "$name" -d srnic0 -x 1 -p $port -F "$@" > /tmp/pt_server.out 2>&1 &
-	server=$!
-	wait_until 60 listening $port || { cat /tmp/pt_server.out; fail "$name server never listened"; }
-	if ! timeout 300 "$name" -d srnic0 -x 1 -p $port -F "$@" localhost > /tmp/pt_client.out 2>&1; then
-		cat /tmp/pt_client.out /tmp/pt_server.out
-		fail "$name $*: the client failed"
-	fi
-	wait $server || { cat /tmp/pt_server.out; fail "$name $*: the server failed"; }
-	cat /tmp/pt_client.out
+	pair "$name" -d srnic0 -x 1 -p $port -F "$@"
+	cat /tmp/pair_client.out
 }
 
 perftest ib_write_bw -s 65536 -n 200
