@@ -101,6 +101,50 @@ pub fn check_new_address(mac: &[u8; 6], vendor: [u8; 3], lan: u8) -> Result<u16,
     Ok(lid)
 }
 
+/// Why `ip link add ... address MAC type iblan` cannot make a LAN port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChildAddressError {
+    /// Broadcast or multicast (`EADDRNOTAVAIL`).
+    Multicast,
+    /// Bytes 0-2 are not the module's vendor ID (`EINVAL`).
+    WrongVendor,
+    /// Bytes 4-5 are not a unicast LID (`EADDRNOTAVAIL`).
+    LidOutOfRange,
+    /// The RDMA port has a netdev in this LAN already (`EBUSY`).
+    LanInUse(u8),
+}
+
+/// The LAN index and LID a new LAN port's address asks for (seed FIG. 2:
+/// vendor ID, LAN index, LID); `lan_in_use` says which LANs the RDMA port
+/// has already: one netdev per LAN and port.
+pub fn check_child_address(
+    mac: &[u8; 6],
+    vendor: [u8; 3],
+    lan_in_use: impl Fn(u8) -> bool,
+) -> Result<(u8, u16), ChildAddressError> {
+    if mac[0] & 1 != 0 {
+        return Err(ChildAddressError::Multicast);
+    }
+    if mac[..3] != vendor {
+        return Err(ChildAddressError::WrongVendor);
+    }
+    let lid = u16::from_be_bytes([mac[4], mac[5]]);
+    if !(LID_MIN..=LID_MAX).contains(&lid) {
+        return Err(ChildAddressError::LidOutOfRange);
+    }
+    let lan = mac[3];
+    if lan_in_use(lan) {
+        return Err(ChildAddressError::LanInUse(lan));
+    }
+    Ok((lan, lid))
+}
+
+/// The lowest LAN index the RDMA port has no netdev in, for a LAN port
+/// created without an address; `None` when all 256 are taken.
+pub fn next_free_lan(lan_in_use: impl Fn(u8) -> bool) -> Option<u8> {
+    (0..=u8::MAX).find(|lan| !lan_in_use(*lan))
+}
+
 /// A RoCE node's first LID, derived from its GID so that it is stable
 /// across restarts and unlikely to collide (FNV-1a).
 pub fn initial_lid(gid: &[u8; 16]) -> u16 {

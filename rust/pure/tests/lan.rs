@@ -479,3 +479,67 @@ fn random_streams_deliver_only_whole_frames() {
         }
     }
 }
+
+#[test]
+fn child_addresses_name_lan_and_lid() {
+    let none = |_: u8| false;
+    // Seed FIG. 2: 02:00:00 vendor, LAN 5, LID 7.
+    assert_eq!(
+        check_child_address(&[0x02, 0, 0, 5, 0, 7], V, none),
+        Ok((5, 7))
+    );
+    assert_eq!(
+        check_child_address(&[0x02, 0, 0, 0xff, 0xbf, 0xff], V, none),
+        Ok((0xff, 0xbfff))
+    );
+    assert_eq!(
+        check_child_address(&[0x03, 0, 0, 5, 0, 7], V, none),
+        Err(ChildAddressError::Multicast)
+    );
+    assert_eq!(
+        check_child_address(&[0xff; 6], V, none),
+        Err(ChildAddressError::Multicast)
+    );
+    assert_eq!(
+        check_child_address(&[0x04, 0, 0, 5, 0, 7], V, none),
+        Err(ChildAddressError::WrongVendor)
+    );
+    assert_eq!(
+        check_child_address(&[0x02, 0, 1, 5, 0, 7], V, none),
+        Err(ChildAddressError::WrongVendor)
+    );
+    for lid in [0u16, 0xc000, 0xffff] {
+        let [hi, lo] = lid.to_be_bytes();
+        assert_eq!(
+            check_child_address(&[0x02, 0, 0, 5, hi, lo], V, none),
+            Err(ChildAddressError::LidOutOfRange)
+        );
+    }
+    // The LAN byte is checked against the port's LANs after the format.
+    assert_eq!(
+        check_child_address(&[0x02, 0, 0, 5, 0, 7], V, |lan| lan == 5),
+        Err(ChildAddressError::LanInUse(5))
+    );
+    assert_eq!(
+        check_child_address(&[0x02, 0, 0, 6, 0, 7], V, |lan| lan == 5),
+        Ok((6, 7))
+    );
+    // Another vendor ID set by the module parameter.
+    assert_eq!(
+        check_child_address(&[0x0a, 0xbc, 0xde, 1, 0, 1], [0x0a, 0xbc, 0xde], none),
+        Ok((1, 1))
+    );
+    // Whatever the child's address, its frames classify into its LAN only.
+    let mac = [0x02, 0, 0, 5, 0, 7];
+    assert_eq!(classify_mac(&mac, V, 5), MacKind::Unicast { lid: 7 });
+    assert_eq!(classify_mac(&mac, V, 0), MacKind::Foreign);
+}
+
+#[test]
+fn next_free_lan_takes_the_lowest() {
+    assert_eq!(next_free_lan(|_| false), Some(0));
+    assert_eq!(next_free_lan(|lan| lan == 0), Some(1));
+    assert_eq!(next_free_lan(|lan| lan < 5 || lan == 6), Some(5));
+    assert_eq!(next_free_lan(|lan| lan != 255), Some(255));
+    assert_eq!(next_free_lan(|_| true), None);
+}
