@@ -87,6 +87,7 @@ fn lids_are_picked_in_range_and_conflicts_resolve_one_way() {
 fn announcement() -> Announcement {
     Announcement {
         leaving: false,
+        probe: false,
         lan: 3,
         lid: 0x0102,
         qpn: 0x11,
@@ -114,6 +115,16 @@ fn announcements_have_the_documented_layout() {
     assert_eq!(classify_datagram(&golden), Ok(Datagram::Announcement(a)));
     let leaving = Announcement { leaving: true, ..a };
     assert_eq!(Announcement::parse(&leaving.encode()), Ok(leaving));
+    // A probe is flag bit 1.
+    let probe = Announcement { probe: true, ..a };
+    let mut golden_probe = golden;
+    golden_probe[5] = 2;
+    assert_eq!(probe.encode(), golden_probe);
+    assert_eq!(Announcement::parse(&golden_probe), Ok(probe));
+    // Flag bits above bit 1 are reserved.
+    let mut reserved = golden;
+    reserved[5] = 4;
+    assert!(Announcement::parse(&reserved).is_err());
 }
 
 #[test]
@@ -130,7 +141,7 @@ fn bad_announcements_are_refused() {
     assert_eq!(Announcement::parse(&long), Err(ParseError::Length));
     assert_eq!(with(1, b'X'), Err(ParseError::Kind));
     assert_eq!(with(4, 2), Err(ParseError::Version));
-    assert_eq!(with(5, 2), Err(ParseError::Reserved));
+    assert_eq!(with(5, 4), Err(ParseError::Reserved));
     assert_eq!(with(7, 1), Err(ParseError::Reserved));
     assert_eq!(with(47, 1), Err(ParseError::Reserved));
     assert_eq!(with(8, 0xc0), Err(ParseError::Lid));
