@@ -22,6 +22,27 @@ use kernel::ffi::{c_char, c_int};
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
+/// iblan's link attributes (`include/uapi/linux/if_iblan.h`, through
+/// bindgen), for drivers that do not reach the bindings.
+pub mod iblan {
+    use crate::bindings;
+
+    /// `IFLA_IBLAN_RDMA_DEV`: string.
+    pub const RDMA_DEV: u32 = bindings::IFLA_IBLAN_RDMA_DEV;
+    /// `IFLA_IBLAN_PORT`: u32.
+    pub const PORT: u32 = bindings::IFLA_IBLAN_PORT;
+    /// `IFLA_IBLAN_LAN`: u8.
+    pub const LAN: u32 = bindings::IFLA_IBLAN_LAN;
+    /// `IFLA_IBLAN_LID`: u16.
+    pub const LID: u32 = bindings::IFLA_IBLAN_LID;
+    /// `IFLA_IBLAN_PEERS`: u32.
+    pub const PEERS: u32 = bindings::IFLA_IBLAN_PEERS;
+    /// `IFLA_IBLAN_MODE`: u8.
+    pub const MODE: u32 = bindings::IFLA_IBLAN_MODE;
+    /// `IBLAN_MODE_UD`, the only mode.
+    pub const MODE_UD: u8 = bindings::iblan_mode_IBLAN_MODE_UD as u8;
+}
+
 /// What a new link is made of; see [`LinkDriver::new_link`].
 pub struct NewLink<'a, T> {
     /// The driver's data, moved into the netdev.

@@ -156,6 +156,9 @@ impl Drop for DeviceHold {
     }
 }
 
+/// The longest RDMA device name, with its NUL.
+pub const DEVICE_NAME_MAX: usize = bindings::IB_DEVICE_NAME_MAX as usize;
+
 /// A counted reference to an RDMA device.
 pub struct DeviceRef(NonNull<IbDevice>);
 

@@ -16,9 +16,9 @@ use crate::kapi::ether::{EtherDevice, EtherDriver, EtherRegistration, LinkStats,
 use crate::kapi::netdev::{rtnl_lock, rtnl_try_lock, RtnlGuard};
 use crate::kapi::rdma::consumer::{
     Ah, Cq, CqHandler, DeviceHold, DeviceRef, DmaBuffer, IbDevice, Ipv6Membership, Pd, Sge, UdQp,
-    WorkCompletion,
+    WorkCompletion, DEVICE_NAME_MAX,
 };
-use crate::kapi::rtnl_link::{Attr, ExtAck, LinkDriver, LinkInfo, LinkOps, NewLink};
+use crate::kapi::rtnl_link::{iblan, Attr, ExtAck, LinkDriver, LinkInfo, LinkOps, NewLink};
 use crate::kapi::skb::SkBuff;
 use crate::kapi::sync::{SpinLockBh, SpinLockIrq};
 use crate::kapi::work::{now_ms, sleep_ms, DelayedWork, HasDelayedWork};
@@ -1652,7 +1652,7 @@ impl LinkDriver for LanDev {
     }
 
     fn info_size(_dev: &EtherDevice<Self>) -> usize {
-        LinkInfo::size(crate::bindings::IB_DEVICE_NAME_MAX as usize)
+        LinkInfo::size(DEVICE_NAME_MAX)
             + LinkInfo::size(4)
             + LinkInfo::size(1)
             + LinkInfo::size(2)
@@ -1661,22 +1661,15 @@ impl LinkDriver for LanDev {
     }
 
     fn fill_info(dev: &EtherDevice<Self>, info: &mut LinkInfo<'_>) -> Result {
-        use crate::bindings as b;
         let lan = dev.data();
         let mut name = lan.device.name();
-        info.put(b::IFLA_IBLAN_RDMA_DEV, Attr::Str(name.as_c_str()))?;
-        info.put(b::IFLA_IBLAN_PORT, Attr::U32(lan.port))?;
-        info.put(b::IFLA_IBLAN_LAN, Attr::U8(lan.config.lan))?;
-        info.put(
-            b::IFLA_IBLAN_LID,
-            Attr::U16(lan.lid.load(Ordering::Relaxed)),
-        )?;
+        info.put(iblan::RDMA_DEV, Attr::Str(name.as_c_str()))?;
+        info.put(iblan::PORT, Attr::U32(lan.port))?;
+        info.put(iblan::LAN, Attr::U8(lan.config.lan))?;
+        info.put(iblan::LID, Attr::U16(lan.lid.load(Ordering::Relaxed)))?;
         let peers = lan.peers.lock().len() as u32;
-        info.put(b::IFLA_IBLAN_PEERS, Attr::U32(peers))?;
-        info.put(
-            b::IFLA_IBLAN_MODE,
-            Attr::U8(b::iblan_mode_IBLAN_MODE_UD as u8),
-        )
+        info.put(iblan::PEERS, Attr::U32(peers))?;
+        info.put(iblan::MODE, Attr::U8(iblan::MODE_UD))
     }
 }
 
