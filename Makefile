@@ -118,7 +118,7 @@ UNIT_DIR := $(or $(INSTALL_UNIT_PATH),$(DESTDIR)$(PREFIX)/lib/systemd/system)
 DKMS_SOURCE_DIR := $(DESTDIR)/usr/src/srnic-$(VERSION)
 INSTALLED_MODULES := srnic iblan
 # What DKMS needs to build the modules: no tests, no build products.
-DKMS_SOURCES = Kbuild Makefile dkms.conf $$(find drivers rust -path rust/pure/target -prune \
+DKMS_SOURCES = Kbuild Makefile dkms.conf $$(find drivers rust include -path rust/pure/target -prune \
 	-o -type f \( -name '*.rs' -o -name '*.c' -o -name '*.h' -o -name bindgen_parameters \) \
 	! -name bindings_generated.rs -print)
 DEPMOD := PATH=$$PATH:/usr/sbin:/sbin depmod

@@ -59,6 +59,16 @@ void srnic_netdev_setup_ether(struct net_device *dev, const char *name_format,
 			      unsigned int mtu)
 {
 	strscpy(dev->name, name_format, sizeof(dev->name));
+	srnic_netdev_setup_ops(dev, ops, ethtool_ops, min_mtu, max_mtu, mtu);
+}
+
+/* As above for a netdev the core allocated and named (rtnl_link_ops). */
+void srnic_netdev_setup_ops(struct net_device *dev,
+			    const struct net_device_ops *ops,
+			    const struct ethtool_ops *ethtool_ops,
+			    unsigned int min_mtu, unsigned int max_mtu,
+			    unsigned int mtu)
+{
 	dev->netdev_ops = ops;
 	dev->ethtool_ops = ethtool_ops;
 	dev->min_mtu = min_mtu;

@@ -21,6 +21,11 @@ void srnic_netdev_setup_ether(struct net_device *dev, const char *name_format,
 			      const struct ethtool_ops *ethtool_ops,
 			      unsigned int min_mtu, unsigned int max_mtu,
 			      unsigned int mtu);
+void srnic_netdev_setup_ops(struct net_device *dev,
+			    const struct net_device_ops *ops,
+			    const struct ethtool_ops *ethtool_ops,
+			    unsigned int min_mtu, unsigned int max_mtu,
+			    unsigned int mtu);
 void srnic_netdev_set_mtu(struct net_device *dev, unsigned int mtu);
 const u8 *srnic_netdev_addr(struct net_device *dev);
 int srnic_dev_set_mac(struct net_device *dev, const u8 *addr);

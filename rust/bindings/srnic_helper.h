@@ -246,4 +246,10 @@ u64 srnic_mmap_offset(struct rdma_user_mmap_entry *entry);
 /* Consumer verbs: iblan as a client of the RDMA core (rust/kapi/rdma/consumer.rs). */
 #include "consumer_shims.h"
 
+/* iblan's link type: `ip link add ... type iblan` (rust/kapi/rtnl_link.rs). */
+#include <net/rtnetlink.h>
+#include <net/netlink.h>
+#include "../../include/uapi/linux/if_iblan.h"
+#include "link_shims.h"
+
 #endif

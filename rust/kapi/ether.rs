@@ -74,13 +74,53 @@ pub trait EtherDriver: Sized + Send + Sync + 'static {
     fn bus_info(dev: &EtherDevice<Self>, out: &mut [u8; 32]);
     /// `ethtool -S` values, `out.len() == STAT_NAMES.len()`.
     fn ethtool_stats(dev: &EtherDevice<Self>, out: &mut [u64]);
+    /// The ifindex of the netdev this one sits on (`ip link`'s
+    /// `name@parent`), if any. Any context.
+    fn iflink(_dev: &EtherDevice<Self>) -> Option<i32> {
+        None
+    }
+}
+
+/// Where a netdev sits in the device model: its parent device
+/// (`SET_NETDEV_DEV`, what udev's names and `ethtool -i` bus info derive
+/// from) and which port of that device it is (`dev_port`).
+pub struct Placement<'a> {
+    pub(crate) parent: *mut bindings::device,
+    pub(crate) dev_port: u16,
+    pub(crate) _parent: PhantomData<&'a ()>,
+}
+
+impl Placement<'_> {
+    /// No parent (a virtual netdev), port 0.
+    pub fn none() -> Self {
+        Self {
+            parent: core::ptr::null_mut(),
+            dev_port: 0,
+            _parent: PhantomData,
+        }
+    }
+
+    /// Applies the placement to a netdev not yet registered.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is a valid netdev, not registered; the parent (if any) is
+    /// alive, and registration takes its own reference to it.
+    pub(crate) unsafe fn apply(&self, raw: *mut bindings::net_device) {
+        // SAFETY: per the caller.
+        unsafe { bindings::srnic_netdev_set_parent(raw, self.parent, self.dev_port) };
+    }
 }
 
 /// The netdev's private area: NAPI and the driver's data.
 #[repr(C)]
-struct Private<T> {
-    napi: Opaque<bindings::napi_struct>,
-    data: T,
+pub(crate) struct Private<T> {
+    pub(crate) napi: Opaque<bindings::napi_struct>,
+    /// Created by `ip link add` (see `rtnl_link`): unregistered by `ip
+    /// link del` and freed by the core. Otherwise owned by an
+    /// [`EtherRegistration`].
+    pub(crate) by_link: bool,
+    pub(crate) data: T,
 }
 
 /// A registered Ethernet netdev of driver `T`, borrowed.
@@ -96,16 +136,16 @@ impl<T: EtherDriver> EtherDevice<T> {
     /// # Safety
     ///
     /// `raw` is a netdev of this wrapper for driver `T`, valid for `'a`.
-    unsafe fn from_raw<'a>(raw: *mut bindings::net_device) -> &'a Self {
+    pub(crate) unsafe fn from_raw<'a>(raw: *mut bindings::net_device) -> &'a Self {
         // SAFETY: transparent wrapper; validity per the caller.
         unsafe { &*raw.cast::<Self>() }
     }
 
-    fn as_raw(&self) -> *mut bindings::net_device {
+    pub(crate) fn as_raw(&self) -> *mut bindings::net_device {
         self.0.get()
     }
 
-    fn private(&self) -> &Private<T> {
+    pub(crate) fn private(&self) -> &Private<T> {
         // SAFETY: the private area holds an initialised `Private<T>` from
         // registration to the netdev's freeing.
         unsafe { &*bindings::srnic_netdev_priv(self.as_raw()).cast::<Private<T>>() }
@@ -120,6 +160,14 @@ impl<T: EtherDriver> EtherDevice<T> {
     pub fn as_netdev(&self) -> &NetDevice {
         // SAFETY: a valid netdev for the borrow.
         unsafe { NetDevice::from_raw(self.as_raw()) }
+    }
+
+    /// Whether the netdev has a parent device (then the core fills
+    /// `ethtool -i` bus info with the parent's name when the driver
+    /// leaves it empty).
+    pub fn has_parent(&self) -> bool {
+        // SAFETY: a valid netdev.
+        unsafe { bindings::srnic_netdev_has_parent(self.as_raw()) }
     }
 
     /// The current MAC address.
@@ -194,6 +242,19 @@ impl<T: EtherDriver> EtherDevice<T> {
         unsafe { bindings::srnic_napi_receive_ether(self.private().napi.get(), raw) };
     }
 
+    pub(crate) fn netdev_ops_table() -> &'static bindings::net_device_ops {
+        &Self::NETDEV_OPS
+    }
+
+    pub(crate) fn ethtool_ops_table() -> &'static bindings::ethtool_ops {
+        &Self::ETHTOOL_OPS
+    }
+
+    pub(crate) fn napi_poll_fn() -> unsafe extern "C" fn(*mut bindings::napi_struct, c_int) -> c_int
+    {
+        Self::napi_poll
+    }
+
     const NETDEV_OPS: bindings::net_device_ops = {
         // SAFETY: an ops table of NULL pointers is valid; the used ones
         // are set below.
@@ -205,8 +266,20 @@ impl<T: EtherDriver> EtherDevice<T> {
         ops.ndo_validate_addr = Some(bindings::eth_validate_addr);
         ops.ndo_change_mtu = Some(Self::ndo_change_mtu);
         ops.ndo_get_stats64 = Some(Self::ndo_get_stats64);
+        ops.ndo_get_iflink = Some(Self::ndo_get_iflink);
         ops
     };
+
+    /// # Safety
+    ///
+    /// Called only by the network stack through the `net_device_ops`,
+    /// `ethtool_ops` or NAPI instance this module registered, for its own
+    /// netdev.
+    unsafe extern "C" fn ndo_get_iflink(raw: *const bindings::net_device) -> c_int {
+        // SAFETY: as in `ndo_open`; only shared access follows.
+        let dev = unsafe { Self::from_raw(raw.cast_mut()) };
+        T::iflink(dev).unwrap_or_else(|| dev.as_netdev().ifindex())
+    }
 
     const ETHTOOL_OPS: bindings::ethtool_ops = {
         // SAFETY: as for `NETDEV_OPS`.
@@ -475,6 +548,27 @@ impl<T: EtherDriver> EtherRegistration<T> {
         mtu_range: (u32, u32),
         mtu: u32,
         mac: [u8; 6],
+        placement: Placement<'_>,
+        data: T,
+    ) -> Result<Self> {
+        Self::create(
+            name_format,
+            (mtu_range, mtu),
+            mac,
+            placement,
+            core::ptr::null(),
+            data,
+        )
+    }
+
+    /// As [`Self::new`], with `link_ops` (null: none) set before
+    /// registration: a netdev of that link type's driver `T`.
+    pub(crate) fn create(
+        name_format: &CStr,
+        (mtu_range, mtu): ((u32, u32), u32),
+        mac: [u8; 6],
+        placement: Placement<'_>,
+        link_ops: *const bindings::rtnl_link_ops,
         data: T,
     ) -> Result<Self> {
         // SAFETY: allocates a zeroed netdev with room for `Private<T>`.
@@ -489,9 +583,15 @@ impl<T: EtherDriver> EtherRegistration<T> {
         // driver data (NETDEV_ALIGN) and sized for `Private<T>`; the NAPI
         // struct is zeroed, as `netif_napi_add` wants it.
         let private = unsafe { bindings::srnic_netdev_priv(raw).cast::<Private<T>>() };
-        // SAFETY: as above; `data` is moved in once.
+        // SAFETY: as above; `data` is moved in once. The placement's
+        // parent is alive (its borrow) and referenced by registration.
         unsafe {
+            core::ptr::addr_of_mut!((*private).by_link).write(false);
             core::ptr::addr_of_mut!((*private).data).write(data);
+            placement.apply(raw);
+            if !link_ops.is_null() {
+                bindings::srnic_netdev_set_link_ops(raw, link_ops);
+            }
             bindings::srnic_netdev_setup_ether(
                 raw,
                 name_format.as_char_ptr(),
@@ -527,11 +627,11 @@ impl<T: EtherDriver> EtherRegistration<T> {
     }
 
     fn netdev_ops() -> &'static bindings::net_device_ops {
-        &EtherDevice::<T>::NETDEV_OPS
+        EtherDevice::<T>::netdev_ops_table()
     }
 
     fn ethtool_ops() -> &'static bindings::ethtool_ops {
-        &EtherDevice::<T>::ETHTOOL_OPS
+        EtherDevice::<T>::ethtool_ops_table()
     }
 
     /// The netdev.

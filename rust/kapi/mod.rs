@@ -31,6 +31,7 @@ pub mod net;
 pub mod netdev;
 pub mod percpu;
 pub mod rcu;
+pub mod rtnl_link;
 pub mod skb;
 #[macro_use]
 pub mod sync;

@@ -255,6 +255,19 @@ pub fn rtnl_try_lock() -> Option<RtnlGuard> {
     (unsafe { bindings::rtnl_trylock() } != 0).then_some(RtnlGuard(()))
 }
 
+impl RtnlGuard {
+    /// A guard for RTNL the caller already holds (a callback the core
+    /// runs under RTNL); dropping it unlocks, so callers wrap it in
+    /// `ManuallyDrop`.
+    ///
+    /// # Safety
+    ///
+    /// RTNL is held by this thread for as long as the guard is used.
+    pub(crate) unsafe fn assume_held() -> Self {
+        RtnlGuard(())
+    }
+}
+
 impl Drop for RtnlGuard {
     fn drop(&mut self) {
         // SAFETY: the guard exists only while RTNL is held by this thread.

@@ -30,6 +30,7 @@ const FRAGMENT_KIND: u8 = 0x01;
 const MAGIC: [u8; 4] = *b"IBLN";
 const VERSION: u8 = 1;
 const FLAG_LEAVING: u8 = 0x01;
+const FLAG_PROBE: u8 = 0x02;
 
 /// The MAC address of `lid` on LAN `lan` (seed FIG. 2).
 pub fn mac_for(vendor: [u8; 3], lan: u8, lid: u16) -> [u8; 6] {
@@ -101,6 +102,50 @@ pub fn check_new_address(mac: &[u8; 6], vendor: [u8; 3], lan: u8) -> Result<u16,
     Ok(lid)
 }
 
+/// Why `ip link add ... address MAC type iblan` cannot make a LAN port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChildAddressError {
+    /// Broadcast or multicast (`EADDRNOTAVAIL`).
+    Multicast,
+    /// Bytes 0-2 are not the module's vendor ID (`EINVAL`).
+    WrongVendor,
+    /// Bytes 4-5 are not a unicast LID (`EADDRNOTAVAIL`).
+    LidOutOfRange,
+    /// The RDMA port has a netdev in this LAN already (`EBUSY`).
+    LanInUse(u8),
+}
+
+/// The LAN index and LID a new LAN port's address asks for (seed FIG. 2:
+/// vendor ID, LAN index, LID); `lan_in_use` says which LANs the RDMA port
+/// has already: one netdev per LAN and port.
+pub fn check_child_address(
+    mac: &[u8; 6],
+    vendor: [u8; 3],
+    lan_in_use: impl Fn(u8) -> bool,
+) -> Result<(u8, u16), ChildAddressError> {
+    if mac[0] & 1 != 0 {
+        return Err(ChildAddressError::Multicast);
+    }
+    if mac[..3] != vendor {
+        return Err(ChildAddressError::WrongVendor);
+    }
+    let lid = u16::from_be_bytes([mac[4], mac[5]]);
+    if !(LID_MIN..=LID_MAX).contains(&lid) {
+        return Err(ChildAddressError::LidOutOfRange);
+    }
+    let lan = mac[3];
+    if lan_in_use(lan) {
+        return Err(ChildAddressError::LanInUse(lan));
+    }
+    Ok((lan, lid))
+}
+
+/// The lowest LAN index the RDMA port has no netdev in, for a LAN port
+/// created without an address; `None` when all 256 are taken.
+pub fn next_free_lan(lan_in_use: impl Fn(u8) -> bool) -> Option<u8> {
+    (0..=u8::MAX).find(|lan| !lan_in_use(*lan))
+}
+
 /// A RoCE node's first LID, derived from its GID so that it is stable
 /// across restarts and unlikely to collide (FNV-1a).
 pub fn initial_lid(gid: &[u8; 16]) -> u16 {
@@ -163,6 +208,11 @@ pub enum ParseError {
 pub struct Announcement {
     /// The node leaves the LAN.
     pub leaving: bool,
+    /// A node about to join asks the LAN's members to announce themselves
+    /// now, to learn whether a LID is taken. A probe claims nothing: its
+    /// LID is the one asked about, and receivers neither add its sender
+    /// nor weigh its LID against theirs.
+    pub probe: bool,
     /// The LAN index.
     pub lan: u8,
     /// The node's LID.
@@ -185,7 +235,8 @@ impl Announcement {
         let mut out = [0u8; ANNOUNCE_LEN];
         out[0..4].copy_from_slice(&MAGIC);
         out[4] = VERSION;
-        out[5] = if self.leaving { FLAG_LEAVING } else { 0 };
+        out[5] =
+            if self.leaving { FLAG_LEAVING } else { 0 } | if self.probe { FLAG_PROBE } else { 0 };
         out[6] = self.lan;
         out[8..10].copy_from_slice(&self.lid.to_be_bytes());
         out[10..14].copy_from_slice(&self.qpn.to_be_bytes());
@@ -205,7 +256,7 @@ impl Announcement {
         if b[4] != VERSION {
             return Err(ParseError::Version);
         }
-        if b[5] & !FLAG_LEAVING != 0 || b[7] != 0 || b[46] != 0 || b[47] != 0 {
+        if b[5] & !(FLAG_LEAVING | FLAG_PROBE) != 0 || b[7] != 0 || b[46] != 0 || b[47] != 0 {
             return Err(ParseError::Reserved);
         }
         let lid = u16::from_be_bytes([b[8], b[9]]);
@@ -220,6 +271,7 @@ impl Announcement {
         gid.copy_from_slice(&b[26..42]);
         Ok(Self {
             leaving: b[5] & FLAG_LEAVING != 0,
+            probe: b[5] & FLAG_PROBE != 0,
             lan: b[6],
             lid,
             qpn,

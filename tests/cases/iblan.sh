@@ -8,7 +8,8 @@
 # is refused; a LID taken by hand while down is resolved the same way on
 # every node (the lower GUID keeps it); a node that vanishes loses its
 # carrier and ages out of the others' tables; rmmod iblan, and deleting the
-# RDMA device, under traffic. Over rxe only what depends on the device:
+# RDMA device, under traffic. A second LAN made with `ip link add ... type
+# iblan` (see second_lan), which rmmod and the device's deletion remove. Over rxe only what depends on the device:
 # the name service, ping, arping, raw frames, jumbo pings and the device
 # going away.
 # vms: 3
@@ -76,6 +77,143 @@ s.send(frame.ljust(60, b"\0"))
 EOF
 }
 
+# iblan_info NETDEV: "kind=..." and "name=value" for each IFLA_IBLAN_*
+# attribute of NETDEV (include/uapi/linux/if_iblan.h), read with
+# RTM_GETLINK: iproute2 prints the kind but not its attributes.
+iblan_info() {
+	python3 - "$1" <<'EOF'
+import socket, struct, sys
+index = socket.if_nametoindex(sys.argv[1])
+s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+ifinfo = struct.pack("=BxHiII", 0, 0, index, 0, 0)
+s.send(struct.pack("=IHHII", 16 + len(ifinfo), 18, 1, 1, 0) + ifinfo)  # RTM_GETLINK
+msg = s.recv(65536)
+length, kind = struct.unpack("=IH", msg[:6])
+if kind != 16:  # RTM_NEWLINK
+    sys.exit(f"no RTM_NEWLINK but {kind}")
+def attrs(b):
+    while len(b) >= 4:
+        n, t = struct.unpack("=HH", b[:4])
+        if n < 4:
+            return
+        yield t & 0x3FFF, b[4:n]
+        b = b[(n + 3) & ~3:]
+names = {1: "rdma_dev", 2: "port", 3: "lan", 4: "lid", 5: "peers", 6: "mode"}
+for t, v in attrs(msg[32:length]):
+    if t != 18:  # IFLA_LINKINFO
+        continue
+    for t2, v2 in attrs(v):
+        if t2 == 1:  # IFLA_INFO_KIND
+            print("kind=" + v2.rstrip(b"\0").decode())
+        elif t2 == 2:  # IFLA_INFO_DATA
+            for t3, v3 in attrs(v2):
+                value = v3.rstrip(b"\0").decode() if t3 == 1 else int.from_bytes(v3, "little")
+                print(f"{names.get(t3, t3)}={value}")
+EOF
+}
+
+# rx NETDEV: frames NETDEV handed to the stack (ip -s link).
+rx() {
+	cat "/sys/class/net/$1/statistics/rx_packets"
+}
+
+# second_lan: a second LAN on the same fabric, `lan5` on every node made
+# with `ip link add ... type iblan` (LAN 5, LID = node number): bad
+# addresses are refused with the reason and leave nothing behind; `ip -d
+# link` shows the kind and the parent; the default is the next free LAN;
+# pings work within LAN 5; LAN 5's broadcasts never reach LAN 0; b
+# deletes its lan5 under traffic both ways, then is refused a LID a holds
+# in LAN 5 and makes lan5 again with its own (every node's lan5 stays
+# until rmmod removes it).
+second_lan() {
+	step "$kind: a second LAN, lan5, made with ip link add"
+	v=${prefix%:*}
+	must_fail 'must begin with the vendor ID' ip link add link iblan0 name bad0 address 04:00:00:05:00:07 type iblan
+	must_fail 'multicast' ip link add link iblan0 name bad0 address 03:00:00:05:00:07 type iblan
+	must_fail 'are the LID, 0001 to bfff' ip link add link iblan0 name bad0 address "$v:05:00:00" type iblan
+	must_fail 'are the LID, 0001 to bfff' ip link add link iblan0 name bad0 address "$v:05:c0:00" type iblan
+	must_fail 'LAN 0 .*has a netdev on this port already' ip link add link iblan0 name bad0 address "$v:00:00:07" type iblan
+	must_fail 'is not an iblan netdev' ip link add link eth0 name bad0 type iblan
+	must_fail 'give the parent' ip link add name bad0 type iblan
+	! ip link show bad0 > /dev/null 2>&1 || fail "$kind: a refused ip link add left bad0 behind"
+	must ip link add link iblan0 name lan5 address "$v:05:00:0$me" type iblan
+	must_fail 'LAN 5 .*has a netdev on this port already' ip link add link iblan0 name bad0 address "$v:05:00:09" type iblan
+	! ip link show bad0 > /dev/null 2>&1 || fail "$kind: a refused ip link add left bad0 behind"
+	details=$(ip -d link show lan5)
+	echo "$details"
+	echo "$details" | grep -q '^[0-9]*: lan5@iblan0:' || fail "$kind: ip -d link does not show lan5's parent"
+	echo "$details" | grep -Eq '^ +iblan( |$)' || fail "$kind: ip -d link does not show kind iblan"
+	ip -d link show iblan0 | grep -Eq '^ +iblan( |$)' || fail "$kind: ip -d link does not show iblan0's kind"
+	ethtool -i lan5 | grep -q '^driver: iblan' || fail "$kind: ethtool -i does not name iblan for lan5"
+	# Without an address: the next free LAN (1), a LID of the name service.
+	must ip link add link iblan0 name lanx type iblan
+	expect_eq "$(cut -d: -f1-4 /sys/class/net/lanx/address)" "$v:01" "$kind: the default LAN of a new child"
+	# ip link del on the port's own netdev leaves it (it goes with the port).
+	ip link del iblan0 2>/dev/null
+	ip link show iblan0 > /dev/null || fail "$kind: ip link del removed iblan0"
+	must ip link del lanx
+	must ip link set lan5 up
+	must ip addr add "10.5.0.$me/24" dev lan5
+	barrier "$kind.lan5" 3
+	lan5_peers() { [ "$(ethtool -S lan5 | awk '$1 == "ns_peers:" { print $2 }')" = "$1" ]; }
+	wait_until 30 lan5_peers 2 ||
+		{ ethtool -S lan5; fail "$kind: lan5's name service did not find both other nodes"; }
+	expect_eq "$(ethtool -S lan5 | awk '$1 == "ns_lid:" { print $2 }')" "$me" "$kind: lan5 keeps the LID of its address"
+	expect_eq "$(iblan_info lan5 | tr '\n' ' ')" "kind=iblan rdma_dev=${kind}0 port=1 lan=5 lid=$me peers=2 mode=0 " "$kind: lan5's link attributes"
+	expect_eq "$(iblan_info iblan0 | grep -E '^(kind|lan)=' | tr '\n' ' ')" "kind=iblan lan=0 " "$kind: iblan0's kind and LAN"
+	for n in $others; do
+		must ping -c 2 -W 5 "10.5.0.$n"
+		ip neigh show dev lan5 | grep -q "10.5.0.$n lladdr $v:05:00:0$n" ||
+			{ ip neigh show dev lan5; fail "$kind: 10.5.0.$n is not at LAN 5's MAC of node $n"; }
+	done
+	barrier "$kind.lan5-pinged" 3
+
+	step "$kind: LAN 5's broadcasts stay in LAN 5"
+	lan0_before=$(rx iblan0) lan5_before=$(rx lan5)
+	barrier "$kind.lan5-counted" 3
+	if [ "$me" = 1 ]; then
+		ping -b -c 100 -i 0.01 -W 1 10.5.0.255 > /dev/null 2>&1
+	fi
+	barrier "$kind.lan5-burst" 3
+	if [ "$me" != 1 ]; then
+		got_burst() { [ "$(rx lan5)" -ge $((lan5_before + 100)) ]; }
+		wait_until 10 got_burst ||
+			fail "$kind: lan5 received $(($(rx lan5) - lan5_before)) of the 100 broadcasts"
+		lan0_delta=$(($(rx iblan0) - lan0_before))
+		# LAN 0 is idle but for the stack's own rare multicast.
+		[ "$lan0_delta" -lt 5 ] || fail "$kind: iblan0 received $lan0_delta frames during LAN 5's burst of 100"
+		echo "ok: lan5 +$(($(rx lan5) - lan5_before)), iblan0 +$lan0_delta frames during LAN 5's burst"
+	fi
+	barrier "$kind.lan5-isolated" 3
+
+	step "$kind: b deletes lan5 under traffic"
+	case $me in
+	1) ping -f -w 4 10.5.0.2 > /dev/null 2>&1 & ;;
+	2)
+		ping -f -w 4 10.5.0.1 > /dev/null 2>&1 &
+		sleep 1
+		must ip link del lan5
+		! ip link show lan5 > /dev/null 2>&1 || fail "$kind: lan5 still there after ip link del"
+		;;
+	esac
+	wait
+	barrier "$kind.lan5-deleted" 3
+	# LAN 0 is unharmed.
+	for n in $others; do must ping -c 1 -W 5 "10.1.0.$n"; done
+	if [ "$me" != 2 ]; then
+		wait_until 15 lan5_peers 1 ||
+			{ ethtool -S lan5; fail "$kind: b's lan5 did not leave LAN 5"; }
+	fi
+	barrier "$kind.lan5-left" 3
+	if [ "$me" = 2 ]; then
+		step "$kind: a LID another node holds in LAN 5 is refused"
+		must_fail 'LID 0x0001 is in use in LAN 5' ip link add link iblan0 name lan5 address "$v:05:00:01" type iblan
+		! ip link show lan5 > /dev/null 2>&1 || fail "$kind: a refused ip link add left lan5 behind"
+		must ip link add link iblan0 name lan5 address "$v:05:00:02" type iblan
+	fi
+	barrier "$kind.lan5-done" 3
+}
+
 # run_over KIND SCOPE: the LAN over KIND's device; SCOPE "full" runs every
 # check, "core" those that depend on the device under iblan (the name
 # service, unicast and broadcast, reassembly, the device going away).
@@ -135,6 +273,10 @@ run_over() {
 			fail "$kind: arping 10.1.0.$n got no reply from $peer_mac"
 	done
 	barrier "$kind.pinged" 3
+
+	if [ "$scope" = full ]; then
+		second_lan
+	fi
 
 	if [ "$scope" = full ]; then
 		step "$kind: a VLAN on top"
@@ -333,6 +475,7 @@ run_over() {
 		fi
 		must rmmod iblan
 		! ip link show iblan0 > /dev/null 2>&1 || fail "$kind: iblan0 still there after rmmod"
+		! ip link show lan5 > /dev/null 2>&1 || fail "$kind: lan5 still there after rmmod"
 		wait
 		barrier "$kind.removed" 3
 	fi
@@ -343,6 +486,8 @@ run_over() {
 		wait_until 30 ip link show iblan0 || fail "$kind: no iblan0 after the second insmod"
 		must ip link set iblan0 up
 		must ip addr add "10.1.0.$me/24" dev iblan0
+		# A child goes with its RDMA device too.
+		must ip link add link iblan0 name lan5 type iblan
 	fi
 	barrier "$kind.back" 3
 	if [ "$me" != 3 ]; then
@@ -352,6 +497,7 @@ run_over() {
 	must rdma link delete "${kind}0"
 	wait_until 10 sh -c '! ip link show iblan0 > /dev/null 2>&1' ||
 		fail "$kind: iblan0 still there after its RDMA device was deleted"
+	! ip link show lan5 > /dev/null 2>&1 || fail "$kind: lan5 still there after its RDMA device was deleted"
 	wait
 	must rmmod iblan
 	[ "$kind" != srnic ] || unload_srnic

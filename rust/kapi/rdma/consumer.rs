@@ -102,6 +102,26 @@ impl IbDevice {
         NonNull::new(raw).map(NetdevRef)
     }
 
+    /// Holds the device registered (see [`DeviceHold`]); `None` once its
+    /// unregistration has begun.
+    pub fn hold(&self) -> Option<DeviceHold> {
+        // SAFETY: the device's memory is live (borrowed).
+        unsafe { bindings::srnic_ib_device_try_get(self.as_raw()) }
+            .then(|| DeviceHold(NonNull::from(self)))
+    }
+
+    /// Where a netdev over `port` sits: under the device's parent (a PCI
+    /// function for an HCA; none for a software device), as port
+    /// `port - 1` of it.
+    pub fn placement(&self, port: u32) -> crate::kapi::ether::Placement<'_> {
+        crate::kapi::ether::Placement {
+            // SAFETY: the device is live; its parent outlives it.
+            parent: unsafe { bindings::srnic_ib_device_parent(self.as_raw()) },
+            dev_port: u16::try_from(port.saturating_sub(1)).unwrap_or(u16::MAX),
+            _parent: core::marker::PhantomData,
+        }
+    }
+
     /// Takes a reference, so the device outlives a borrow of the caller's.
     pub fn get(&self) -> DeviceRef {
         // SAFETY: the device is live; the reference is put by `DeviceRef`.
@@ -109,6 +129,35 @@ impl IbDevice {
         DeviceRef(NonNull::from(self))
     }
 }
+
+/// A registration reference to an RDMA device: its unregistration waits,
+/// after the clients' `remove`, until every hold is dropped. For objects
+/// whose lifetime the client does not control (a netdev `ip link del`
+/// frees after RTNL is released).
+pub struct DeviceHold(NonNull<IbDevice>);
+
+// SAFETY: a hold may be dropped from any thread.
+unsafe impl Send for DeviceHold {}
+// SAFETY: `IbDevice` exposes only thread-safe queries.
+unsafe impl Sync for DeviceHold {}
+
+impl core::ops::Deref for DeviceHold {
+    type Target = IbDevice;
+    fn deref(&self) -> &IbDevice {
+        // SAFETY: the hold keeps the device registered, so alive.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl Drop for DeviceHold {
+    fn drop(&mut self) {
+        // SAFETY: taken by `IbDevice::hold`.
+        unsafe { bindings::ib_device_put(self.0.as_ref().as_raw()) };
+    }
+}
+
+/// The longest RDMA device name, with its NUL.
+pub const DEVICE_NAME_MAX: usize = bindings::IB_DEVICE_NAME_MAX as usize;
 
 /// A counted reference to an RDMA device.
 pub struct DeviceRef(NonNull<IbDevice>);

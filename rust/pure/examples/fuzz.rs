@@ -385,6 +385,7 @@ fn write_all_seeds(dir: &Path, pcaps: &[PathBuf]) -> ExitCode {
     }
     let a = Announcement {
         leaving: false,
+        probe: false,
         lan: 0,
         lid: 0x1234,
         qpn: 0x11,
@@ -399,6 +400,12 @@ fn write_all_seeds(dir: &Path, pcaps: &[PathBuf]) -> ExitCode {
         "lan_datagram",
         "announce-leaving",
         &Announcement { leaving: true, ..a }.encode(),
+    );
+    seed(
+        dir,
+        "lan_datagram",
+        "announce-probe",
+        &Announcement { probe: true, ..a }.encode(),
     );
     // Structured targets read their input as numbers; a few shapes each.
     let structured: &[(&str, &str, &[u8])] = &[

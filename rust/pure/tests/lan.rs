@@ -87,6 +87,7 @@ fn lids_are_picked_in_range_and_conflicts_resolve_one_way() {
 fn announcement() -> Announcement {
     Announcement {
         leaving: false,
+        probe: false,
         lan: 3,
         lid: 0x0102,
         qpn: 0x11,
@@ -114,6 +115,16 @@ fn announcements_have_the_documented_layout() {
     assert_eq!(classify_datagram(&golden), Ok(Datagram::Announcement(a)));
     let leaving = Announcement { leaving: true, ..a };
     assert_eq!(Announcement::parse(&leaving.encode()), Ok(leaving));
+    // A probe is flag bit 1.
+    let probe = Announcement { probe: true, ..a };
+    let mut golden_probe = golden;
+    golden_probe[5] = 2;
+    assert_eq!(probe.encode(), golden_probe);
+    assert_eq!(Announcement::parse(&golden_probe), Ok(probe));
+    // Flag bits above bit 1 are reserved.
+    let mut reserved = golden;
+    reserved[5] = 4;
+    assert!(Announcement::parse(&reserved).is_err());
 }
 
 #[test]
@@ -130,7 +141,7 @@ fn bad_announcements_are_refused() {
     assert_eq!(Announcement::parse(&long), Err(ParseError::Length));
     assert_eq!(with(1, b'X'), Err(ParseError::Kind));
     assert_eq!(with(4, 2), Err(ParseError::Version));
-    assert_eq!(with(5, 2), Err(ParseError::Reserved));
+    assert_eq!(with(5, 4), Err(ParseError::Reserved));
     assert_eq!(with(7, 1), Err(ParseError::Reserved));
     assert_eq!(with(47, 1), Err(ParseError::Reserved));
     assert_eq!(with(8, 0xc0), Err(ParseError::Lid));
@@ -478,4 +489,68 @@ fn random_streams_deliver_only_whole_frames() {
             ),
         }
     }
+}
+
+#[test]
+fn child_addresses_name_lan_and_lid() {
+    let none = |_: u8| false;
+    // Seed FIG. 2: 02:00:00 vendor, LAN 5, LID 7.
+    assert_eq!(
+        check_child_address(&[0x02, 0, 0, 5, 0, 7], V, none),
+        Ok((5, 7))
+    );
+    assert_eq!(
+        check_child_address(&[0x02, 0, 0, 0xff, 0xbf, 0xff], V, none),
+        Ok((0xff, 0xbfff))
+    );
+    assert_eq!(
+        check_child_address(&[0x03, 0, 0, 5, 0, 7], V, none),
+        Err(ChildAddressError::Multicast)
+    );
+    assert_eq!(
+        check_child_address(&[0xff; 6], V, none),
+        Err(ChildAddressError::Multicast)
+    );
+    assert_eq!(
+        check_child_address(&[0x04, 0, 0, 5, 0, 7], V, none),
+        Err(ChildAddressError::WrongVendor)
+    );
+    assert_eq!(
+        check_child_address(&[0x02, 0, 1, 5, 0, 7], V, none),
+        Err(ChildAddressError::WrongVendor)
+    );
+    for lid in [0u16, 0xc000, 0xffff] {
+        let [hi, lo] = lid.to_be_bytes();
+        assert_eq!(
+            check_child_address(&[0x02, 0, 0, 5, hi, lo], V, none),
+            Err(ChildAddressError::LidOutOfRange)
+        );
+    }
+    // The LAN byte is checked against the port's LANs after the format.
+    assert_eq!(
+        check_child_address(&[0x02, 0, 0, 5, 0, 7], V, |lan| lan == 5),
+        Err(ChildAddressError::LanInUse(5))
+    );
+    assert_eq!(
+        check_child_address(&[0x02, 0, 0, 6, 0, 7], V, |lan| lan == 5),
+        Ok((6, 7))
+    );
+    // Another vendor ID set by the module parameter.
+    assert_eq!(
+        check_child_address(&[0x0a, 0xbc, 0xde, 1, 0, 1], [0x0a, 0xbc, 0xde], none),
+        Ok((1, 1))
+    );
+    // Whatever the child's address, its frames classify into its LAN only.
+    let mac = [0x02, 0, 0, 5, 0, 7];
+    assert_eq!(classify_mac(&mac, V, 5), MacKind::Unicast { lid: 7 });
+    assert_eq!(classify_mac(&mac, V, 0), MacKind::Foreign);
+}
+
+#[test]
+fn next_free_lan_takes_the_lowest() {
+    assert_eq!(next_free_lan(|_| false), Some(0));
+    assert_eq!(next_free_lan(|lan| lan == 0), Some(1));
+    assert_eq!(next_free_lan(|lan| lan < 5 || lan == 6), Some(5));
+    assert_eq!(next_free_lan(|lan| lan != 255), Some(255));
+    assert_eq!(next_free_lan(|_| true), None);
 }

@@ -23,6 +23,7 @@ use kapi::debugfs;
 use kapi::ether::EtherRegistration;
 use kapi::global::ModuleGlobal;
 use kapi::rdma::consumer::{Client, ClientHandler, IbDevice, PortEventHandler, PortEvents};
+use kapi::rtnl_link::LinkOps;
 use kernel::c_str;
 use kernel::prelude::*;
 use params::LanConfig;
@@ -40,6 +41,9 @@ struct IblanModule;
 
 static CLIENT: Client<IblanClient> = Client::new();
 
+/// `ip link add ... type iblan`.
+static LINK: LinkOps<LanDev> = LinkOps::new();
+
 /// `/sys/kernel/debug/iblan`, with a directory per netdev.
 static DEBUGFS: ModuleGlobal<debugfs::Dir> = ModuleGlobal::new();
 
@@ -51,7 +55,16 @@ impl kernel::Module for IblanModule {
             debugfs::Dir::new(c_str!("iblan"), None),
             GFP_KERNEL,
         )?)?;
+        // The link type first: the ports' netdevs carry it.
+        if let Err(err) = LINK.register() {
+            // SAFETY: no port exists, so nothing uses the directory.
+            drop(unsafe { DEBUGFS.remove() });
+            return Err(err);
+        }
         if let Err(err) = CLIENT.register() {
+            // SAFETY: registered just above; the client's failed
+            // registration removed every port it had added.
+            unsafe { LINK.unregister() };
             // SAFETY: no port exists, so nothing uses the directory.
             drop(unsafe { DEBUGFS.remove() });
             return Err(err);
@@ -64,6 +77,10 @@ impl Drop for IblanModule {
     fn drop(&mut self) {
         // SAFETY: registered in `init`, which succeeded.
         unsafe { CLIENT.unregister() };
+        // After the ports (which delete their children): waits for any
+        // `ip link del` still finishing.
+        // SAFETY: registered in `init`; no port is left.
+        unsafe { LINK.unregister() };
         // SAFETY: every port (the directory's only users) went with the
         // client.
         drop(unsafe { DEBUGFS.remove() });
@@ -176,6 +193,11 @@ impl ClientHandler for IblanClient {
     }
 
     fn remove(_dev: &IbDevice, data: Pin<KBox<PerDevice>>) {
+        // The LANs `ip link add` made on each port go first, and no new
+        // one can be made.
+        for port in data._ports.iter() {
+            LanDev::close_children(port._registration.device());
+        }
         drop(data);
     }
 }

@@ -13,11 +13,12 @@
 use crate::kapi::address_not_available;
 use crate::kapi::debugfs::{SeqOut, Show};
 use crate::kapi::ether::{EtherDevice, EtherDriver, EtherRegistration, LinkStats, TxOutcome};
-use crate::kapi::netdev::rtnl_try_lock;
+use crate::kapi::netdev::{rtnl_lock, rtnl_try_lock, RtnlGuard};
 use crate::kapi::rdma::consumer::{
-    Ah, Cq, CqHandler, DeviceRef, DmaBuffer, IbDevice, Ipv6Membership, Pd, Sge, UdQp,
-    WorkCompletion,
+    Ah, Cq, CqHandler, DeviceHold, DeviceRef, DmaBuffer, IbDevice, Ipv6Membership, Pd, Sge, UdQp,
+    WorkCompletion, DEVICE_NAME_MAX,
 };
+use crate::kapi::rtnl_link::{iblan, Attr, ExtAck, LinkDriver, LinkInfo, LinkOps, NewLink};
 use crate::kapi::skb::SkBuff;
 use crate::kapi::sync::{SpinLockBh, SpinLockIrq};
 use crate::kapi::work::{now_ms, sleep_ms, DelayedWork, HasDelayedWork};
@@ -27,9 +28,12 @@ use crate::pure::lan::{
     ANNOUNCE_LEN, FRAG_HEADER_LEN, MAX_FRAME_LEN,
 };
 use core::pin::Pin;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering,
+};
 use kernel::c_str;
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 const CALLER: &CStr = c_str!("iblan");
 const SEND_DEPTH: u32 = 1024;
@@ -47,6 +51,9 @@ const ANNOUNCE_EVERY_MS: u64 = 2000;
 /// A peer that missed three announcements is gone.
 const PEER_LIFETIME_MS: u64 = 3 * ANNOUNCE_EVERY_MS;
 const TICK_MS: u64 = 1000;
+/// How long a new LAN port with a LID of the user's listens for a member
+/// of its LAN holding it: members answer a probe at once.
+const PROBE_MS: u64 = 500;
 const MTU_DEFAULT: u32 = 1500;
 const MTU_MAX: u32 = 9000;
 
@@ -378,6 +385,17 @@ pub(crate) struct LanDev {
     stats: [AtomicU64; Stat::Count as usize],
     link: Link,
     ticker: DelayedWork<LanDev>,
+    /// On the port's own LAN port: the ifindex of its child in each LAN
+    /// (0: none). Changed under RTNL only.
+    children: [AtomicI32; 256],
+    /// The RDMA port goes: no new children.
+    closing: AtomicBool,
+    /// Whether the RDMA port is active, shared by the port's LAN ports.
+    port_up: Arc<AtomicBool>,
+    /// A child's parent (0: this is the port's own LAN port).
+    parent_ifindex: i32,
+    /// Last: the verbs objects above go first.
+    _hold: Option<DeviceHold>,
 }
 
 /// Open reassemblies and their buffers.
@@ -394,132 +412,231 @@ unsafe impl HasDelayedWork for LanDev {
     }
 }
 
-/// Creates the LAN port over `port` of `dev` and registers its netdev.
+/// Creates the LAN port over `port` of `dev` in the module's LAN and
+/// registers its netdev `iblanN`, the parent of the port's other LANs.
 pub(crate) fn create(
     dev: &IbDevice,
     port: u32,
     config: LanConfig,
 ) -> Result<EtherRegistration<LanDev>> {
-    let group = config.group();
-    let (sgid_index, sgid) = link_local_gid(dev, port)?;
-    let netdev = dev.port_netdev(port).ok_or(ENODEV)?;
-    let datagram_len = dev.port_mtu(port)?;
-    let pd = Pd::new(dev, CALLER)?;
-    let cq = Cq::new(
-        &pd,
-        SEND_DEPTH + RECV_DEPTH,
-        0,
-        Events {
-            netdev: AtomicPtr::new(core::ptr::null_mut()),
-        },
-        CALLER,
-    )?;
-    let mut qp = UdQp::new(
-        &pd,
-        &cq,
-        &cq,
-        (SEND_DEPTH, RECV_DEPTH),
-        port,
-        config.qkey(),
-        CALLER,
-    )?;
-    let membership = Ipv6Membership::join(netdev, group)?;
-    qp.attach(&group)?;
-    let group_ah = Ah::new(&pd, port, sgid_index, &group, 1)?;
-
-    let mut rx = KVec::with_capacity(RECV_DEPTH as usize, GFP_KERNEL)?;
-    let rx_len = GRH_LEN + datagram_len as usize;
-    for _ in 0..RECV_DEPTH {
-        // SAFETY: the buffer lives in `rx`, which drops after the QP (so
-        // after every receive into it); `completion` reads a buffer only
-        // between its receive's completion and its repost.
-        let buffer = unsafe { DmaBuffer::new(&pd, rx_len, false)? };
-        rx.push(buffer, GFP_KERNEL)?;
-    }
-    let mut buffers = KVec::with_capacity(REASSEMBLY_SLOTS, GFP_KERNEL)?;
-    for _ in 0..REASSEMBLY_SLOTS {
-        let buffer = KVec::from_elem(0u8, MAX_FRAME_LEN, GFP_KERNEL)?;
-        buffers.push(buffer, GFP_KERNEL)?;
-    }
-    // SAFETY: the buffer drops after the QP (so after every send of it);
-    // nothing takes a slice of it.
-    let announce = unsafe { DmaBuffer::new(&pd, ANNOUNCE_LEN, true)? };
-
-    let lid = lan::initial_lid(&sgid);
-    let data = LanDev {
-        qp,
-        cq,
-        peers: KBox::pin_init(
-            new_spinlock_bh!(PeerTable::new()?, "iblan_peers"),
-            GFP_KERNEL,
-        )?,
-        sends_completed: AtomicU64::new(0),
-        group_ah,
-        _membership: membership,
-        rx,
-        reassembly: KBox::pin_init(
-            new_spinlock_irq!(
-                Reassembly {
-                    table: Reassembler::new(KVec::from_elem(
-                        ReassemblySlot::CLOSED,
-                        REASSEMBLY_SLOTS,
-                        GFP_KERNEL
-                    )?),
-                    buffers,
-                },
-                "iblan_reassembly"
-            ),
-            GFP_KERNEL,
-        )?,
-        announce,
-        device: dev.get(),
-        config,
-        port,
-        sgid_index,
-        sgid,
-        guid: dev.node_guid(),
-        datagram_len,
-        lid: AtomicU16::new(lid),
-        lid_wanted: AtomicU16::new(0),
-        sequence: AtomicU32::new(0),
-        last_announce_ms: AtomicU64::new(0),
-        announce_busy: AtomicBool::new(false),
-        announce_soon: AtomicBool::new(true),
-        running: AtomicBool::new(false),
-        ticker_ready: AtomicBool::new(false),
-        inbox: KBox::pin_init(
-            new_spinlock_irq!(
-                Inbox {
-                    pending: [[0; ANNOUNCE_LEN]; 16],
-                    count: 0,
-                    taken: 0,
-                },
-                "iblan_inbox"
-            ),
-            GFP_KERNEL,
-        )?,
-        sq_free: AtomicU32::new(SEND_DEPTH),
-        frame_number: AtomicU32::new(0),
-        stats: [const { AtomicU64::new(0) }; Stat::Count as usize],
-        link: Link::default(),
-        ticker: DelayedWork::new(),
-        pd,
-    };
-    for index in 0..data.rx.len() {
-        data.post_receive(index)?;
-    }
-    let mac = lan::mac_for(config.vendor, config.lan, lid);
-    let reg = EtherRegistration::new(c_str!("iblan%d"), (68, MTU_MAX), MTU_DEFAULT, mac, data)?;
-    let netdev = reg.device();
-    let lan = netdev.data();
-    lan.cq
-        .handler()
-        .netdev
-        .store(core::ptr::from_ref(netdev).cast_mut(), Ordering::Release);
-    if lan.device.port_active(port) {
-        netdev.carrier_on();
-    }
+    let data = LanDev::new(dev, port, config, None, Origin::Port)?;
+    let mac = lan::mac_for(config.vendor, config.lan, data.lid.load(Ordering::Relaxed));
+    let reg = EtherRegistration::new_linked(c_str!("iblan%d"), mac, dev.placement(port), data)?;
+    reg.device().data().attach(reg.device());
     Ok(reg)
+}
+
+/// How a LAN port came to be.
+enum Origin {
+    /// The module made it for an RDMA port: the parent of the port's
+    /// other LANs.
+    Port,
+    /// `ip link add link PARENT type iblan`.
+    Child {
+        /// The parent's ifindex.
+        parent: i32,
+        /// The parent's datagram length and port state: a child is made
+        /// under RTNL, where the port may not be queried (providers take
+        /// RTNL for the port's speed).
+        datagram_len: u32,
+        port_up: Arc<AtomicBool>,
+        /// Keeps the RDMA device registered until this LAN port's verbs
+        /// objects are gone: `ip link del` destroys them after RTNL is
+        /// released, when the client's `remove` may be running.
+        hold: DeviceHold,
+    },
+}
+
+impl LanDev {
+    /// A LAN port over `port` of `dev`: its verbs objects, with its
+    /// receives posted, and its name service's LID (`lid`, or the one it
+    /// derives from the GID).
+    fn new(
+        dev: &IbDevice,
+        port: u32,
+        config: LanConfig,
+        lid: Option<u16>,
+        origin: Origin,
+    ) -> Result<Self> {
+        let group = config.group();
+        let (sgid_index, sgid) = link_local_gid(dev, port)?;
+        let netdev = dev.port_netdev(port).ok_or(ENODEV)?;
+        let (parent_ifindex, hold, datagram_len, port_up) = match origin {
+            Origin::Port => (
+                0,
+                None,
+                dev.port_mtu(port)?,
+                Arc::new(AtomicBool::new(dev.port_active(port)), GFP_KERNEL)?,
+            ),
+            Origin::Child {
+                parent,
+                hold,
+                datagram_len,
+                port_up,
+            } => (parent, Some(hold), datagram_len, port_up),
+        };
+        let pd = Pd::new(dev, CALLER)?;
+        let cq = Cq::new(
+            &pd,
+            SEND_DEPTH + RECV_DEPTH,
+            0,
+            Events {
+                netdev: AtomicPtr::new(core::ptr::null_mut()),
+            },
+            CALLER,
+        )?;
+        let mut qp = UdQp::new(
+            &pd,
+            &cq,
+            &cq,
+            (SEND_DEPTH, RECV_DEPTH),
+            port,
+            config.qkey(),
+            CALLER,
+        )?;
+        let membership = Ipv6Membership::join(netdev, group)?;
+        qp.attach(&group)?;
+        let group_ah = Ah::new(&pd, port, sgid_index, &group, 1)?;
+
+        let mut rx = KVec::with_capacity(RECV_DEPTH as usize, GFP_KERNEL)?;
+        let rx_len = GRH_LEN + datagram_len as usize;
+        for _ in 0..RECV_DEPTH {
+            // SAFETY: the buffer lives in `rx`, which drops after the QP (so
+            // after every receive into it); `completion` reads a buffer only
+            // between its receive's completion and its repost.
+            let buffer = unsafe { DmaBuffer::new(&pd, rx_len, false)? };
+            rx.push(buffer, GFP_KERNEL)?;
+        }
+        let mut buffers = KVec::with_capacity(REASSEMBLY_SLOTS, GFP_KERNEL)?;
+        for _ in 0..REASSEMBLY_SLOTS {
+            let buffer = KVec::from_elem(0u8, MAX_FRAME_LEN, GFP_KERNEL)?;
+            buffers.push(buffer, GFP_KERNEL)?;
+        }
+        // SAFETY: the buffer drops after the QP (so after every send of it);
+        // nothing takes a slice of it.
+        let announce = unsafe { DmaBuffer::new(&pd, ANNOUNCE_LEN, true)? };
+
+        let lid = lid.unwrap_or_else(|| lan::initial_lid(&sgid));
+        let data = LanDev {
+            qp,
+            cq,
+            peers: KBox::pin_init(
+                new_spinlock_bh!(PeerTable::new()?, "iblan_peers"),
+                GFP_KERNEL,
+            )?,
+            sends_completed: AtomicU64::new(0),
+            group_ah,
+            _membership: membership,
+            rx,
+            reassembly: KBox::pin_init(
+                new_spinlock_irq!(
+                    Reassembly {
+                        table: Reassembler::new(KVec::from_elem(
+                            ReassemblySlot::CLOSED,
+                            REASSEMBLY_SLOTS,
+                            GFP_KERNEL
+                        )?),
+                        buffers,
+                    },
+                    "iblan_reassembly"
+                ),
+                GFP_KERNEL,
+            )?,
+            announce,
+            device: dev.get(),
+            config,
+            port,
+            sgid_index,
+            sgid,
+            guid: dev.node_guid(),
+            datagram_len,
+            lid: AtomicU16::new(lid),
+            lid_wanted: AtomicU16::new(0),
+            sequence: AtomicU32::new(0),
+            last_announce_ms: AtomicU64::new(0),
+            announce_busy: AtomicBool::new(false),
+            announce_soon: AtomicBool::new(true),
+            running: AtomicBool::new(false),
+            ticker_ready: AtomicBool::new(false),
+            inbox: KBox::pin_init(
+                new_spinlock_irq!(
+                    Inbox {
+                        pending: [[0; ANNOUNCE_LEN]; 16],
+                        count: 0,
+                        taken: 0,
+                    },
+                    "iblan_inbox"
+                ),
+                GFP_KERNEL,
+            )?,
+            sq_free: AtomicU32::new(SEND_DEPTH),
+            frame_number: AtomicU32::new(0),
+            stats: [const { AtomicU64::new(0) }; Stat::Count as usize],
+            link: Link::default(),
+            ticker: DelayedWork::new(),
+            pd,
+            children: [const { AtomicI32::new(0) }; 256],
+            closing: AtomicBool::new(false),
+            port_up,
+            parent_ifindex,
+            _hold: hold,
+        };
+        for index in 0..data.rx.len() {
+            data.post_receive(index)?;
+        }
+        Ok(data)
+    }
+
+    /// The netdev is registered: completions may reach it now.
+    fn attach(&self, netdev: &EtherDevice<LanDev>) {
+        self.cq
+            .handler()
+            .netdev
+            .store(core::ptr::from_ref(netdev).cast_mut(), Ordering::Release);
+        if self.port_up.load(Ordering::Relaxed) {
+            netdev.carrier_on();
+        }
+    }
+
+    /// The netdev, once registered and until it goes.
+    fn netdev(&self) -> Option<&EtherDevice<LanDev>> {
+        let dev = self.cq.handler().netdev.load(Ordering::Acquire);
+        // SAFETY: set once the netdev is registered and cleared before its
+        // data (this) drops; the netdev's memory outlives its data.
+        unsafe { dev.as_ref() }
+    }
+
+    /// Whether the port has a LAN port in `lan` already (this one, the
+    /// port's parent, or a child of it).
+    fn lan_in_use(&self, lan: u8) -> bool {
+        lan == self.config.lan
+            || self
+                .children
+                .get(usize::from(lan))
+                .is_some_and(|c| c.load(Ordering::Relaxed) != 0)
+    }
+
+    /// The LAN ports `ip link add` made on this one: deletes them and
+    /// refuses new ones, before the RDMA device or the module goes. Their
+    /// data has dropped when this returns.
+    pub(crate) fn close_children(dev: &EtherDevice<LanDev>) {
+        let lan = dev.data();
+        let rtnl = rtnl_lock();
+        lan.closing.store(true, Ordering::Relaxed);
+        for child in lan.children.iter() {
+            let ifindex = child.load(Ordering::Relaxed);
+            if ifindex == 0 {
+                continue;
+            }
+            match EtherDevice::<LanDev>::by_ifindex(&rtnl, dev.as_netdev().net(), ifindex) {
+                Some(child) => child.delete_link(&rtnl),
+                None => child.store(0, Ordering::Relaxed),
+            }
+        }
+        // Releasing RTNL finishes the unregistrations: the children's
+        // data drops here.
+        drop(rtnl);
+    }
 }
 
 /// The port's RoCEv2 GID of its netdev's IPv6 link-local address: every
@@ -549,6 +666,9 @@ impl LanDev {
 
     /// Follows the port's state.
     pub(crate) fn carrier_changed(&self, dev: &EtherDevice<LanDev>, active: bool) {
+        if self.parent_ifindex == 0 {
+            self.port_up.store(active, Ordering::Relaxed);
+        }
         if active {
             dev.carrier_on();
             self.announce_soon.store(true, Ordering::Relaxed);
@@ -967,6 +1087,11 @@ impl LanDev {
 
     /// The announcement of this node, `leaving` or not.
     fn send_announcement(&self, leaving: bool) {
+        self.send_to_group(leaving, false);
+    }
+
+    /// An announcement, or with `probe` a probe for this node's LID.
+    fn send_to_group(&self, leaving: bool, probe: bool) {
         if self.announce_busy.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -980,6 +1105,7 @@ impl LanDev {
         }
         let announcement = Announcement {
             leaving,
+            probe,
             lan: self.config.lan,
             lid: self.lid.load(Ordering::Relaxed),
             qpn: self.qp.qp_num(),
@@ -1044,6 +1170,7 @@ impl LanDev {
         self.age_peers(now);
         self.release_retired();
         self.settle_lid();
+        self.follow_port();
         let last = self.last_announce_ms.load(Ordering::Relaxed);
         if self.announce_soon.swap(false, Ordering::AcqRel) || now >= last + ANNOUNCE_EVERY_MS {
             self.send_announcement(false);
@@ -1056,6 +1183,11 @@ impl LanDev {
             return;
         }
         self.count(Stat::NsReceived);
+        if a.probe {
+            // A node about to join asks who is here: answer at once.
+            self.announce_soon.store(true, Ordering::Relaxed);
+            return;
+        }
         let known = {
             let mut peers = self.peers.lock();
             match peers.find(|e| e.peer.gid == a.gid) {
@@ -1160,16 +1292,85 @@ impl LanDev {
         self.peers.lock().iter().any(|e| e.peer.lid == lid)
     }
 
+    /// Whether a member of the LAN holds `lid` (this LAN port's LID, not
+    /// yet announced): asks the members to announce themselves with a
+    /// probe and listens for [`PROBE_MS`]. Before the netdev is
+    /// registered only: the CQ is polled here, not by NAPI. Announcements
+    /// heard are not kept; the name service hears them again.
+    fn lid_taken(&self, lid: u16) -> bool {
+        self.send_to_group(false, true);
+        let deadline = now_ms() + PROBE_MS;
+        let mut batch: [WorkCompletion; 16] = Default::default();
+        let mut taken = false;
+        while !taken && now_ms() < deadline {
+            let got = self.cq.poll(&mut batch);
+            for wc in batch.iter().take(got) {
+                taken |= self.probe_completion(wc, lid);
+            }
+            if got == 0 {
+                sleep_ms(10);
+            }
+        }
+        taken
+    }
+
+    /// One completion while probing: whether it is an announcement of
+    /// another node holding `lid` in this LAN.
+    fn probe_completion(&self, wc: &WorkCompletion, lid: u16) -> bool {
+        let id = wc.wr_id();
+        if id == WR_ANNOUNCE {
+            self.sends_completed.fetch_add(1, Ordering::AcqRel);
+            self.announce_busy.store(false, Ordering::Release);
+            self.sq_free.fetch_add(1, Ordering::AcqRel);
+            return false;
+        }
+        let Some(index) = id.checked_sub(WR_RECV_BASE).filter(|_| id < WR_SKB_MIN) else {
+            return false;
+        };
+        let index = index as usize;
+        let mut taken = false;
+        if let (true, Some(buffer)) = (wc.ok(), self.rx.get(index)) {
+            let bytes = buffer.for_cpu(wc.byte_len() as usize);
+            self.count(Stat::RxDmaSyncs);
+            self.count(Stat::RxDatagrams);
+            if let Some((_, payload)) = crate::pure::split_checked(bytes, GRH_LEN) {
+                if let Ok(Datagram::Announcement(a)) = lan::classify_datagram(payload) {
+                    taken = !a.leaving
+                        && !a.probe
+                        && a.lan == self.config.lan
+                        && a.lid == lid
+                        && a.gid != self.sgid;
+                }
+            }
+        }
+        if self.post_receive(index).is_err() {
+            self.count(Stat::RxErrors);
+        }
+        taken
+    }
+
+    /// A child's carrier follows the port from here (the port's events
+    /// reach the module's netdevs only).
+    fn follow_port(&self) {
+        if self.parent_ifindex == 0 {
+            return;
+        }
+        let Some(dev) = self.netdev() else {
+            return;
+        };
+        let active = self.port_up.load(Ordering::Relaxed);
+        if active != dev.as_netdev().has_carrier() {
+            self.carrier_changed(dev, active);
+        }
+    }
+
     /// Moves to the LID the conflict rule gave, once RTNL is free.
     fn settle_lid(&self) {
         let wanted = self.lid_wanted.load(Ordering::Relaxed);
         if wanted == 0 {
             return;
         }
-        let dev = self.cq.handler().netdev.load(Ordering::Acquire);
-        // SAFETY: see `Events::completion`; the work is cancelled before
-        // the netdev goes.
-        let Some(dev) = (unsafe { dev.as_ref() }) else {
+        let Some(dev) = self.netdev() else {
             return;
         };
         // Never wait for RTNL here: `ndo_stop` holds it while it cancels
@@ -1316,9 +1517,18 @@ impl EtherDriver for LanDev {
 
     fn bus_info(dev: &EtherDevice<Self>, out: &mut [u8; 32]) {
         use core::fmt::Write;
+        if dev.has_parent() {
+            // The core names the parent (an HCA's PCI function).
+            return;
+        }
         let lan = dev.data();
         let mut w = BusInfo { out, at: 0 };
         let _ = write!(w, "{}:{}", lan.device.name(), lan.port);
+    }
+
+    fn iflink(dev: &EtherDevice<Self>) -> Option<i32> {
+        let parent = dev.data().parent_ifindex;
+        (parent != 0).then_some(parent)
     }
 
     fn ethtool_stats(dev: &EtherDevice<Self>, out: &mut [u64]) {
@@ -1331,6 +1541,166 @@ impl EtherDriver for LanDev {
         }
         if let Some(lid) = out.get_mut(Stat::Count as usize + 1) {
             *lid = lan.lid.load(Ordering::Relaxed).into();
+        }
+    }
+}
+
+impl LinkDriver for LanDev {
+    const KIND: &'static CStr = c_str!("iblan");
+    const MTU: ((u32, u32), u32) = ((68, MTU_MAX), MTU_DEFAULT);
+
+    fn link_ops() -> &'static LinkOps<Self> {
+        &crate::LINK
+    }
+
+    fn new_link<'a>(
+        _rtnl: &'a RtnlGuard,
+        parent: &'a EtherDevice<Self>,
+        address: Option<[u8; 6]>,
+        extack: &mut ExtAck,
+    ) -> Result<NewLink<'a, Self>> {
+        let p = parent.data();
+        if p.parent_ifindex != 0 {
+            extack.message(format_args!(
+                "iblan: the parent must be the RDMA port's iblan netdev, not a LAN of it"
+            ));
+            return Err(EINVAL);
+        }
+        if p.closing.load(Ordering::Relaxed) {
+            extack.message(format_args!("iblan: the RDMA device is going away"));
+            return Err(ENODEV);
+        }
+        let vendor = p.config.vendor;
+        let in_use = |lan| p.lan_in_use(lan);
+        let (lan, lid) = match address {
+            Some(mac) => match lan::check_child_address(&mac, vendor, in_use) {
+                Ok((lan, lid)) => (lan, Some(lid)),
+                Err(err) => return Err(refuse(extack, err, vendor)),
+            },
+            None => match lan::next_free_lan(in_use) {
+                Some(lan) => (lan, None),
+                None => {
+                    extack.message(format_args!(
+                        "iblan: every LAN index is in use on this port"
+                    ));
+                    return Err(EBUSY);
+                }
+            },
+        };
+        let Some(hold) = p.device.hold() else {
+            extack.message(format_args!("iblan: the RDMA device is going away"));
+            return Err(ENODEV);
+        };
+        let config = LanConfig { vendor, lan };
+        let origin = Origin::Child {
+            parent: parent.as_netdev().ifindex(),
+            hold,
+            datagram_len: p.datagram_len,
+            port_up: p.port_up.clone(),
+        };
+        let data = LanDev::new(&p.device, p.port, config, lid, origin).inspect_err(|err| {
+            extack.message(format_args!(
+                "iblan: no LAN {} on {} port {}: error {}",
+                lan,
+                p.device.name(),
+                p.port,
+                err.to_errno()
+            ));
+        })?;
+        if let Some(lid) = lid {
+            if data.lid_taken(lid) {
+                extack.message(format_args!(
+                    "iblan: LID {lid:#06x} is in use in LAN {lan}: another node announces it"
+                ));
+                return Err(address_not_available());
+            }
+        }
+        let mac = lan::mac_for(vendor, lan, data.lid.load(Ordering::Relaxed));
+        Ok(NewLink {
+            data,
+            mac,
+            placement: p.device.placement(p.port),
+        })
+    }
+
+    fn link_registered(rtnl: &RtnlGuard, dev: &EtherDevice<Self>) {
+        let lan = dev.data();
+        lan.attach(dev);
+        if let Some(parent) =
+            EtherDevice::<LanDev>::by_ifindex(rtnl, dev.as_netdev().net(), lan.parent_ifindex)
+        {
+            if let Some(slot) = parent.data().children.get(usize::from(lan.config.lan)) {
+                slot.store(dev.as_netdev().ifindex(), Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn link_deleted(rtnl: &RtnlGuard, dev: &EtherDevice<Self>) {
+        let lan = dev.data();
+        if let Some(parent) =
+            EtherDevice::<LanDev>::by_ifindex(rtnl, dev.as_netdev().net(), lan.parent_ifindex)
+        {
+            if let Some(slot) = parent.data().children.get(usize::from(lan.config.lan)) {
+                let _ = slot.compare_exchange(
+                    dev.as_netdev().ifindex(),
+                    0,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
+        }
+    }
+
+    fn info_size(_dev: &EtherDevice<Self>) -> usize {
+        LinkInfo::size(DEVICE_NAME_MAX)
+            + LinkInfo::size(4)
+            + LinkInfo::size(1)
+            + LinkInfo::size(2)
+            + LinkInfo::size(4)
+            + LinkInfo::size(1)
+    }
+
+    fn fill_info(dev: &EtherDevice<Self>, info: &mut LinkInfo<'_>) -> Result {
+        let lan = dev.data();
+        let mut name = lan.device.name();
+        info.put(iblan::RDMA_DEV, Attr::Str(name.as_c_str()))?;
+        info.put(iblan::PORT, Attr::U32(lan.port))?;
+        info.put(iblan::LAN, Attr::U8(lan.config.lan))?;
+        info.put(iblan::LID, Attr::U16(lan.lid.load(Ordering::Relaxed)))?;
+        let peers = lan.peers.lock().len() as u32;
+        info.put(iblan::PEERS, Attr::U32(peers))?;
+        info.put(iblan::MODE, Attr::U8(iblan::MODE_UD))
+    }
+}
+
+/// Refuses a new LAN port's address, saying why.
+fn refuse(extack: &mut ExtAck, err: lan::ChildAddressError, vendor: [u8; 3]) -> Error {
+    use lan::ChildAddressError as E;
+    match err {
+        E::Multicast => {
+            extack.message(format_args!(
+                "iblan: a multicast address cannot be a node's address"
+            ));
+            address_not_available()
+        }
+        E::WrongVendor => {
+            extack.message(format_args!(
+                "iblan: the address must begin with the vendor ID {:02x}:{:02x}:{:02x}",
+                vendor[0], vendor[1], vendor[2]
+            ));
+            EINVAL
+        }
+        E::LidOutOfRange => {
+            extack.message(format_args!(
+                "iblan: bytes 4-5 of the address are the LID, 0001 to bfff"
+            ));
+            address_not_available()
+        }
+        E::LanInUse(lan) => {
+            extack.message(format_args!(
+                "iblan: LAN {lan} (byte 3 of the address) has a netdev on this port already"
+            ));
+            EBUSY
         }
     }
 }

@@ -6,3 +6,4 @@
 #include "../../../../rust/bindings/shims.c"
 #include "../../../../rust/bindings/ether_shims.c"
 #include "../../../../rust/bindings/consumer_shims.c"
+#include "../../../../rust/bindings/link_shims.c"

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Shims for link types (rust/kapi/rtnl_link.rs): netlink attribute
+ * accessors, extack messages and netdev fields behind macros.
+ */
+#include "srnic_helper.h"
+
+/* The parent's ifindex (IFLA_LINK), 0 if none was given. */
+int srnic_link_attr_link(struct nlattr **tb)
+{
+	return tb[IFLA_LINK] ? nla_get_u32(tb[IFLA_LINK]) : 0;
+}
+
+/*
+ * Copies IFLA_ADDRESS into @out (ETH_ALEN bytes): 0 if absent, ETH_ALEN if
+ * copied, -EINVAL if it has another length.
+ */
+int srnic_link_attr_address(struct nlattr **tb, u8 *out)
+{
+	if (!tb[IFLA_ADDRESS])
+		return 0;
+	if (nla_len(tb[IFLA_ADDRESS]) != ETH_ALEN)
+		return -EINVAL;
+	memcpy(out, nla_data(tb[IFLA_ADDRESS]), ETH_ALEN);
+	return ETH_ALEN;
+}
+
+/* The extack keeps a copy: @text may be gone when the reply is built. */
+void srnic_extack_msg(struct netlink_ext_ack *extack, const char *text)
+{
+	NL_SET_ERR_MSG_FMT(extack, "%s", text);
+}
+
+size_t srnic_nla_total_size(int payload)
+{
+	return nla_total_size(payload);
+}
+
+int srnic_nla_put_u8(struct sk_buff *skb, int type, u8 value)
+{
+	return nla_put_u8(skb, type, value);
+}
+
+int srnic_nla_put_u16(struct sk_buff *skb, int type, u16 value)
+{
+	return nla_put_u16(skb, type, value);
+}
+
+int srnic_nla_put_u32(struct sk_buff *skb, int type, u32 value)
+{
+	return nla_put_u32(skb, type, value);
+}
+
+int srnic_nla_put_string(struct sk_buff *skb, int type, const char *value)
+{
+	return nla_put_string(skb, type, value);
+}
+
+/*
+ * The kind `ip -d link` shows and the ops `ip link del` reaches. The
+ * netdev stays in its namespace: its LAN runs over an RDMA port of it.
+ */
+void srnic_netdev_set_link_ops(struct net_device *dev,
+			       const struct rtnl_link_ops *ops)
+{
+	dev->rtnl_link_ops = ops;
+	dev->netns_immutable = true;
+}
+
+/* A netdev the core frees after unregistering it, @destructor first. */
+void srnic_netdev_set_destructor(struct net_device *dev,
+				 void (*destructor)(struct net_device *dev))
+{
+	dev->priv_destructor = destructor;
+	dev->needs_free_netdev = true;
+}
+
+/* SET_NETDEV_DEV and dev_port, before registration. */
+void srnic_netdev_set_parent(struct net_device *dev, struct device *parent,
+			     u16 dev_port)
+{
+	SET_NETDEV_DEV(dev, parent);
+	dev->dev_port = dev_port;
+}
+
+/*
+ * Lock classes of its own for a netdev the core allocated: its queues did
+ * not exist yet when `setup` ran, so they have the classes of every
+ * Ethernet netdev, the carrier's below included, which iblan's transmit
+ * nests in.
+ */
+void srnic_netdev_link_lock_classes(struct net_device *dev)
+{
+	netdev_lockdep_set_classes(dev);
+}
+
+bool srnic_netdev_has_parent(const struct net_device *dev)
+{
+	return dev->dev.parent;
+}
+
+struct device *srnic_ib_device_parent(struct ib_device *ibdev)
+{
+	return ibdev->dev.parent;
+}
