@@ -97,6 +97,7 @@ impl<'a> Packet<'a> {
                 imm: None,
                 ieth: None,
                 deth: None,
+                feth: None,
                 payload_offset: 0,
                 payload_len: 0,
             },
