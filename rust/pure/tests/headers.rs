@@ -278,7 +278,10 @@ fn feth_bits() {
     let parsed = Feth::parse(&[0xff, 0xff, 0xff, 0xc1]);
     assert_eq!(parsed.placement, placement::GLOBAL);
     assert_eq!(parsed.selectivity, 0);
-    assert_eq!(Feth::parse(&[0, 0, 0, 0x12]).selectivity, selectivity::MEMORY_REGION);
+    assert_eq!(
+        Feth::parse(&[0, 0, 0, 0x12]).selectivity,
+        selectivity::MEMORY_REGION
+    );
 }
 
 /// A FLUSH request as rxe sends it: BTH, FETH, RETH, no payload, ICRC.

@@ -69,12 +69,7 @@ fn opcode_table() {
             "GSI {op}"
         );
     }
-    for op in [
-        TSO,
-        RDMA_READ_WITH_INV,
-        MASKED_ATOMIC_CMP_AND_SWP,
-        u32::MAX,
-    ] {
+    for op in [TSO, RDMA_READ_WITH_INV, MASKED_ATOMIC_CMP_AND_SWP, u32::MAX] {
         assert_eq!(
             send(QpType::Rc, op, false, &[], 0),
             Err(WqeError::BadOpcode)
