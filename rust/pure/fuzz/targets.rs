@@ -615,11 +615,12 @@ fn wr_target(data: &[u8]) {
     );
     if let Ok(total) = result {
         assert!(wr::opcode_allowed(qp, op));
-        let local = matches!(
+        // Local operations and FLUSH name no local memory.
+        let no_data = matches!(
             op,
-            wr::opcode::LOCAL_INV | wr::opcode::BIND_MW | wr::opcode::REG_MR
+            wr::opcode::LOCAL_INV | wr::opcode::BIND_MW | wr::opcode::REG_MR | wr::opcode::FLUSH
         );
-        if local {
+        if no_data {
             assert_eq!(total, 0);
             assert!(num_sge == 0 && !inline);
         } else {

@@ -332,6 +332,11 @@ pub(crate) fn check_timeout(qp: &Qp<SrnicDevice>) -> bool {
                     false
                 } else {
                     state.requester.retry_left -= 1;
+                    if oldest_sent(qp, &state).is_some_and(|(_, w)| w.wr.opcode == opcode::FLUSH) {
+                        // Perhaps the peer dropped it for its ICRC: the
+                        // other kind goes next (see `Requester`).
+                        state.requester.rxe_flush_icrc = !state.requester.rxe_flush_icrc;
+                    }
                     let from = state.requester.acked;
                     state.requester.lost();
                     resend_from(qp, &mut state, from);

@@ -90,6 +90,12 @@ pub(crate) struct Requester {
     pub(crate) window: i32,
     /// When the retransmission timer was last looked at (`now_ns`).
     pub(crate) last_check: u64,
+    /// FLUSH requests go out with rxe's ICRC rather than the standard one
+    /// (`icrc::rxe_flush_icrc`). rxe drops a FLUSH whose ICRC is not its
+    /// own, and a standard peer one whose ICRC is rxe's, so a FLUSH that
+    /// times out is sent again with the other kind, and the kind that got
+    /// an answer stays (as does rxe's once the peer sent a FLUSH with it).
+    pub(crate) rxe_flush_icrc: bool,
 }
 
 /// Packets sent and not yet acknowledged, at most.
@@ -526,6 +532,7 @@ fn build<'a>(
                 placement: f.type_,
                 selectivity: f.level,
             });
+            packet.rxe_flush_icrc = req.rxe_flush_icrc;
             packet.hdr.bth.ack_req = true;
             req.sent_one_answered(wqe, next_index);
             Some(packet)

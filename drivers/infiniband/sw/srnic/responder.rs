@@ -1151,6 +1151,10 @@ fn flush<'a>(
     if !granted {
         return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
     }
+    if packet.rxe_flush_icrc {
+        // The peer is an rxe: this QP's own FLUSHes speak its dialect.
+        state.requester.rxe_flush_icrc = true;
+    }
     core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
     let resp = &mut state.responder;
     resp.psn = psn.next();
