@@ -159,6 +159,7 @@ u64 srnic_test_vector_cpus(struct ib_device *dev, int vector);
 int srnic_test_this_cpu(void);
 u64 srnic_test_now_ns(void);
 unsigned int srnic_test_online_cpus(void);
+struct ib_mr *srnic_test_fastreg_mr(struct ib_pd *pd, void *buf, unsigned int len);
 
 /* A device's maintenance work, run later in process context. */
 void srnic_init_delayed_work(struct delayed_work *dwork, work_func_t fn);

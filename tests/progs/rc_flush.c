@@ -12,7 +12,8 @@
  * r registers a region with IB_ACCESS_FLUSH_GLOBAL, and with
  * IB_ACCESS_FLUSH_PERSISTENT too where the device lets it (rxe refuses
  * that flag on memory that is not persistent memory; srnic takes it),
- * and a second region without any flush access. q then
+ * and a second region with global flush access that re-registration
+ * (ibv_rereg_mr, IBV_REREG_MR_CHANGE_ACCESS) takes away. q then
  *   - writes 64 KiB unsignalled and FLUSHes that range (global): the
  *     FLUSH completes as IBV_WC_FLUSH (8), and r then finds every byte;
  *   - FLUSHes the whole region (selectivity level MR), and the range
@@ -399,10 +400,14 @@ int main(int argc, char **argv)
 			       strerror(errno));
 			mr = ibv_reg_mr(pd, buf, REGION, base | ACCESS_FLUSH_GLOBAL);
 		}
-		struct ibv_mr *noflush = ibv_reg_mr(pd, buf + REGION, REGION, base);
+		/* The second region loses its flush access by re-registration. */
+		struct ibv_mr *noflush = ibv_reg_mr(pd, buf + REGION, REGION,
+						    base | ACCESS_FLUSH_GLOBAL);
 
 		if (!mr || !noflush)
 			FAIL("reg_mr: %s", strerror(errno));
+		if (ibv_rereg_mr(noflush, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, base))
+			FAIL("rereg_mr without flush access: %s", strerror(errno));
 		printf("ok: regions registered with flush access (%s) and without\n",
 		       me.persistent ? "global, persistent" : "global");
 		me.rkey = mr->rkey;
