@@ -235,6 +235,21 @@ fn connect_to_itself(
     min_rnr_timer: u8,
     access: u32,
 ) -> Result<(), &'static str> {
+    // SAFETY: the QP is live.
+    let dest = unsafe { (*qp).qp_num };
+    connect_to(dev, qp, dest, timeout, min_rnr_timer, access)
+}
+
+/// Moves RC `qp` from RESET to RTS connected to QP `dest` of the same
+/// device (see `connect_to_itself`).
+fn connect_to(
+    dev: *mut bindings::ib_device,
+    qp: *mut bindings::ib_qp,
+    dest: u32,
+    timeout: u8,
+    min_rnr_timer: u8,
+    access: u32,
+) -> Result<(), &'static str> {
     let mut attr = bindings::ib_qp_attr {
         qp_state: bindings::ib_qp_state_IB_QPS_INIT,
         port_num: 1,
@@ -253,8 +268,7 @@ fn connect_to_itself(
     let mut attr = bindings::ib_qp_attr {
         qp_state: bindings::ib_qp_state_IB_QPS_RTR,
         path_mtu: bindings::ib_mtu_IB_MTU_1024,
-        // SAFETY: the QP is live.
-        dest_qp_num: unsafe { (*qp).qp_num },
+        dest_qp_num: dest,
         max_dest_rd_atomic: 1,
         min_rnr_timer,
         ..Default::default()
@@ -887,7 +901,18 @@ fn completes(
     let wc = next_wc(cq)?;
     // SAFETY: the CQ's WRs carry IDs, not cqes.
     let wr_id = unsafe { wc.__bindgen_anon_1.wr_id };
-    Ok(wr_id == id && wc.status == status && opcode.map_or(true, |o| wc.opcode == o))
+    let ok = wr_id == id && wc.status == status && opcode.map_or(true, |o| wc.opcode == o);
+    if !ok {
+        pr_info!(
+            "# CQE: wr_id {} status {} opcode {}; expected wr_id {} status {}\n",
+            wr_id,
+            wc.status,
+            wc.opcode,
+            id,
+            status
+        );
+    }
+    Ok(ok)
 }
 
 /// A kernel WR of `opcode` with ID `id` and `sges` (signalled).
@@ -907,8 +932,8 @@ fn plain_wr(
     wr
 }
 
-/// RDMA FLUSH and ATOMIC WRITE posted by a kernel consumer, over an RC QP
-/// connected to itself: a WRITE, then a FLUSH (global and persistent) of
+/// RDMA FLUSH and ATOMIC WRITE posted by a kernel consumer, between two RC
+/// QPs of srnic0: a WRITE, then a FLUSH (global and persistent) of
 /// its range in a region that fast registration gave flush access; an
 /// ATOMIC WRITE into it; a FLUSH through the PD's global rkey, whose DMA
 /// region has no flush access, fails with a remote access error.
@@ -943,16 +968,19 @@ fn run_flush() -> Result<(), &'static str> {
     };
     check(!is_err(cq), "ib_alloc_cq (FLUSH)")?;
     r.cq = cq;
+    // Two QPs connected to each other: the responder's QP goes to ERR on
+    // the last FLUSH, and the requester's must still see the NAK.
     let qp = create_qp(&r, bindings::ib_qp_type_IB_QPT_RC, 8);
-    check(!qp.is_null(), "ib_create_qp RC (FLUSH)")?;
+    check(!qp.is_null(), "ib_create_qp RC (FLUSH requester)")?;
     r.qps[0] = qp;
-    connect_to_itself(
-        r.dev,
-        qp,
-        14,
-        12,
-        REMOTE_WRITE | FLUSH_GLOBAL | FLUSH_PERSISTENT,
-    )?;
+    let peer = create_qp(&r, bindings::ib_qp_type_IB_QPT_RC, 8);
+    check(!peer.is_null(), "ib_create_qp RC (FLUSH responder)")?;
+    r.qps[1] = peer;
+    let access = REMOTE_WRITE | FLUSH_GLOBAL | FLUSH_PERSISTENT;
+    // SAFETY: both QPs are live.
+    let (qpn, peer_qpn) = unsafe { ((*qp).qp_num, (*peer).qp_num) };
+    connect_to(r.dev, qp, peer_qpn, 14, 12, access)?;
+    connect_to(r.dev, peer, qpn, 14, 12, access)?;
 
     let (source, mut sge) = buffer_sge(pd)?;
     let mut target = KBox::new([0u8; 64], GFP_KERNEL).map_err(|_| "allocate buffer")?;
@@ -1062,11 +1090,13 @@ fn run_flush() -> Result<(), &'static str> {
             "a FLUSH to a region without flush access fails with IB_WC_REM_ACCESS_ERR",
         )
     })();
-    // The QP goes first (it is in ERR now, nothing in flight), then the
-    // region, then the rest.
-    // SAFETY: our QP, destroyed once; `Resources` skips it.
-    unsafe { bindings::ib_destroy_qp_user(qp, null_mut()) };
-    r.qps[0] = null_mut();
+    // The QPs go first (in ERR now, nothing in flight), then the region,
+    // then the rest.
+    for slot in r.qps.iter_mut() {
+        // SAFETY: our QP, destroyed once; `Resources` skips it.
+        unsafe { bindings::ib_destroy_qp_user(*slot, null_mut()) };
+        *slot = null_mut();
+    }
     // SAFETY: a region of ours no WR uses any more.
     unsafe { bindings::ib_dereg_mr_user(mr, null_mut()) };
     drop(r);
