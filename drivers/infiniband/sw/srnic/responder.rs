@@ -1118,7 +1118,7 @@ fn flush_access(placement: u8) -> Option<u32> {
 /// this QP's lock; so when the FLUSH's turn comes, every write before it
 /// is already placed, and a READ response still queued in the outbox goes
 /// out before this answer. What is left is to order those stores before
-/// the answer, for any reader of the memory: a full barrier. Soft memory
+/// the answer, for any reader of the memory: a write barrier. Soft memory
 /// has no persistence domain apart from the pages (srnic does not map
 /// persistent memory specially), so that barrier is also all a persistent
 /// flush can do; srnic advertises both placement types on that basis.
@@ -1155,7 +1155,7 @@ fn flush<'a>(
         // The peer is an rxe: this QP's own FLUSHes speak its dialect.
         state.requester.rxe_flush_icrc = true;
     }
-    core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+    crate::kapi::sync::write_barrier();
     let resp = &mut state.responder;
     resp.psn = psn.next();
     resp.msn = resp.msn.wrapping_add(1);
