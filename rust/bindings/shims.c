@@ -773,3 +773,8 @@ bool srnic_module_name_is(const struct module *mod, const char *name)
 {
 	return !strcmp(mod->name, name);
 }
+
+void srnic_wmb(void)
+{
+	wmb();
+}

@@ -112,3 +112,11 @@ unsafe impl Backend for BhSpinLockBackend {
         unsafe { crate::bindings::srnic_spin_unlock_bh(ptr.cast()) }
     }
 }
+
+/// Orders every store this CPU made before it ahead of every store it
+/// makes after it, for other CPUs and for devices (the kernel's `wmb`):
+/// data placed in memory is there before the message that says so.
+pub fn write_barrier() {
+    // SAFETY: a barrier; no memory is accessed, any context may call it.
+    unsafe { crate::bindings::srnic_wmb() }
+}

@@ -3,7 +3,7 @@
 //! InfiniBand transport headers as RoCEv2 carries them (IBTA vol. 1,
 //! chapter 9; RoCEv2 annex A17): the base transport header (BTH), the
 //! extended headers (RETH, AETH, AtomicETH, AtomicAckETH, ImmDt, IETH,
-//! DETH), and the opcode table that says which of them each opcode carries.
+//! DETH, and IBA 1.5's FETH), and the opcode table that says which of them each opcode carries.
 //!
 //! Parsing reads only what the slice holds and trusts nothing: an unknown
 //! opcode, a short packet or a pad count longer than the payload is an
@@ -25,6 +25,8 @@ pub const IMM_LEN: usize = 4;
 pub const IETH_LEN: usize = 4;
 /// Datagram extended transport header.
 pub const DETH_LEN: usize = 8;
+/// FLUSH extended transport header.
+pub const FETH_LEN: usize = 4;
 /// The invariant CRC that ends every packet.
 pub const ICRC_LEN: usize = 4;
 
@@ -67,7 +69,8 @@ pub enum Transport {
     Ud,
 }
 
-/// Extended headers, as bits of [`OpcodeInfo::headers`], in wire order.
+/// Extended headers, as bits of [`OpcodeInfo::headers`]; on the wire
+/// FETH comes first, then the others in bit order.
 pub mod hdr {
     /// RDMA extended transport header.
     pub const RETH: u8 = 1 << 0;
@@ -83,6 +86,8 @@ pub mod hdr {
     pub const IMM: u8 = 1 << 5;
     /// Invalidate extended transport header.
     pub const IETH: u8 = 1 << 6;
+    /// FLUSH extended transport header (before the RETH).
+    pub const FETH: u8 = 1 << 7;
 }
 
 /// Where a packet stands in its message.
@@ -120,6 +125,9 @@ pub enum Operation {
     /// RDMA ATOMIC WRITE: eight bytes stored at once (answered like a
     /// zero-length READ).
     AtomicWrite,
+    /// RDMA FLUSH: makes the writes before it visible or persistent
+    /// (answered like a zero-length READ).
+    Flush,
 }
 
 /// What an opcode carries.
@@ -144,6 +152,9 @@ impl OpcodeInfo {
     pub const fn header_len(&self) -> usize {
         let h = self.headers;
         let mut len = BTH_LEN;
+        if h & hdr::FETH != 0 {
+            len += FETH_LEN;
+        }
         if h & hdr::RETH != 0 {
             len += RETH_LEN;
         }
@@ -239,6 +250,7 @@ const RC_ONLY: [OpcodeInfo; 10] = [
 ];
 const RC_SEND_ONLY_INV: OpcodeInfo = op(0x17, Rc, Send, Only, hdr::IETH, true);
 const RC_ATOMIC_WRITE: OpcodeInfo = op(0x1d, Rc, AtomicWrite, Only, hdr::RETH, true);
+const RC_FLUSH: OpcodeInfo = op(0x1c, Rc, Flush, Only, hdr::FETH | hdr::RETH, false);
 const UD_OPS: [OpcodeInfo; 2] = [
     op(0x64, Ud, Send, Only, hdr::DETH, true),
     op(0x65, Ud, Send, Only, hdr::DETH | hdr::IMM, true),
@@ -251,6 +263,7 @@ pub fn opcode_info(opcode: u8) -> Option<OpcodeInfo> {
         0 if low < 12 => RC_COMMON.get(low).copied(),
         0 if opcode == RC_SEND_ONLY_INV.opcode => Some(RC_SEND_ONLY_INV),
         0 if opcode == RC_ATOMIC_WRITE.opcode => Some(RC_ATOMIC_WRITE),
+        0 if opcode == RC_FLUSH.opcode => Some(RC_FLUSH),
         0 => RC_ONLY.iter().find(|o| o.opcode == opcode).copied(),
         1 => UC_COMMON.get(low).copied(),
         3 => UD_OPS.iter().find(|o| o.opcode == opcode).copied(),
@@ -437,6 +450,58 @@ impl AtomicEth {
     }
 }
 
+/// FLUSH placement types (`enum ib_placement_type`), bits of
+/// [`Feth::placement`].
+pub mod placement {
+    /// Visible to every later reader of the memory.
+    pub const GLOBAL: u8 = 1 << 0;
+    /// Persistent across a loss of power.
+    pub const PERSISTENT: u8 = 1 << 1;
+}
+
+/// FLUSH selectivity levels (`enum ib_selectivity_level`).
+pub mod selectivity {
+    /// The range the RETH names.
+    pub const RANGE: u8 = 0;
+    /// The whole region the RETH's rkey names (its address and length are
+    /// not looked at).
+    pub const MEMORY_REGION: u8 = 1;
+}
+
+/// The FLUSH extended transport header: a 32-bit word whose bits 3-0 are
+/// the placement type and bits 5-4 the selectivity level; the rest is
+/// reserved (sent as zero, ignored on receipt).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Feth {
+    /// [`placement`] bits (4 bits).
+    pub placement: u8,
+    /// A [`selectivity`] level (2 bits).
+    pub selectivity: u8,
+}
+
+impl Feth {
+    const PLACEMENT_MASK: u32 = 0xf;
+    const SELECTIVITY_SHIFT: u32 = 4;
+    const SELECTIVITY_MASK: u32 = 0x3;
+
+    /// Parses the first [`FETH_LEN`] bytes of `b`.
+    pub fn parse(b: &[u8]) -> Self {
+        let v = be32(b, 0);
+        Self {
+            placement: (v & Self::PLACEMENT_MASK) as u8,
+            selectivity: ((v >> Self::SELECTIVITY_SHIFT) & Self::SELECTIVITY_MASK) as u8,
+        }
+    }
+
+    /// Writes the header at the start of `out`; bits beyond each field's
+    /// width are dropped.
+    pub fn write(&self, out: &mut [u8]) {
+        let v = (u32::from(self.placement) & Self::PLACEMENT_MASK)
+            | ((u32::from(self.selectivity) & Self::SELECTIVITY_MASK) << Self::SELECTIVITY_SHIFT);
+        put(out, 0, &v.to_be_bytes());
+    }
+}
+
 /// The datagram extended transport header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Deth {
@@ -482,6 +547,8 @@ pub struct Packet {
     pub ieth: Option<u32>,
     /// DETH, if the opcode has one.
     pub deth: Option<Deth>,
+    /// FETH, if the opcode has one.
+    pub feth: Option<Feth>,
     /// Offset of the payload in the packet.
     pub payload_offset: usize,
     /// Bytes of payload, without pad.
@@ -511,6 +578,7 @@ pub fn parse(packet: &[u8]) -> Result<Packet, ParseError> {
         at += len;
         slice
     };
+    let feth = take(hdr::FETH, FETH_LEN).map(Feth::parse);
     let reth = take(hdr::RETH, RETH_LEN).map(Reth::parse);
     let deth = take(hdr::DETH, DETH_LEN).map(Deth::parse);
     let atomic = take(hdr::ATOMIC_ETH, ATOMIC_ETH_LEN).map(AtomicEth::parse);
@@ -528,6 +596,7 @@ pub fn parse(packet: &[u8]) -> Result<Packet, ParseError> {
         imm,
         ieth,
         deth,
+        feth,
         payload_offset: header_len,
         payload_len,
     })
@@ -558,6 +627,7 @@ pub fn write_headers(p: &Packet, out: &mut [u8]) -> Option<usize> {
         at += size;
         Some(range)
     };
+    let feth = take(hdr::FETH, FETH_LEN);
     let reth = take(hdr::RETH, RETH_LEN);
     let deth = take(hdr::DETH, DETH_LEN);
     let atomic = take(hdr::ATOMIC_ETH, ATOMIC_ETH_LEN);
@@ -565,6 +635,9 @@ pub fn write_headers(p: &Packet, out: &mut [u8]) -> Option<usize> {
     let atomic_ack = take(hdr::ATOMIC_ACK_ETH, ATOMIC_ACK_ETH_LEN);
     let imm = take(hdr::IMM, IMM_LEN);
     let ieth = take(hdr::IETH, IETH_LEN);
+    if let Some(b) = feth.and_then(|r| out.get_mut(r)) {
+        p.feth.unwrap_or_default().write(b);
+    }
     if let Some(b) = reth.and_then(|r| out.get_mut(r)) {
         p.reth.unwrap_or_default().write(b);
     }

@@ -210,6 +210,21 @@ pub fn icrc_ipv6(ip: &[u8], udp_to_pad: &[u8]) -> Result<u32, IcrcError> {
     Ok(Icrc::start(ip, udp_to_pad)?.finish())
 }
 
+/// The ICRC that rxe (Linux 6.2 to 6.12 at least) gives an RDMA FLUSH
+/// request: its opcode table has no payload offset for FLUSH, so after the
+/// (masked) headers its CRC runs once more over the transport headers'
+/// own bytes, unmasked, as if they were the payload. `ip` and
+/// `udp_to_pad` as for [`icrc_ipv4`]. A FLUSH carries no payload, so the
+/// transport headers are all of `udp_to_pad` after the UDP header.
+pub fn rxe_flush_icrc(ip: &[u8], udp_to_pad: &[u8]) -> Result<u32, IcrcError> {
+    let transport = udp_to_pad
+        .get(UDP_HEADER_LEN..)
+        .ok_or(IcrcError::Truncated)?;
+    let mut icrc = Icrc::start(ip, udp_to_pad)?;
+    icrc.update(transport);
+    Ok(icrc.finish())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -90,6 +90,7 @@ pub fn opcode_allowed(qp: QpType, op: u32) -> bool {
                 | SEND_WITH_INV
                 | REG_MR
                 | ATOMIC_WRITE
+                | FLUSH
         ),
         QpType::Uc => matches!(
             op,
@@ -131,9 +132,10 @@ pub fn validate_send(
     if !opcode_allowed(qp, op) {
         return Err(WqeError::BadOpcode);
     }
-    if is_local(op) {
-        // Local operations move no data; whatever SGEs they name are
-        // ignored, so they are refused rather than silently dropped.
+    if is_local(op) || op == opcode::FLUSH {
+        // Local operations and FLUSH move no data (a FLUSH's range is in
+        // its own fields); whatever SGEs they name would be ignored, so
+        // they are refused rather than silently dropped.
         if num_sge != 0 || inline {
             return Err(WqeError::TooManySges);
         }

@@ -64,6 +64,30 @@ for vm in a b; do
 	done
 done
 
+# IBA 1.5 memory placement (tests/progs/rc_flush.c): both devices
+# advertise FLUSH (global, persistent) and ATOMIC WRITE, as rxe does; then
+# each side in turn requests: a WRITE followed by a FLUSH of its range
+# (every byte placed when the FLUSH completes), FLUSHes of the whole
+# region and of a persistent range (where the responder's device lets a
+# region have persistent flush access: srnic does, rxe only on pmem), an
+# ATOMIC WRITE, and a FLUSH of a region without flush access, which fails
+# with a remote access error.
+step "$dev advertises FLUSH and ATOMIC WRITE"
+caps=$(ibv_devinfo -v -d "$dev" | awk '/device_cap_flags_ex:/ { print $2; exit }')
+echo "$dev: device_cap_flags_ex $caps"
+[ -n "$caps" ] && [ $(((caps >> 38) & 7)) -eq 7 ] ||
+	fail "$dev: device_cap_flags_ex '$caps' lacks FLUSH_GLOBAL, FLUSH_PERSISTENT or ATOMIC_WRITE (bits 38-40)"
+for requester in a b; do
+	step "FLUSH and ATOMIC WRITE, requester on $requester"
+	mkdir -p /mnt/shared/flush.$requester
+	flush_role=r
+	[ "$SRNIC_VM" = $requester ] && flush_role=q
+	timeout 180 "$SRNIC_TOP/out/progs/rc_flush" "$dev" 1 $flush_role /mnt/shared/flush.$requester \
+		> /tmp/flush.out 2>&1 || { cat /tmp/flush.out; fail "FLUSH and ATOMIC WRITE with the requester on $requester failed on $dev"; }
+	cat /tmp/flush.out
+	barrier "flush.$requester.done" 2
+done
+
 # RoCE over a VLAN (PFC needs the tag): the core lists the VLAN's
 # addresses as GIDs of the port; a QP on such a GID sends through the VLAN
 # interface, tagged, and what comes back arrives on the VLAN interface.

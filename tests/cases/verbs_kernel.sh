@@ -1,7 +1,9 @@
 # Kernel consumers of srnic: ib_mad sets up QP1 on every device without
 # complaint, and the in-kernel verbs test (tests/kernel/verbs_test.rs)
 # checks post argument errors with bad_wr, the ERR flush of N sends and
-# M receives in order and exactly once, WRs posted in ERR, and ib_drain_qp.
+# M receives in order and exactly once, WRs posted in ERR, ib_drain_qp,
+# the completion events of kernel CQs, and RDMA FLUSH and ATOMIC WRITE
+# from a kernel consumer.
 # cpus: 1
 # timeout: 300
 load_srnic

@@ -49,3 +49,24 @@ unsigned int srnic_test_online_cpus(void)
 {
 	return num_online_cpus();
 }
+
+/*
+ * A fast-registration region of @pd over the @len bytes at @buf (within
+ * one page), its page list mapped: it becomes valid with the access an
+ * IB_WR_REG_MR gives it. Deregister with ib_dereg_mr().
+ */
+struct ib_mr *srnic_test_fastreg_mr(struct ib_pd *pd, void *buf, unsigned int len)
+{
+	struct scatterlist sg;
+	struct ib_mr *mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, 1);
+
+	if (IS_ERR(mr))
+		return mr;
+	sg_init_one(&sg, buf, len);
+	if (ib_dma_map_sg(pd->device, &sg, 1, DMA_BIDIRECTIONAL) != 1 ||
+	    ib_map_mr_sg(mr, &sg, 1, NULL, PAGE_SIZE) != 1) {
+		ib_dereg_mr(mr);
+		return ERR_PTR(-EINVAL);
+	}
+	return mr;
+}

@@ -6,7 +6,9 @@
 //! (seed 004: every WR exactly once, in order), WRs posted in ERR, and
 //! `ib_drain_qp`; then the completion events of kernel CQs (seed 002):
 //! the arming rules, missed events, moderation, and each CQ's events on
-//! the CPU of its vector.
+//! the CPU of its vector; last IBA 1.5's RDMA FLUSH and ATOMIC WRITE from a
+//! kernel consumer (`struct srnic_flush_wr`, `ib_rdma_wr`) over a region
+//! given flush access by fast registration.
 //!
 //! Loading the module runs the test; it loads only if every check passed,
 //! and says what failed otherwise. The verbs are the core's consumer API,
@@ -231,10 +233,27 @@ fn connect_to_itself(
     qp: *mut bindings::ib_qp,
     timeout: u8,
     min_rnr_timer: u8,
+    access: u32,
+) -> Result<(), &'static str> {
+    // SAFETY: the QP is live.
+    let dest = unsafe { (*qp).qp_num };
+    connect_to(dev, qp, dest, timeout, min_rnr_timer, access)
+}
+
+/// Moves RC `qp` from RESET to RTS connected to QP `dest` of the same
+/// device (see `connect_to_itself`).
+fn connect_to(
+    dev: *mut bindings::ib_device,
+    qp: *mut bindings::ib_qp,
+    dest: u32,
+    timeout: u8,
+    min_rnr_timer: u8,
+    access: u32,
 ) -> Result<(), &'static str> {
     let mut attr = bindings::ib_qp_attr {
         qp_state: bindings::ib_qp_state_IB_QPS_INIT,
         port_num: 1,
+        qp_access_flags: access as c_int,
         ..Default::default()
     };
     let m = bindings::ib_qp_attr_mask_IB_QP_STATE
@@ -249,8 +268,7 @@ fn connect_to_itself(
     let mut attr = bindings::ib_qp_attr {
         qp_state: bindings::ib_qp_state_IB_QPS_RTR,
         path_mtu: bindings::ib_mtu_IB_MTU_1024,
-        // SAFETY: the QP is live.
-        dest_qp_num: unsafe { (*qp).qp_num },
+        dest_qp_num: dest,
         max_dest_rd_atomic: 1,
         min_rnr_timer,
         ..Default::default()
@@ -348,7 +366,7 @@ fn run() -> Result<(), &'static str> {
     // RNR timer (code 0, 655 ms) they are still waiting when the flush
     // comes a few milliseconds after the receives are posted; with a short
     // one a send could land in a receive first.
-    connect_to_itself(r.dev, qp, 31, 0)?;
+    connect_to_itself(r.dev, qp, 31, 0, 0)?;
 
     let (_buffer, mut sge) = buffer_sge(r.pd)?;
     let mut tags = KVec::new();
@@ -712,7 +730,7 @@ fn run_events() -> Result<(), &'static str> {
         let qp = unsafe { bindings::ib_create_qp_kernel(r.pd, &mut init, CALLER.as_char_ptr()) };
         check(!is_err(qp), "ib_create_qp RC (events)")?;
         *slot = qp;
-        connect_to_itself(r.dev, qp, 14, 12)?;
+        connect_to_itself(r.dev, qp, 14, 12, 0)?;
     }
     let [qp, other_qp] = r.qps;
     let (_buffer, mut sge) = buffer_sge(r.pd)?;
@@ -860,13 +878,239 @@ fn run_events() -> Result<(), &'static str> {
     Ok(())
 }
 
+/// The next CQE of `cq` (polled directly), within two seconds.
+fn next_wc(cq: *mut bindings::ib_cq) -> Result<bindings::ib_wc, &'static str> {
+    for _ in 0..2000 {
+        let mut wc = bindings::ib_wc::default();
+        // SAFETY: a live CQ of ours, polled only by this thread.
+        if unsafe { bindings::srnic_test_poll_cq(cq, 1, &mut wc) } > 0 {
+            return Ok(wc);
+        }
+        sleep_ms(1);
+    }
+    Err("a CQE of the FLUSH test did not arrive within 2 s")
+}
+
+/// Whether the next CQE of `cq` is WR `id`'s with `status` and `opcode`.
+fn completes(
+    cq: *mut bindings::ib_cq,
+    id: u64,
+    status: bindings::ib_wc_status,
+    opcode: Option<bindings::ib_wc_opcode>,
+) -> Result<bool, &'static str> {
+    let wc = next_wc(cq)?;
+    // SAFETY: the CQ's WRs carry IDs, not cqes.
+    let wr_id = unsafe { wc.__bindgen_anon_1.wr_id };
+    let ok = wr_id == id && wc.status == status && opcode.map_or(true, |o| wc.opcode == o);
+    if !ok {
+        pr_info!(
+            "# CQE: wr_id {} status {} opcode {}; expected wr_id {} status {}\n",
+            wr_id,
+            wc.status,
+            wc.opcode,
+            id,
+            status
+        );
+    }
+    Ok(ok)
+}
+
+/// A kernel WR of `opcode` with ID `id` and `sges` (signalled).
+fn plain_wr(
+    opcode: bindings::ib_wr_opcode,
+    id: u64,
+    sge: *mut bindings::ib_sge,
+) -> bindings::ib_send_wr {
+    let mut wr = bindings::ib_send_wr {
+        sg_list: sge,
+        num_sge: if sge.is_null() { 0 } else { 1 },
+        opcode,
+        send_flags: bindings::ib_send_flags_IB_SEND_SIGNALED as c_int,
+        ..Default::default()
+    };
+    wr.__bindgen_anon_1.wr_id = id;
+    wr
+}
+
+/// RDMA FLUSH and ATOMIC WRITE posted by a kernel consumer, between two RC
+/// QPs of srnic0: a WRITE, then a FLUSH (global and persistent) of
+/// its range in a region that fast registration gave flush access; an
+/// ATOMIC WRITE into it; a FLUSH through the PD's global rkey, whose DMA
+/// region has no flush access, fails with a remote access error.
+fn run_flush() -> Result<(), &'static str> {
+    const LOCAL_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
+    const REMOTE_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
+    const FLUSH_GLOBAL: u32 = bindings::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL;
+    const FLUSH_PERSISTENT: u32 = bindings::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT;
+    const SUCCESS: bindings::ib_wc_status = bindings::ib_wc_status_IB_WC_SUCCESS;
+    let mut r = Resources::new();
+    r.dev = get_device()?;
+    // SAFETY: a registered device; `Resources` deallocates the PD.
+    let pd = unsafe {
+        bindings::__ib_alloc_pd(
+            r.dev,
+            bindings::ib_pd_flags_IB_PD_UNSAFE_GLOBAL_RKEY,
+            CALLER.as_char_ptr(),
+        )
+    };
+    check(!is_err(pd), "ib_alloc_pd with a global rkey")?;
+    r.pd = pd;
+    // SAFETY: as in `run`.
+    let cq = unsafe {
+        bindings::__ib_alloc_cq(
+            r.dev,
+            null_mut(),
+            16,
+            0,
+            bindings::ib_poll_context_IB_POLL_DIRECT,
+            CALLER.as_char_ptr(),
+        )
+    };
+    check(!is_err(cq), "ib_alloc_cq (FLUSH)")?;
+    r.cq = cq;
+    // Two QPs connected to each other: the responder's QP goes to ERR on
+    // the last FLUSH, and the requester's must still see the NAK.
+    let qp = create_qp(&r, bindings::ib_qp_type_IB_QPT_RC, 8);
+    check(!qp.is_null(), "ib_create_qp RC (FLUSH requester)")?;
+    r.qps[0] = qp;
+    let peer = create_qp(&r, bindings::ib_qp_type_IB_QPT_RC, 8);
+    check(!peer.is_null(), "ib_create_qp RC (FLUSH responder)")?;
+    r.qps[1] = peer;
+    let access = REMOTE_WRITE | FLUSH_GLOBAL | FLUSH_PERSISTENT;
+    // SAFETY: both QPs are live.
+    let (qpn, peer_qpn) = unsafe { ((*qp).qp_num, (*peer).qp_num) };
+    connect_to(r.dev, qp, peer_qpn, 14, 12, access)?;
+    connect_to(r.dev, peer, qpn, 14, 12, access)?;
+
+    let (source, mut sge) = buffer_sge(pd)?;
+    let mut target = KBox::new([0u8; 64], GFP_KERNEL).map_err(|_| "allocate buffer")?;
+    let mut source = source;
+    for (i, b) in source.iter_mut().enumerate() {
+        *b = i as u8 ^ 0x5a;
+    }
+    // SAFETY: a live PD and a kernel buffer that outlives the region.
+    let mr = unsafe { bindings::srnic_test_fastreg_mr(pd, target.as_mut_ptr().cast(), 64) };
+    check(!is_err(mr), "fast-registration region over the target")?;
+    // SAFETY: a live region of ours.
+    let (rkey, iova) = unsafe { ((*mr).rkey, (*mr).iova) };
+    let result = (|| {
+        let mut reg = bindings::ib_reg_wr {
+            wr: plain_wr(bindings::ib_wr_opcode_IB_WR_REG_MR, 1, null_mut()),
+            mr,
+            key: rkey,
+            access: (LOCAL_WRITE | REMOTE_WRITE | FLUSH_GLOBAL | FLUSH_PERSISTENT) as c_int,
+        };
+        reg.wr.num_sge = 0;
+        check(
+            post_send(qp, &reg.wr).0 == 0,
+            "post REG_MR with flush access",
+        )?;
+        check(completes(cq, 1, SUCCESS, None)?, "REG_MR completes")?;
+
+        let write = bindings::ib_rdma_wr {
+            wr: plain_wr(bindings::ib_wr_opcode_IB_WR_RDMA_WRITE, 2, &mut sge),
+            remote_addr: iova,
+            rkey,
+        };
+        check(post_send(qp, &write.wr).0 == 0, "post RDMA WRITE")?;
+        let flush = bindings::srnic_flush_wr {
+            wr: plain_wr(bindings::ib_wr_opcode_IB_WR_FLUSH, 3, null_mut()),
+            remote_addr: iova,
+            length: 64,
+            rkey,
+            type_: (bindings::ib_placement_type_IB_FLUSH_GLOBAL
+                | bindings::ib_placement_type_IB_FLUSH_PERSISTENT) as u8,
+            level: bindings::ib_selectivity_level_IB_FLUSH_RANGE as u8,
+        };
+        check(
+            post_send(qp, &flush.wr).0 == 0,
+            "post FLUSH (srnic_flush_wr)",
+        )?;
+        check(completes(cq, 2, SUCCESS, None)?, "the WRITE completes")?;
+        check(
+            completes(cq, 3, SUCCESS, Some(bindings::ib_wc_opcode_IB_WC_FLUSH))?,
+            "the FLUSH completes as IB_WC_FLUSH",
+        )?;
+        check(
+            target[..] == source[..],
+            "the WRITE is in the region when its FLUSH completes",
+        )?;
+
+        let value = 0x0123_4567_89ab_cdefu64;
+        source[..8].copy_from_slice(&value.to_ne_bytes());
+        let mut eight = bindings::ib_sge { length: 8, ..sge };
+        let atomic = bindings::ib_rdma_wr {
+            wr: plain_wr(bindings::ib_wr_opcode_IB_WR_ATOMIC_WRITE, 4, &mut eight),
+            remote_addr: iova + 8,
+            rkey,
+        };
+        check(
+            post_send(qp, &atomic.wr).0 == 0,
+            "post ATOMIC WRITE (ib_rdma_wr)",
+        )?;
+        check(
+            completes(
+                cq,
+                4,
+                SUCCESS,
+                Some(bindings::ib_wc_opcode_IB_WC_ATOMIC_WRITE),
+            )?,
+            "the ATOMIC WRITE completes as IB_WC_ATOMIC_WRITE",
+        )?;
+        check(
+            target[8..16] == value.to_ne_bytes(),
+            "the ATOMIC WRITE stored its eight bytes",
+        )?;
+
+        let mut sge_list = sge;
+        let with_sge = bindings::srnic_flush_wr {
+            wr: plain_wr(bindings::ib_wr_opcode_IB_WR_FLUSH, 5, &mut sge_list),
+            ..flush
+        };
+        let (ret, _) = post_send(qp, &with_sge.wr);
+        check(
+            ret == -(bindings::EINVAL as c_int),
+            "a FLUSH with an SGE is refused with EINVAL",
+        )?;
+
+        // SAFETY: a live PD allocated with IB_PD_UNSAFE_GLOBAL_RKEY.
+        let global = unsafe { (*pd).unsafe_global_rkey };
+        let denied = bindings::srnic_flush_wr {
+            wr: plain_wr(bindings::ib_wr_opcode_IB_WR_FLUSH, 6, null_mut()),
+            remote_addr: target.as_ptr() as u64,
+            rkey: global,
+            ..flush
+        };
+        check(
+            post_send(qp, &denied.wr).0 == 0,
+            "post FLUSH to a region without flush access",
+        )?;
+        check(
+            completes(cq, 6, bindings::ib_wc_status_IB_WC_REM_ACCESS_ERR, None)?,
+            "a FLUSH to a region without flush access fails with IB_WC_REM_ACCESS_ERR",
+        )
+    })();
+    // The QPs go first (in ERR now, nothing in flight), then the region,
+    // then the rest.
+    for slot in r.qps.iter_mut() {
+        // SAFETY: our QP, destroyed once; `Resources` skips it.
+        unsafe { bindings::ib_destroy_qp_user(*slot, null_mut()) };
+        *slot = null_mut();
+    }
+    // SAFETY: a region of ours no WR uses any more.
+    unsafe { bindings::ib_dereg_mr_user(mr, null_mut()) };
+    drop(r);
+    drop(target);
+    result
+}
+
 struct VerbsTest;
 
 impl kernel::Module for VerbsTest {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         // KTAP: the plan comes last, when the number of points is known.
         pr_info!("KTAP version 1\n");
-        let result = run().and_then(|()| run_events());
+        let result = run().and_then(|()| run_events()).and_then(|()| run_flush());
         if let Err(what) = result {
             let number = TEST_POINTS.fetch_add(1, Ordering::Relaxed) + 1;
             pr_err!("not ok {} {}\n", number, what);

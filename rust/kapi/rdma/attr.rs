@@ -24,6 +24,15 @@ pub const DEVICE_MEM_WINDOW_TYPE_2B: u64 =
 /// `IB_DEVICE_MEM_MGT_EXTENSIONS`: fast registration and invalidation.
 pub const DEVICE_MEM_MGT_EXTENSIONS: u64 =
     bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
+/// `IB_DEVICE_FLUSH_GLOBAL`: RDMA FLUSH with the global visibility
+/// placement type (and regions with `IB_ACCESS_FLUSH_GLOBAL`).
+pub const DEVICE_FLUSH_GLOBAL: u64 = bindings::ib_device_cap_flags_IB_DEVICE_FLUSH_GLOBAL as u64;
+/// `IB_DEVICE_FLUSH_PERSISTENT`: RDMA FLUSH with the persistence
+/// placement type (and regions with `IB_ACCESS_FLUSH_PERSISTENT`).
+pub const DEVICE_FLUSH_PERSISTENT: u64 =
+    bindings::ib_device_cap_flags_IB_DEVICE_FLUSH_PERSISTENT as u64;
+/// `IB_DEVICE_ATOMIC_WRITE`: RDMA ATOMIC WRITE.
+pub const DEVICE_ATOMIC_WRITE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64;
 /// `IB_PORT_CM_SUP`: the port supports connection management (rdma_cm).
 pub const PORT_CM_SUP: u32 = bindings::ib_port_capability_mask_bits_IB_PORT_CM_SUP;
 

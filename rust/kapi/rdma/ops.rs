@@ -676,7 +676,12 @@ impl<T: Driver> Device<T> {
         pd: *mut bindings::ib_pd,
         access: c_int,
     ) -> *mut bindings::ib_mr {
-        Self::new_mr(pd, MrKind::Dma, access as u32).unwrap_or_else(err_ptr)
+        // The core asks for remote access alone for a PD's unsafe global
+        // rkey on a device with a local DMA lkey (`__ib_alloc_pd`): kernel
+        // memory is the kernel's to write anyway, so local write goes with
+        // it rather than the rule of registration verbs refusing it.
+        let access = access as u32 | bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
+        Self::new_mr(pd, MrKind::Dma, access).unwrap_or_else(err_ptr)
     }
 
     /// # Safety

@@ -314,7 +314,13 @@ pub fn write_kernel_send(
                     wqe.wr.wr.ud.av = encode_av(av);
                 }
             }
-            (_, opcode::RDMA_WRITE | opcode::RDMA_WRITE_WITH_IMM | opcode::RDMA_READ) => {
+            (
+                _,
+                opcode::RDMA_WRITE
+                | opcode::RDMA_WRITE_WITH_IMM
+                | opcode::RDMA_READ
+                | opcode::ATOMIC_WRITE,
+            ) => {
                 let rdma = &*this.cast::<bindings::ib_rdma_wr>();
                 wqe.wr.wr.rdma.remote_addr = rdma.remote_addr;
                 wqe.wr.wr.rdma.rkey = rdma.rkey;
@@ -327,6 +333,17 @@ pub fn write_kernel_send(
                 wqe.wr.wr.atomic.swap = atomic.swap;
                 wqe.wr.wr.atomic.rkey = atomic.rkey;
                 wqe.iova = atomic.remote_addr;
+            }
+            (_, opcode::FLUSH) => {
+                // The core has no container for FLUSH: srnic's own,
+                // `struct srnic_flush_wr`, carries what rxe's WQE does.
+                let flush = &*this.cast::<bindings::srnic_flush_wr>();
+                wqe.wr.wr.flush.remote_addr = flush.remote_addr;
+                wqe.wr.wr.flush.length = flush.length;
+                wqe.wr.wr.flush.rkey = flush.rkey;
+                wqe.wr.wr.flush.type_ = flush.type_;
+                wqe.wr.wr.flush.level = flush.level;
+                wqe.iova = flush.remote_addr;
             }
             (_, opcode::REG_MR) => {
                 let reg = &*this.cast::<bindings::ib_reg_wr>();
@@ -397,6 +414,10 @@ pub fn fetch_user_send(
     if op == opcode::REG_MR {
         return Err(WqeError::BadOpcode);
     }
+    // FLUSH names its range in `dma.length`, as librxe writes it and rxe
+    // reads it; it moves no data, so that is not an SGE total. Read once,
+    // from the copy.
+    let flush_length = wqe.dma.length;
     let data_op = matches!(
         op,
         opcode::SEND | opcode::SEND_WITH_IMM | opcode::SEND_WITH_INV
@@ -475,6 +496,12 @@ pub fn fetch_user_send(
         opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD => {
             // SAFETY: plain integers in every view.
             wqe.iova = unsafe { wqe.wr.wr.atomic.remote_addr };
+        }
+        opcode::FLUSH => {
+            // SAFETY: plain integers in every view.
+            wqe.iova = unsafe { wqe.wr.wr.flush.remote_addr };
+            // The requester reads the range from the flush fields only.
+            wqe.wr.wr.flush.length = flush_length;
         }
         _ => wqe.iova = 0,
     }

@@ -232,6 +232,10 @@ fn transport_packet(opcode: u8, payload_len: usize) -> Option<Vec<u8>> {
             qkey: 0x8001_0000,
             src_qp: 1,
         }),
+        feth: has(headers::hdr::FETH).then_some(headers::Feth {
+            placement: headers::placement::GLOBAL,
+            selectivity: headers::selectivity::RANGE,
+        }),
         payload_offset: info.header_len(),
         payload_len,
     };

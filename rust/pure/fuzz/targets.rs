@@ -10,7 +10,7 @@ use srnic_pure::aeth::{rnr_timer_us, Syndrome};
 use srnic_pure::cq_event::{CqArm, EventAction, EventState, Moderation, MAX_MODERATION_PERIOD_US};
 use srnic_pure::fifo::Fifo;
 use srnic_pure::grh::{self, IpHeader};
-use srnic_pure::headers::{self, hdr, Aeth, AtomicEth, Bth, Deth, Packet, ParseError, Reth};
+use srnic_pure::headers::{self, hdr, Aeth, AtomicEth, Bth, Deth, Feth, Packet, ParseError, Reth};
 use srnic_pure::icrc::{self, Icrc, IPV4_HEADER_LEN, IPV6_HEADER_LEN, UDP_HEADER_LEN};
 use srnic_pure::lan::{self, Datagram, FragmentPlan, Reassembler, ReassemblySlot, Step};
 use srnic_pure::mtu::{active_mtu_for_netdev, ROCEV2_MAX_OVERHEAD};
@@ -86,6 +86,7 @@ fn check_parsed(data: &[u8], p: &Packet) {
     assert_eq!(p.atomic_ack.is_some(), has(hdr::ATOMIC_ACK_ETH));
     assert_eq!(p.imm.is_some(), has(hdr::IMM));
     assert_eq!(p.ieth.is_some(), has(hdr::IETH));
+    assert_eq!(p.feth.is_some(), has(hdr::FETH));
     assert!(p.bth.dest_qp <= 0xff_ffff && p.bth.psn <= 0xff_ffff);
 
     // Writing the parsed headers gives the bytes back, but for the
@@ -98,6 +99,12 @@ fn check_parsed(data: &[u8], p: &Packet) {
     want[8] &= 0x80;
     if let Some(at) = deth_offset(&info) {
         want[at + 4] = 0;
+    }
+    if info.headers & hdr::FETH != 0 {
+        // The FETH is the first extended header; all but its low six bits
+        // are reserved.
+        want[headers::BTH_LEN..headers::BTH_LEN + 3].fill(0);
+        want[headers::BTH_LEN + 3] &= 0x3f;
     }
     assert_eq!(out, want, "write_headers(parse(x)) == x");
     // Too short a buffer is refused, not overrun.
@@ -181,6 +188,10 @@ fn headers_roundtrip(data: &[u8]) {
     let atomic_ack = has(hdr::ATOMIC_ACK_ETH).then(|| input.u64());
     let imm = has(hdr::IMM).then(|| input.u32());
     let ieth = has(hdr::IETH).then(|| input.u32());
+    let feth = has(hdr::FETH).then(|| Feth {
+        placement: input.u8() & 0xf,
+        selectivity: input.u8() & 0x3,
+    });
     let header_len = info.header_len();
     let packet = Packet {
         info,
@@ -192,6 +203,7 @@ fn headers_roundtrip(data: &[u8]) {
         imm,
         ieth,
         deth,
+        feth,
         payload_offset: header_len,
         payload_len,
     };
@@ -603,11 +615,12 @@ fn wr_target(data: &[u8]) {
     );
     if let Ok(total) = result {
         assert!(wr::opcode_allowed(qp, op));
-        let local = matches!(
+        // Local operations and FLUSH name no local memory.
+        let no_data = matches!(
             op,
-            wr::opcode::LOCAL_INV | wr::opcode::BIND_MW | wr::opcode::REG_MR
+            wr::opcode::LOCAL_INV | wr::opcode::BIND_MW | wr::opcode::REG_MR | wr::opcode::FLUSH
         );
-        if local {
+        if no_data {
             assert_eq!(total, 0);
             assert!(num_sge == 0 && !inline);
         } else {

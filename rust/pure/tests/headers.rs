@@ -5,8 +5,8 @@
 //! bytes that are not there.
 
 use srnic_pure::headers::{
-    self, hdr, opcode_info, pad_for, Aeth, AtomicEth, Bth, Deth, ParseError, Position, Reth,
-    Transport, BTH_LEN, ICRC_LEN,
+    self, hdr, opcode_info, pad_for, placement, selectivity, Aeth, AtomicEth, Bth, Deth, Feth,
+    Operation, ParseError, Position, Reth, Transport, BTH_LEN, ICRC_LEN,
 };
 
 #[test]
@@ -14,8 +14,8 @@ fn opcode_table() {
     let known: Vec<u8> = (0..=255u8)
         .filter(|op| opcode_info(*op).is_some())
         .collect();
-    // RC: 0x00-0x14, 0x16, 0x17, 0x1d; UC: 0x20-0x2b; UD: 0x64, 0x65.
-    let mut expected: Vec<u8> = (0x00..=0x14).chain([0x16, 0x17, 0x1d]).collect();
+    // RC: 0x00-0x14, 0x16, 0x17, 0x1c, 0x1d; UC: 0x20-0x2b; UD: 0x64, 0x65.
+    let mut expected: Vec<u8> = (0x00..=0x14).chain([0x16, 0x17, 0x1c, 0x1d]).collect();
     expected.extend(0x20..=0x2b);
     expected.extend([0x64, 0x65]);
     assert_eq!(known, expected);
@@ -240,4 +240,91 @@ fn pkey_membership() {
     assert!(!pkey_matches(0x0000, DEFAULT_PKEY));
     assert!(!pkey_matches(0x8000, 0x8000));
     assert!(!pkey_matches(0x1234, DEFAULT_PKEY));
+}
+
+#[test]
+fn flush_opcode() {
+    let flush = opcode_info(0x1c).unwrap();
+    assert_eq!(flush.operation, Operation::Flush);
+    assert_eq!(flush.transport, Transport::Rc);
+    assert_eq!(flush.position, Position::Only);
+    assert_eq!(flush.headers, hdr::FETH | hdr::RETH);
+    assert_eq!(flush.header_len(), BTH_LEN + 4 + 16);
+    assert!(!flush.payload);
+    let atomic_write = opcode_info(0x1d).unwrap();
+    assert_eq!(atomic_write.operation, Operation::AtomicWrite);
+    assert_eq!(atomic_write.headers, hdr::RETH);
+    assert!(atomic_write.payload);
+}
+
+#[test]
+fn feth_bits() {
+    // Bits 3-0 placement, 5-4 selectivity, big-endian.
+    let mut out = [0xffu8; 4];
+    Feth {
+        placement: placement::GLOBAL | placement::PERSISTENT,
+        selectivity: selectivity::MEMORY_REGION,
+    }
+    .write(&mut out);
+    assert_eq!(out, [0, 0, 0, 0x13]);
+    // Wider values are cut to the field widths.
+    Feth {
+        placement: 0xff,
+        selectivity: 0xff,
+    }
+    .write(&mut out);
+    assert_eq!(out, [0, 0, 0, 0x3f]);
+    // Reserved bits are ignored on receipt.
+    let parsed = Feth::parse(&[0xff, 0xff, 0xff, 0xc1]);
+    assert_eq!(parsed.placement, placement::GLOBAL);
+    assert_eq!(parsed.selectivity, 0);
+    assert_eq!(
+        Feth::parse(&[0, 0, 0, 0x12]).selectivity,
+        selectivity::MEMORY_REGION
+    );
+}
+
+/// A FLUSH request as rxe sends it: BTH, FETH, RETH, no payload, ICRC.
+#[test]
+fn flush_wire_layout() {
+    let bth = Bth {
+        opcode: 0x1c,
+        pkey: 0xffff,
+        dest_qp: 0x11,
+        ack_req: true,
+        psn: 0x42,
+        ..Default::default()
+    };
+    let mut bytes = vec![0u8; BTH_LEN + 4 + 16 + ICRC_LEN];
+    bth.write(&mut bytes);
+    bytes[BTH_LEN + 3] = 0x11; // global, whole region
+    bytes[BTH_LEN + 4..BTH_LEN + 12].copy_from_slice(&0x7f00_0000_1000u64.to_be_bytes());
+    bytes[BTH_LEN + 12..BTH_LEN + 16].copy_from_slice(&0x1234u32.to_be_bytes());
+    bytes[BTH_LEN + 16..BTH_LEN + 20].copy_from_slice(&64u32.to_be_bytes());
+    let p = headers::parse(&bytes).unwrap();
+    assert_eq!(
+        p.feth,
+        Some(Feth {
+            placement: placement::GLOBAL,
+            selectivity: selectivity::MEMORY_REGION
+        })
+    );
+    assert_eq!(
+        p.reth,
+        Some(Reth {
+            va: 0x7f00_0000_1000,
+            rkey: 0x1234,
+            dma_len: 64
+        })
+    );
+    assert_eq!(p.payload_len, 0);
+    assert_eq!(p.payload_offset, BTH_LEN + 20);
+    // Written back, the same bytes.
+    let mut again = vec![0u8; bytes.len()];
+    assert_eq!(headers::write_headers(&p, &mut again), Some(BTH_LEN + 20));
+    assert_eq!(again[..BTH_LEN + 20], bytes[..BTH_LEN + 20]);
+    // A FLUSH carries no payload.
+    let mut longer = bytes.clone();
+    longer.extend([0u8; 4]);
+    assert_eq!(headers::parse(&longer), Err(ParseError::BadPad));
 }

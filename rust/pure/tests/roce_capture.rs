@@ -6,7 +6,7 @@
 //! same ICRC.
 
 use srnic_pure::headers::{self, Operation, Position, Transport};
-use srnic_pure::icrc::icrc_ipv4;
+use srnic_pure::icrc::{icrc_ipv4, rxe_flush_icrc};
 
 /// (opcode, IPv4 packet as hex)
 const CAPTURED: &[(u8, &str)] = &[
@@ -102,4 +102,25 @@ fn parses_what_rxe_sent() {
         parsed.bth.write(&mut bth);
         assert_eq!(&bth[..], &transport[..12], "BTH of {opcode:#x}");
     }
+}
+
+/// An RDMA FLUSH (global, range) rxe of Linux 6.12 sent to srnic in the
+/// `rc_interop` scenario (IPv4 packet as hex).
+const RXE_FLUSH: &str = "45000040387040004011ee3a0a0000020a000001c13212b7002c00001c00ffff000000118000001e000000010000560a6381e0000000020100008000da9b6200";
+
+#[test]
+fn rxe_flush_has_its_own_icrc() {
+    let packet = bytes(RXE_FLUSH);
+    let (ip, udp_to_icrc) = split(&packet);
+    let (udp_to_pad, icrc) = udp_to_icrc.split_at(udp_to_icrc.len() - 4);
+    let wire = u32::from_le_bytes(icrc.try_into().unwrap());
+    // Not the standard ICRC: the transport headers are covered twice.
+    assert_ne!(icrc_ipv4(ip, udp_to_pad), Ok(wire));
+    assert_eq!(rxe_flush_icrc(ip, udp_to_pad), Ok(wire));
+    let parsed = headers::parse(&udp_to_icrc[8..]).unwrap();
+    assert_eq!(parsed.info.operation, Operation::Flush);
+    let feth = parsed.feth.unwrap();
+    assert_eq!((feth.placement, feth.selectivity), (1, 0));
+    assert_eq!(parsed.reth.unwrap().dma_len, 0x8000);
+    assert_eq!(parsed.payload_len, 0);
 }

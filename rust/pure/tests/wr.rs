@@ -47,6 +47,7 @@ fn opcode_table() {
         SEND_WITH_INV,
         REG_MR,
         ATOMIC_WRITE,
+        FLUSH,
     ];
     let uc = [
         RDMA_WRITE,
@@ -68,13 +69,7 @@ fn opcode_table() {
             "GSI {op}"
         );
     }
-    for op in [
-        TSO,
-        RDMA_READ_WITH_INV,
-        MASKED_ATOMIC_CMP_AND_SWP,
-        FLUSH,
-        u32::MAX,
-    ] {
+    for op in [TSO, RDMA_READ_WITH_INV, MASKED_ATOMIC_CMP_AND_SWP, u32::MAX] {
         assert_eq!(
             send(QpType::Rc, op, false, &[], 0),
             Err(WqeError::BadOpcode)
@@ -91,6 +86,19 @@ fn opcode_table() {
         send(QpType::Uc, ATOMIC_WRITE, true, &[], 8),
         Err(WqeError::BadOpcode)
     );
+    // FLUSH is RC only and names no local memory: its range is its own.
+    assert_eq!(send(QpType::Rc, FLUSH, false, &[], 0), Ok(0));
+    assert_eq!(
+        send(QpType::Rc, FLUSH, false, &[8], 8),
+        Err(WqeError::TooManySges)
+    );
+    assert_eq!(
+        send(QpType::Rc, FLUSH, true, &[], 0),
+        Err(WqeError::TooManySges)
+    );
+    for qp in [QpType::Uc, QpType::Ud, QpType::Gsi] {
+        assert_eq!(send(qp, FLUSH, false, &[], 0), Err(WqeError::BadOpcode));
+    }
 }
 
 #[test]

@@ -241,6 +241,7 @@ fn is_read_or_atomic(op: u32) -> bool {
             | opcode::ATOMIC_CMP_AND_SWP
             | opcode::ATOMIC_FETCH_AND_ADD
             | opcode::ATOMIC_WRITE
+            | opcode::FLUSH
     )
 }
 
@@ -331,6 +332,11 @@ pub(crate) fn check_timeout(qp: &Qp<SrnicDevice>) -> bool {
                     false
                 } else {
                     state.requester.retry_left -= 1;
+                    if oldest_sent(qp, &state).is_some_and(|(_, w)| w.wr.opcode == opcode::FLUSH) {
+                        // Perhaps the peer dropped it for its ICRC: the
+                        // other kind goes next (see `Requester`).
+                        state.requester.rxe_flush_icrc = !state.requester.rxe_flush_icrc;
+                    }
                     let from = state.requester.acked;
                     state.requester.lost();
                     resend_from(qp, &mut state, from);
@@ -451,11 +457,15 @@ fn resend_from(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn) {
     qp.device().counters.inc(Counter::Resends);
     let req = &mut state.requester;
     req.rewind(index);
-    let atomic = matches!(
+    // One-packet requests are always sent again whole.
+    let one_packet = matches!(
         wqe.wr.opcode,
-        opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD
+        opcode::ATOMIC_CMP_AND_SWP
+            | opcode::ATOMIC_FETCH_AND_ADD
+            | opcode::ATOMIC_WRITE
+            | opcode::FLUSH
     );
-    if offset > 0 && !atomic {
+    if offset > 0 && !one_packet {
         // Into the middle of a message: from that packet on (a READ asks
         // again for the rest of its data).
         // The PSN came in a NAK: a distance past the message's bytes
@@ -509,8 +519,8 @@ fn read_response(
     };
     let psn = packet.psn();
     let first = Psn::new(wqe.first_psn);
-    if wqe.wr.opcode == opcode::ATOMIC_WRITE {
-        // Its answer is an empty READ response.
+    if matches!(wqe.wr.opcode, opcode::ATOMIC_WRITE | opcode::FLUSH) {
+        // Their answer is an empty READ response.
         if psn != first || packet.hdr.payload_len != 0 {
             return false;
         }

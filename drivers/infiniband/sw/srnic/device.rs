@@ -13,9 +13,9 @@ use crate::kapi::rdma::wqe::{RecvChain, SendChain};
 use crate::kapi::rdma::{
     Ah, CounterNames, Cq, Device, DeviceAttributes, Driver, LinkLayer, Mr, MrKind, Mw, MwType,
     PhysState, PortAttributes, PortEvent, PortState, Qp, Srq, UserData, UserMemory,
-    DEVICE_MEM_MGT_EXTENSIONS, DEVICE_MEM_WINDOW, DEVICE_MEM_WINDOW_TYPE_2B,
-    DEVICE_PORT_ACTIVE_EVENT, DEVICE_RC_RNR_NAK_GEN, DEVICE_SRQ_RESIZE, DEVICE_SYS_IMAGE_GUID,
-    PORT_CM_SUP,
+    DEVICE_ATOMIC_WRITE, DEVICE_FLUSH_GLOBAL, DEVICE_FLUSH_PERSISTENT, DEVICE_MEM_MGT_EXTENSIONS,
+    DEVICE_MEM_WINDOW, DEVICE_MEM_WINDOW_TYPE_2B, DEVICE_PORT_ACTIVE_EVENT, DEVICE_RC_RNR_NAK_GEN,
+    DEVICE_SRQ_RESIZE, DEVICE_SYS_IMAGE_GUID, PORT_CM_SUP,
 };
 use crate::memory::{SrnicAh, SrnicMr, SrnicMw};
 use crate::pure::mtu::{active_mtu_for_netdev, IbMtu};
@@ -261,7 +261,13 @@ impl Driver for SrnicDevice {
                 | DEVICE_SRQ_RESIZE
                 | DEVICE_MEM_WINDOW
                 | DEVICE_MEM_WINDOW_TYPE_2B
-                | DEVICE_MEM_MGT_EXTENSIONS,
+                | DEVICE_MEM_MGT_EXTENSIONS
+                // IBA 1.5 memory placement: soft memory has no separate
+                // persistence domain, so both placement types are met
+                // once the data is in the pages (see responder.rs).
+                | DEVICE_FLUSH_GLOBAL
+                | DEVICE_FLUSH_PERSISTENT
+                | DEVICE_ATOMIC_WRITE,
             local_dma_lkey: true,
             ..Default::default()
         })

@@ -643,6 +643,22 @@ pub(crate) fn remote_region<'g>(
     Span::check(mr, va, len, through)
 }
 
+/// The first address of what remote key `rkey` names for `qp`: a
+/// region's start (0 for a DMA region, whose addresses are the kernel's),
+/// or a window's. A FLUSH of a whole region is checked as a zero-byte
+/// span there, whatever the range its RETH names.
+pub(crate) fn remote_start(qp: &Qp<SrnicDevice>, guard: &RcuReadGuard, rkey: u32) -> Option<u64> {
+    let dev = qp.device();
+    if is_window_key(rkey) {
+        let mw = lookup_mw(dev, guard, rkey)?;
+        let binding = (*mw.binding.lock())?;
+        return Some(binding.addr);
+    }
+    let mr = lookup_mr(dev, guard, rkey)?;
+    let state = mr.state.lock();
+    Some(state.mapping.extent().map_or(0, |(start, _)| start))
+}
+
 /// Driver data of an AH.
 pub(crate) struct SrnicAh {
     av: AddressVector,

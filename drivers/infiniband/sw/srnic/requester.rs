@@ -2,7 +2,8 @@
 
 //! The requester: consumes send WQEs in order (seed 000) and turns each
 //! into request packets: SEND and RDMA WRITE segmented to the path MTU,
-//! one packet for an RDMA READ request or an atomic. It assigns PSNs,
+//! one packet for an RDMA READ request, an atomic, an ATOMIC WRITE or a
+//! FLUSH. It assigns PSNs,
 //! asks for an acknowledgement at the end of each message, honours fences
 //! and the read/atomic depth (`max_rd_atomic`), and executes the local
 //! operations (fast registration, local invalidation) in queue order.
@@ -20,7 +21,7 @@ use crate::kapi::rdma::{wqe, Qp};
 use crate::memory;
 use crate::payload::{Extent, SgeList};
 use crate::pure::grh::IpHeader;
-use crate::pure::headers::{AtomicEth, Deth, BTH_LEN, DETH_LEN, ICRC_LEN, IMM_LEN};
+use crate::pure::headers::{AtomicEth, Deth, Feth, BTH_LEN, DETH_LEN, ICRC_LEN, IMM_LEN};
 use crate::pure::psn::{packets_for, Psn};
 use crate::pure::wr::{opcode, request_opcode, QpType};
 use crate::qp::{QpInner, SrnicQp, Upcalls};
@@ -52,6 +53,7 @@ const RC_READ_REQUEST: u8 = 0x0c;
 const RC_COMPARE_SWAP: u8 = 0x13;
 const RC_FETCH_ADD: u8 = 0x14;
 const RC_ATOMIC_WRITE: u8 = 0x1d;
+const RC_FLUSH: u8 = 0x1c;
 
 /// Per-QP requester state.
 #[derive(Default)]
@@ -88,6 +90,12 @@ pub(crate) struct Requester {
     pub(crate) window: i32,
     /// When the retransmission timer was last looked at (`now_ns`).
     pub(crate) last_check: u64,
+    /// FLUSH requests go out with rxe's ICRC rather than the standard one
+    /// (`icrc::rxe_flush_icrc`). rxe drops a FLUSH whose ICRC is not its
+    /// own, and a standard peer one whose ICRC is rxe's, so a FLUSH that
+    /// times out is sent again with the other kind, and the kind that got
+    /// an answer stays (as does rxe's once the peer sent a FLUSH with it).
+    pub(crate) rxe_flush_icrc: bool,
 }
 
 /// Packets sent and not yet acknowledged, at most.
@@ -208,7 +216,8 @@ pub(crate) fn next_packet<'a>(
                 opcode::RDMA_READ
                 | opcode::ATOMIC_CMP_AND_SWP
                 | opcode::ATOMIC_FETCH_AND_ADD
-                | opcode::ATOMIC_WRITE => {
+                | opcode::ATOMIC_WRITE
+                | opcode::FLUSH => {
                     let depth = u32::from(state.attrs.max_rd_atomic).max(1);
                     if state.requester.rd_atomic >= depth {
                         return None;
@@ -508,6 +517,22 @@ fn build<'a>(
             let mut packet = Packet::new(RC_ATOMIC_WRITE, dest, psn)?
                 .with_reth(va, rkey, length)
                 .with_payload(wqe_data(qp, index, wqe)?, 0, length);
+            packet.hdr.bth.ack_req = true;
+            req.sent_one_answered(wqe, next_index);
+            Some(packet)
+        }
+        opcode::FLUSH => {
+            // FETH and RETH, no payload, answered like a READ: it takes
+            // one PSN and one read/atomic slot, and is sent again whole.
+            // SAFETY: plain integers in every view of the union.
+            let f = unsafe { wqe.wr.wr.flush };
+            let mut packet =
+                Packet::new(RC_FLUSH, dest, psn)?.with_reth(f.remote_addr, f.rkey, f.length);
+            packet.hdr.feth = Some(Feth {
+                placement: f.type_,
+                selectivity: f.level,
+            });
+            packet.rxe_flush_icrc = req.rxe_flush_icrc;
             packet.hdr.bth.ack_req = true;
             req.sent_one_answered(wqe, next_index);
             Some(packet)

@@ -5,7 +5,8 @@
 //! posted); RDMA WRITEs land in the region their rkey names after the key,
 //! range and access checks; RDMA READs are answered with response packets
 //! straight from the region; atomics run on 8-byte aligned targets and
-//! their result is kept to answer a duplicate. A packet ahead of the
+//! their result is kept to answer a duplicate; FLUSHes are answered once
+//! the writes before them are placed. A packet ahead of the
 //! expected PSN is NAKed once; one behind it is a duplicate, re-ACKed or
 //! re-executed. A request that breaks the rules is NAKed, and the QP goes
 //! to ERR.
@@ -19,13 +20,13 @@ use crate::kapi::rdma::verbs::{QpState, WcOpcode, WcStatus};
 use crate::kapi::rdma::wqe::RecvCopy;
 use crate::kapi::rdma::Qp;
 use crate::kapi::shared::SharedWord;
-use crate::memory::{self, remote_region, Span};
+use crate::memory::{self, remote_region, remote_start, Span};
 use crate::outbox::answer_of;
 use crate::payload::{self, CopyError, Extent, SgeList};
 use crate::pure::aeth::{NakCode, Syndrome};
 use crate::pure::fifo::Fifo;
 use crate::pure::grh::{IpHeader, GRH_LEN};
-use crate::pure::headers::{Operation, Position, Transport};
+use crate::pure::headers::{placement, selectivity, Operation, Position, Transport};
 use crate::pure::outbox::{Outbox, PendingRead, MAX_READS};
 use crate::pure::psn::{packets_for, Psn, PSN_MASK};
 use crate::pure::wr::QpType;
@@ -35,6 +36,8 @@ use crate::transport::{Hop, Packet};
 const REMOTE_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
 const REMOTE_READ: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
 const REMOTE_ATOMIC: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+const FLUSH_GLOBAL: u32 = bindings::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL;
+const FLUSH_PERSISTENT: u32 = bindings::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT;
 
 const RC_ACKNOWLEDGE: u8 = 0x11;
 const RC_ATOMIC_ACKNOWLEDGE: u8 = 0x12;
@@ -466,6 +469,7 @@ fn handle<'a>(
         Operation::ReadRequest => read(qp, state, guard, packet, upcalls, false),
         Operation::CompareSwap | Operation::FetchAdd => atomic(qp, state, guard, packet, upcalls),
         Operation::AtomicWrite => atomic_write(qp, state, guard, packet, upcalls),
+        Operation::Flush => flush(qp, state, guard, packet, upcalls),
         _ => refuse(qp, state, psn, NakCode::InvalidRequest, upcalls),
     }
 }
@@ -548,8 +552,9 @@ fn duplicate<'a>(
     match packet.hdr.info.operation {
         // Reads have no side effects: answered again.
         Operation::ReadRequest => read(qp, state, guard, packet, upcalls, true),
-        // Storing the same eight bytes again changes nothing: answered.
-        Operation::AtomicWrite => empty_read_response(state, psn),
+        // Storing the same eight bytes again changes nothing, and a
+        // FLUSH has nothing more to place: answered again.
+        Operation::AtomicWrite | Operation::Flush => empty_read_response(state, psn),
         Operation::CompareSwap | Operation::FetchAdd => {
             let done = state
                 .responder
@@ -1055,7 +1060,12 @@ fn atomic_write<'a>(
     let (Some(reth), Some(source)) = (packet.hdr.reth, packet.payload.as_ref()) else {
         return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
     };
-    if packet.hdr.payload_len != 8 || reth.dma_len != 8 || reth.va % 8 != 0 {
+    // IBA oA19-28: exactly eight bytes, no pad, to an aligned address.
+    if packet.hdr.payload_len != 8
+        || packet.hdr.bth.pad != 0
+        || reth.dma_len != 8
+        || reth.va % 8 != 0
+    {
         return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
     }
     if state.attrs.qp_access_flags & REMOTE_WRITE == 0 {
@@ -1074,6 +1084,78 @@ fn atomic_write<'a>(
         return Reply::SourceFault;
     }
     cell.store(u64::from_ne_bytes(value));
+    let resp = &mut state.responder;
+    resp.psn = psn.next();
+    resp.msn = resp.msn.wrapping_add(1);
+    empty_read_response(state, psn)
+}
+
+/// The access a FLUSH of `placement` type needs of the QP and the region;
+/// `None` for a type with no known bit or reserved bits.
+fn flush_access(placement: u8) -> Option<u32> {
+    const KNOWN: u8 = placement::GLOBAL | placement::PERSISTENT;
+    if placement == 0 || placement & !KNOWN != 0 {
+        return None;
+    }
+    let mut access = 0;
+    if placement & placement::GLOBAL != 0 {
+        access |= FLUSH_GLOBAL;
+    }
+    if placement & placement::PERSISTENT != 0 {
+        access |= FLUSH_PERSISTENT;
+    }
+    Some(access)
+}
+
+/// RDMA FLUSH: the writes before it are to be visible (global placement)
+/// or persistent. Both the QP and the region (or window) the rkey names
+/// must grant the flush access of each placement type asked for (as rxe
+/// checks them); the range is checked like a READ's, or not at all when
+/// the whole region is flushed.
+///
+/// Ordering: the responder executes requests in PSN order, and a WRITE's
+/// data is copied into the target pages while its packet is taken, under
+/// this QP's lock; so when the FLUSH's turn comes, every write before it
+/// is already placed, and a READ response still queued in the outbox goes
+/// out before this answer. What is left is to order those stores before
+/// the answer, for any reader of the memory: a write barrier. Soft memory
+/// has no persistence domain apart from the pages (srnic does not map
+/// persistent memory specially), so that barrier is also all a persistent
+/// flush can do; srnic advertises both placement types on that basis.
+fn flush<'a>(
+    qp: &'a Qp<SrnicDevice>,
+    state: &mut QpInner,
+    guard: &'a RcuReadGuard,
+    packet: &Packet<'_>,
+    upcalls: &mut Upcalls,
+) -> Reply<'a> {
+    let psn = packet.psn();
+    let (Some(feth), Some(reth)) = (packet.hdr.feth, packet.hdr.reth) else {
+        return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
+    };
+    let Some(access) = flush_access(feth.placement) else {
+        return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
+    };
+    if state.attrs.qp_access_flags & access != access {
+        return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
+    }
+    let granted = match feth.selectivity {
+        selectivity::RANGE => {
+            remote_region(qp, guard, reth.rkey, reth.va, reth.dma_len, access).is_some()
+        }
+        selectivity::MEMORY_REGION => remote_start(qp, guard, reth.rkey)
+            .and_then(|start| remote_region(qp, guard, reth.rkey, start, 0, access))
+            .is_some(),
+        _ => return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls),
+    };
+    if !granted {
+        return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
+    }
+    if packet.rxe_flush_icrc {
+        // The peer is an rxe: this QP's own FLUSHes speak its dialect.
+        state.requester.rxe_flush_icrc = true;
+    }
+    crate::kapi::sync::write_barrier();
     let resp = &mut state.responder;
     resp.psn = psn.next();
     resp.msn = resp.msn.wrapping_add(1);

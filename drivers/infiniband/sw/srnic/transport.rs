@@ -50,6 +50,9 @@ pub(crate) struct Packet<'a> {
     pub(crate) hop: Hop,
     /// The VLAN a datagram from the wire came in on, for its completion.
     pub(crate) vlan: Option<u16>,
+    /// A FLUSH request whose ICRC is (to be) rxe's, not the standard one
+    /// (see `icrc::rxe_flush_icrc`).
+    pub(crate) rxe_flush_icrc: bool,
 }
 
 /// Where a packet goes from the device that sends it.
@@ -97,6 +100,7 @@ impl<'a> Packet<'a> {
                 imm: None,
                 ieth: None,
                 deth: None,
+                feth: None,
                 payload_offset: 0,
                 payload_len: 0,
             },
@@ -105,6 +109,7 @@ impl<'a> Packet<'a> {
             ip: None,
             hop: Hop::Wire,
             vlan: None,
+            rxe_flush_icrc: false,
         })
     }
 

@@ -34,7 +34,9 @@ use crate::kapi::udp::{self, Family, Route, UdpReceiver, UdpTunnel};
 use crate::payload::{self, CopyError, Extent, PieceError};
 use crate::pure::grh::{ipv4_mapped, is_ipv4_mapped, udp_header, IpHeader, GRH_LEN};
 use crate::pure::headers::{self, pad_for, Transport, ICRC_LEN};
-use crate::pure::icrc::{icrc_ipv4, icrc_ipv6, Icrc, IPV4_HEADER_LEN, UDP_HEADER_LEN};
+use crate::pure::icrc::{
+    icrc_ipv4, icrc_ipv6, rxe_flush_icrc, Icrc, IPV4_HEADER_LEN, UDP_HEADER_LEN,
+};
 use crate::pure::split_checked;
 use crate::transport::{self, Hop, Packet};
 use core::ptr::NonNull;
@@ -693,7 +695,11 @@ fn build(
             let crc_at = data.len().checked_sub(ICRC_LEN).ok_or(SendError::Dropped)?;
             let (covered, crc) = data.split_at_mut(crc_at);
             let (ip_bytes, rest) = covered.split_at(ip_len);
-            let icrc = Icrc::start(ip_bytes, rest).map_err(|_| SendError::Dropped)?;
+            let mut icrc = Icrc::start(ip_bytes, rest).map_err(|_| SendError::Dropped)?;
+            if packet.rxe_flush_icrc && hdr.bth.opcode == RC_FLUSH {
+                // rxe's FLUSH ICRC: the transport headers once more.
+                icrc.update(rest.get(UDP_HEADER_LEN..).ok_or(SendError::Dropped)?);
+            }
             crc.copy_from_slice(&icrc.finish().to_le_bytes());
         }
         Some(pieces) => {
@@ -856,7 +862,7 @@ impl UdpReceiver for Neighbourhood {
             return;
         };
         match parse(&skb) {
-            Ok((packet_bytes, ip)) => {
+            Ok((packet_bytes, ip, rxe_flush_icrc)) => {
                 let counters = &dev.counters;
                 let Ok(hdr) = headers::parse(packet_bytes) else {
                     counters.inc(Counter::MalformedPackets);
@@ -888,6 +894,7 @@ impl UdpReceiver for Neighbourhood {
                     ip: Some(ip),
                     hop: Hop::Wire,
                     vlan,
+                    rxe_flush_icrc,
                 };
                 transport::receive_from_wire(dev, &guard, packet);
             }
@@ -897,9 +904,13 @@ impl UdpReceiver for Neighbourhood {
     }
 }
 
+/// The RC FLUSH opcode, whose ICRC rxe computes its own way.
+const RC_FLUSH: u8 = 0x1c;
+
 /// The transport packet (BTH to ICRC) of a received datagram whose ICRC
-/// checks, and its IP header; the counter to bump if it is refused.
-fn parse(skb: &SkBuff) -> core::result::Result<(&[u8], IpHeader), Counter> {
+/// checks, its IP header, and whether the ICRC was rxe's FLUSH variant;
+/// the counter to bump if it is refused.
+fn parse(skb: &SkBuff) -> core::result::Result<(&[u8], IpHeader, bool), Counter> {
     let bytes = skb.network_header_on().ok_or(Counter::MalformedPackets)?;
     let (ip_len, mut header) = match bytes.first().map(|b| b >> 4) {
         // IPv4 without options.
@@ -951,12 +962,20 @@ fn parse(skb: &SkBuff) -> core::result::Result<(&[u8], IpHeader), Counter> {
     .map_err(|_| Counter::MalformedPackets)?;
     let mut received = [0u8; 4];
     received.copy_from_slice(crc);
-    if u32::from_le_bytes(received) != expected {
-        return Err(Counter::IcrcErrors);
+    let received = u32::from_le_bytes(received);
+    let mut rxe_flush = false;
+    if received != expected {
+        // rxe's FLUSH requests carry an ICRC of their own (see
+        // `rxe_flush_icrc`): taken too, so that rxe's FLUSHes get through.
+        let flush = datagram.get(UDP_HEADER_LEN).copied() == Some(RC_FLUSH);
+        rxe_flush = flush && rxe_flush_icrc(ip, covered) == Ok(received);
+        if !rxe_flush {
+            return Err(Counter::IcrcErrors);
+        }
     }
     header.ip_payload_len = udp_len as u16;
     let transport_bytes = datagram
         .get(UDP_HEADER_LEN..)
         .ok_or(Counter::MalformedPackets)?;
-    Ok((transport_bytes, header))
+    Ok((transport_bytes, header, rxe_flush))
 }
