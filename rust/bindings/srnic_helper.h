@@ -61,24 +61,6 @@ static const unsigned long SRNIC_HW_STATS_LIFESPAN_MS = RDMA_HW_STATS_DEFAULT_LI
 static const int SRNIC_MODULE_STATE_LIVE = MODULE_STATE_LIVE;
 static const int SRNIC_MODULE_STATE_GOING = MODULE_STATE_GOING;
 
-/*
- * A kernel consumer's RDMA FLUSH work request (opcode IB_WR_FLUSH). The
- * core defines the opcode but no container for its arguments, so srnic
- * reads them from this one, which carries the fields of the rxe WQE's
- * flush view: the range [remote_addr, remote_addr + length) behind rkey,
- * the placement type (IB_FLUSH_GLOBAL and/or IB_FLUSH_PERSISTENT) and the
- * selectivity level (IB_FLUSH_RANGE or IB_FLUSH_MR). The WR sits first,
- * as in ib_rdma_wr; num_sge must be 0.
- */
-struct srnic_flush_wr {
-	struct ib_send_wr wr;
-	u64 remote_addr;
-	u32 length;
-	u32 rkey;
-	u8 type;
-	u8 level;
-};
-
 /* Shims for static inlines and macros (shims.c). */
 struct ib_device *srnic_ib_alloc_device(size_t size);
 bool srnic_ib_device_try_get(struct ib_device *ibdev);

@@ -7,7 +7,7 @@
 //! `ib_drain_qp`; then the completion events of kernel CQs (seed 002):
 //! the arming rules, missed events, moderation, and each CQ's events on
 //! the CPU of its vector; last IBA 1.5's RDMA FLUSH and ATOMIC WRITE from a
-//! kernel consumer (`struct srnic_flush_wr`, `ib_rdma_wr`) over a region
+//! kernel consumer (both in an `ib_rdma_wr`) over a region
 //! given flush access by fast registration.
 //!
 //! Loading the module runs the test; it loads only if every check passed,
@@ -1013,18 +1013,16 @@ fn run_flush() -> Result<(), &'static str> {
             rkey,
         };
         check(post_send(qp, &write.wr).0 == 0, "post RDMA WRITE")?;
-        let flush = bindings::srnic_flush_wr {
+        // A kernel FLUSH names its region in an `ib_rdma_wr` and flushes
+        // all of it (the core has no WR with a range or placement).
+        let flush = bindings::ib_rdma_wr {
             wr: plain_wr(bindings::ib_wr_opcode_IB_WR_FLUSH, 3, null_mut()),
             remote_addr: iova,
-            length: 64,
             rkey,
-            type_: (bindings::ib_placement_type_IB_FLUSH_GLOBAL
-                | bindings::ib_placement_type_IB_FLUSH_PERSISTENT) as u8,
-            level: bindings::ib_selectivity_level_IB_FLUSH_RANGE as u8,
         };
         check(
             post_send(qp, &flush.wr).0 == 0,
-            "post FLUSH (srnic_flush_wr)",
+            "post FLUSH (ib_rdma_wr)",
         )?;
         check(completes(cq, 2, SUCCESS, None)?, "the WRITE completes")?;
         check(
@@ -1063,7 +1061,7 @@ fn run_flush() -> Result<(), &'static str> {
         )?;
 
         let mut sge_list = sge;
-        let with_sge = bindings::srnic_flush_wr {
+        let with_sge = bindings::ib_rdma_wr {
             wr: plain_wr(bindings::ib_wr_opcode_IB_WR_FLUSH, 5, &mut sge_list),
             ..flush
         };
@@ -1075,11 +1073,10 @@ fn run_flush() -> Result<(), &'static str> {
 
         // SAFETY: a live PD allocated with IB_PD_UNSAFE_GLOBAL_RKEY.
         let global = unsafe { (*pd).unsafe_global_rkey };
-        let denied = bindings::srnic_flush_wr {
+        let denied = bindings::ib_rdma_wr {
             wr: plain_wr(bindings::ib_wr_opcode_IB_WR_FLUSH, 6, null_mut()),
             remote_addr: target.as_ptr() as u64,
             rkey: global,
-            ..flush
         };
         check(
             post_send(qp, &denied.wr).0 == 0,

@@ -39,6 +39,10 @@ const RECV_HEADER: usize = size_of::<bindings::rxe_recv_wqe>();
 const SGE_SIZE: usize = size_of::<bindings::rxe_sge>();
 const IB_SEND_INLINE: u32 = bindings::ib_send_flags_IB_SEND_INLINE as u32;
 const IB_SEND_SIGNALED: u32 = bindings::ib_send_flags_IB_SEND_SIGNALED as u32;
+/// What a kernel FLUSH asks for: the core's work requests cannot say, so
+/// the whole region of the rkey, made visible to every later reader.
+const KERNEL_FLUSH_PLACEMENT: u8 = crate::pure::headers::placement::GLOBAL;
+const KERNEL_FLUSH_SELECTIVITY: u8 = crate::pure::headers::selectivity::MEMORY_REGION;
 
 /// Bytes a send slot needs for `max_sge` SGEs or `max_inline` inline bytes.
 pub fn send_slot_size(max_sge: u32, max_inline: u32) -> u32 {
@@ -335,15 +339,17 @@ pub fn write_kernel_send(
                 wqe.iova = atomic.remote_addr;
             }
             (_, opcode::FLUSH) => {
-                // The core has no container for FLUSH: srnic's own,
-                // `struct srnic_flush_wr`, carries what rxe's WQE does.
-                let flush = &*this.cast::<bindings::srnic_flush_wr>();
-                wqe.wr.wr.flush.remote_addr = flush.remote_addr;
-                wqe.wr.wr.flush.length = flush.length;
-                wqe.wr.wr.flush.rkey = flush.rkey;
-                wqe.wr.wr.flush.type_ = flush.type_;
-                wqe.wr.wr.flush.level = flush.level;
-                wqe.iova = flush.remote_addr;
+                // The core defines no container with a FLUSH's range and
+                // placement: a kernel FLUSH comes in an `ib_rdma_wr` (the
+                // most a caller can be expected to have filled in) and
+                // makes the whole region of its rkey globally visible.
+                let rdma = &*this.cast::<bindings::ib_rdma_wr>();
+                wqe.wr.wr.flush.remote_addr = rdma.remote_addr;
+                wqe.wr.wr.flush.length = 0;
+                wqe.wr.wr.flush.rkey = rdma.rkey;
+                wqe.wr.wr.flush.type_ = KERNEL_FLUSH_PLACEMENT;
+                wqe.wr.wr.flush.level = KERNEL_FLUSH_SELECTIVITY;
+                wqe.iova = rdma.remote_addr;
             }
             (_, opcode::REG_MR) => {
                 let reg = &*this.cast::<bindings::ib_reg_wr>();
