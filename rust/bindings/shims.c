@@ -452,6 +452,24 @@ int srnic_skb_append_trailer(struct sk_buff *skb, const void *bytes, unsigned in
 	return 0;
 }
 
+unsigned int srnic_skb_nr_frags(const struct sk_buff *skb)
+{
+	return skb_shinfo(skb)->nr_frags;
+}
+
+/* The kernel address of page fragment @i of @skb and its length, or NULL
+ * if @i is past the last or its page has no kernel mapping (highmem). */
+const void *srnic_skb_frag(const struct sk_buff *skb, unsigned int i, unsigned int *len)
+{
+	const skb_frag_t *frag;
+
+	if (i >= skb_shinfo(skb)->nr_frags)
+		return NULL;
+	frag = &skb_shinfo(skb)->frags[i];
+	*len = skb_frag_size(frag);
+	return skb_frag_address_safe(frag);
+}
+
 void srnic_kfree_skb(struct sk_buff *skb)
 {
 	kfree_skb(skb);

@@ -166,6 +166,8 @@ int srnic_register_pernet(struct pernet_operations *ops);
 void srnic_unregister_pernet(struct pernet_operations *ops);
 struct sk_buff *srnic_alloc_skb(unsigned int headroom, unsigned int len);
 void srnic_kfree_skb(struct sk_buff *skb);
+unsigned int srnic_skb_nr_frags(const struct sk_buff *skb);
+const void *srnic_skb_frag(const struct sk_buff *skb, unsigned int i, unsigned int *len);
 int srnic_skb_append_page_bytes(struct sk_buff *skb, const void *addr, unsigned int len);
 int srnic_skb_append_trailer(struct sk_buff *skb, const void *bytes, unsigned int len);
 int srnic_skb_linearize(struct sk_buff *skb);

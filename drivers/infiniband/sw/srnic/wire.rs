@@ -29,6 +29,7 @@ use crate::kapi::netdev::NetDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::table::ObjectTable;
 use crate::kapi::rdma::Device;
+use crate::kapi::shared::SharedChunk;
 use crate::kapi::skb::SkBuff;
 use crate::kapi::udp::{self, Family, Route, UdpReceiver, UdpTunnel};
 use crate::payload::{self, CopyError, Extent, PieceError};
@@ -378,12 +379,6 @@ const FRAGMENT_MIN: usize = 512;
 /// pad and ICRC trailer).
 const MAX_PIECES: usize = 16;
 
-/// The payload's pieces in a fragmented skb, for the ICRC.
-struct Pieces {
-    list: [(*const u8, usize); MAX_PIECES],
-    count: usize,
-}
-
 /// Datagrams a list holds at most: a burst of the requester or the outbox.
 const LIST_DATAGRAMS: u32 = 64;
 
@@ -654,11 +649,11 @@ fn build(
     if payload_len >= FRAGMENT_MIN && hdr.info.transport == Transport::Rc {
         built = fragmented(guard, packet, &hdr, headroom)?;
     }
-    let (mut skb, pieces) = match built {
-        Some((skb, pieces)) => (skb, Some(pieces)),
+    let (mut skb, fragments) = match built {
+        Some(skb) => (skb, true),
         None => (
             copied(guard, packet, &hdr, headroom, transport_bytes)?,
-            None,
+            false,
         ),
     };
     let wire_ip = IpHeader {
@@ -686,39 +681,40 @@ fn build(
         skb.push_bytes(&wire_ip.ipv6_header())
             .map_err(|_| SendError::Dropped)?;
     }
-    match pieces {
-        None => {
-            // Everything is in the linear part, the ICRC's room last.
-            let data = skb.data_mut();
-            let crc_at = data.len().checked_sub(ICRC_LEN).ok_or(SendError::Dropped)?;
-            let (covered, crc) = data.split_at_mut(crc_at);
-            let (ip_bytes, rest) = covered.split_at(ip_len);
-            let icrc = Icrc::start(ip_bytes, rest).map_err(|_| SendError::Dropped)?;
-            crc.copy_from_slice(&icrc.finish().to_le_bytes());
-        }
-        Some(pieces) => {
-            let data = skb.data();
-            let (ip_bytes, rest) = split_checked(data, ip_len).ok_or(SendError::Dropped)?;
-            let mut icrc = Icrc::start(ip_bytes, rest).map_err(|_| SendError::Dropped)?;
-            for (at, len) in pieces.list.iter().take(pieces.count) {
-                // SAFETY: the skb holds a reference on each piece's page,
-                // and the piece was valid memory when it was appended.
-                icrc.update(unsafe { core::slice::from_raw_parts(*at, *len) });
-            }
-            let mut trailer = [0u8; 3 + ICRC_LEN];
-            let (pad_bytes, _) = trailer.split_at(pad);
-            icrc.update(pad_bytes);
-            let crc = icrc.finish().to_le_bytes();
-            let end = pad + ICRC_LEN;
-            let (_, crc_room) = trailer.split_at_mut(pad);
-            crc_room
-                .get_mut(..ICRC_LEN)
-                .ok_or(SendError::Dropped)?
-                .copy_from_slice(&crc);
-            let trailer = trailer.get(..end).ok_or(SendError::Dropped)?;
-            skb.append_trailer(trailer)
-                .map_err(|_| SendError::Dropped)?;
-        }
+    if !fragments {
+        // Everything is in the linear part, the ICRC's room last.
+        let data = skb.data_mut();
+        let crc_at = data.len().checked_sub(ICRC_LEN).ok_or(SendError::Dropped)?;
+        let (covered, crc) = data.split_at_mut(crc_at);
+        let (ip_bytes, rest) = covered.split_at(ip_len);
+        let icrc = Icrc::start(ip_bytes, rest).map_err(|_| SendError::Dropped)?;
+        crc.copy_from_slice(&icrc.finish().to_le_bytes());
+    } else {
+        let data = skb.data();
+        let (ip_bytes, rest) = split_checked(data, ip_len).ok_or(SendError::Dropped)?;
+        let mut icrc = Icrc::start(ip_bytes, rest).map_err(|_| SendError::Dropped)?;
+        // The payload is in pages the sender's process may be writing
+        // right now: read each byte once, as a word where it can, in
+        // the one pass the ICRC makes over it (the skb holds the
+        // pages; no slice is formed over them).
+        skb.read_page_frags(|chunk| match chunk {
+            SharedChunk::Word(word) => icrc.update_word(word),
+            SharedChunk::Bytes(bytes) => icrc.update(bytes),
+        })
+        .map_err(|_| SendError::Dropped)?;
+        let mut trailer = [0u8; 3 + ICRC_LEN];
+        let (pad_bytes, _) = trailer.split_at(pad);
+        icrc.update(pad_bytes);
+        let crc = icrc.finish().to_le_bytes();
+        let end = pad + ICRC_LEN;
+        let (_, crc_room) = trailer.split_at_mut(pad);
+        crc_room
+            .get_mut(..ICRC_LEN)
+            .ok_or(SendError::Dropped)?
+            .copy_from_slice(&crc);
+        let trailer = trailer.get(..end).ok_or(SendError::Dropped)?;
+        skb.append_trailer(trailer)
+            .map_err(|_| SendError::Dropped)?;
     }
     Ok((skb, ident_used))
 }
@@ -733,7 +729,7 @@ fn fragmented(
     packet: &Packet<'_>,
     hdr: &headers::Packet,
     headroom: u32,
-) -> core::result::Result<Option<(SkBuff, Pieces)>, SendError> {
+) -> core::result::Result<Option<SkBuff>, SendError> {
     let header_len = hdr.info.header_len();
     let Some(source) = packet.payload.as_ref() else {
         return Err(SendError::Source);
@@ -747,10 +743,7 @@ fn fragmented(
         let body = skb.put(header_len32).map_err(|_| SendError::Dropped)?;
         headers::write_headers(hdr, body).ok_or(SendError::Dropped)?;
     }
-    let mut pieces = Pieces {
-        list: [(core::ptr::null(), 0); MAX_PIECES],
-        count: 0,
-    };
+    let mut pieces = 0usize;
     let appended = payload::for_each_piece(
         guard,
         source,
@@ -764,19 +757,20 @@ fn fragmented(
                 let here = unsafe { at.add(done) };
                 let in_page = PAGE_SIZE - (here as usize % PAGE_SIZE);
                 let n = in_page.min(len - done);
-                let slot = pieces.list.get_mut(pieces.count).ok_or(())?;
+                if pieces == MAX_PIECES {
+                    return Err(());
+                }
                 // SAFETY: valid memory under the caller's RCU section, as
                 // the key lookup found it.
                 unsafe { skb.append_page_bytes(here, n as u32) }.map_err(|_| ())?;
-                *slot = (here, n);
-                pieces.count += 1;
+                pieces += 1;
                 done += n;
             }
             Ok(())
         },
     );
     match appended {
-        Ok(()) => Ok(Some((skb, pieces))),
+        Ok(()) => Ok(Some(skb)),
         Err(PieceError::Source) => Err(SendError::Source),
         // Not page-backed, or too many pieces: copy instead.
         Err(PieceError::Piece(())) => Ok(None),
