@@ -370,8 +370,6 @@ pub(crate) struct LanDev {
     announce_busy: AtomicBool,
     announce_soon: AtomicBool,
     running: AtomicBool,
-    /// The ticker was initialised (on the first open).
-    ticker_ready: AtomicBool,
     inbox: Pin<KBox<SpinLockIrq<Inbox>>>,
     sq_free: AtomicU32,
     frame_number: AtomicU32,
@@ -486,7 +484,6 @@ pub(crate) fn create(
         announce_busy: AtomicBool::new(false),
         announce_soon: AtomicBool::new(true),
         running: AtomicBool::new(false),
-        ticker_ready: AtomicBool::new(false),
         inbox: KBox::pin_init(
             new_spinlock_irq!(
                 Inbox {
@@ -1228,12 +1225,11 @@ impl EtherDriver for LanDev {
 
     fn open(dev: &EtherDevice<Self>) -> Result {
         let lan = dev.data();
-        if !lan.ticker_ready.swap(true, Ordering::AcqRel) {
-            // SAFETY: the data is at its final place in the netdev, the
-            // work was never scheduled, and `Drop for LanDev` cancels it
-            // before the netdev's memory goes.
-            unsafe { lan.ticker.init() };
-        }
+        // The first open initialises the ticker (later ones find it so).
+        // SAFETY: the data is at its final place in the netdev, and `Drop
+        // for LanDev` cancels the work before the netdev's memory goes,
+        // when nothing schedules it any more.
+        unsafe { lan.ticker.init() };
         lan.running.store(true, Ordering::Release);
         lan.announce_soon.store(true, Ordering::Relaxed);
         lan.ticker.schedule(0);
@@ -1341,9 +1337,7 @@ impl Drop for LanDev {
         // posted WR, then the fields go in order.
         // Nothing schedules the ticker any more (NAPI is disabled, port
         // events unregistered); a late schedule from before is cancelled.
-        if self.ticker_ready.load(Ordering::Acquire) {
-            self.ticker.cancel_sync();
-        }
+        self.ticker.cancel_sync();
         let dev = self
             .cq
             .handler()
