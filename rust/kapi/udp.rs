@@ -102,7 +102,10 @@ impl Drop for UdpTunnel {
         // under RCU; waiting for a grace period lets any running one finish
         // before its receiver or the module's code may go.
         unsafe { bindings::srnic_udp_tunnel_close(self.sock.as_ptr()) };
-        super::rcu::synchronize();
+        // SAFETY: a tunnel is closed from the module's namespace exit or
+        // module exit, process context without a read-side section open
+        // (a receive callback, which runs under RCU, never drops one).
+        unsafe { super::rcu::synchronize() };
     }
 }
 
