@@ -45,6 +45,23 @@ struct net *srnic_netdev_net(const struct net_device *dev)
 	return dev_net(dev);
 }
 
+/* Under rcu_read_lock(): the namespace stays until the section ends. */
+struct net *srnic_netdev_net_rcu(const struct net_device *dev)
+{
+	return dev_net_rcu(dev);
+}
+
+/* A counted reference, or NULL if the namespace is being dismantled. */
+struct net *srnic_maybe_get_net(struct net *net)
+{
+	return maybe_get_net(net);
+}
+
+void srnic_put_net(struct net *net)
+{
+	put_net(net);
+}
+
 void srnic_dev_hold(struct net_device *dev)
 {
 	dev_hold(dev);
@@ -64,6 +81,12 @@ void srnic_ib_device_get(struct ib_device *ibdev)
 void srnic_ib_device_put_ref(struct ib_device *ibdev)
 {
 	put_device(&ibdev->dev);
+}
+
+/* Another registration reference, for a holder of one (never from zero). */
+void srnic_ib_device_get_again(struct ib_device *ibdev)
+{
+	refcount_inc(&ibdev->refcount);
 }
 
 /* The kernel-wide printk rate limit, for messages user space can trigger. */

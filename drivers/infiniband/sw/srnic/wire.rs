@@ -175,7 +175,9 @@ fn open_sockets(
 /// it is the first. The device leaves with [`leave`].
 pub(crate) fn join(netdev: &NetDevice) -> Result<Arc<Neighbourhood>> {
     let wire = WIRE.get().ok_or(ENODEV)?;
-    let net = netdev.net();
+    // Counted: the sockets are opened in it, which sleeps.
+    let net = netdev.net_ref().ok_or(ENODEV)?;
+    let net = &*net;
     let mut namespaces = wire.namespaces.lock();
     if let Some(entry) = namespaces
         .iter_mut()
@@ -337,7 +339,8 @@ fn route_for(
     ip: &IpHeader,
     oif: i32,
 ) -> core::result::Result<Route, SendError> {
-    let net = dev.netdev().net();
+    let guard = RcuReadGuard::new();
+    let net = dev.netdev().net(&guard);
     let route = if ip.is_ipv4() {
         let address = |gid: &[u8; 16]| {
             gid.get(12..16)
@@ -571,7 +574,9 @@ impl<'d> Sender<'d> {
         let route = self.route_for(&list.flow)?;
         let count = list.datagrams.count();
         let skb = list.datagrams.into_skb().map_err(|_| SendError::Dropped)?;
-        udp::transmit(self.dev.netdev().net(), skb, route).map_err(|_| SendError::Refused)?;
+        let guard = RcuReadGuard::new();
+        udp::transmit(self.dev.netdev().net(&guard), skb, route).map_err(|_| SendError::Refused)?;
+        drop(guard);
         self.sent += count;
         self.dev
             .counters
@@ -674,7 +679,7 @@ fn build(
                 }
                 ident
             }
-            Err(count) => udp::select_idents(dev.netdev().net(), &mut header, count),
+            Err(count) => udp::select_idents(dev.netdev().net(guard), &mut header, count),
         };
         skb.push_bytes(&header.0).map_err(|_| SendError::Dropped)?;
     } else {

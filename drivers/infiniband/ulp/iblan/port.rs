@@ -470,7 +470,7 @@ pub(crate) fn create(
             GFP_KERNEL,
         )?,
         announce,
-        device: dev.get(),
+        device: dev.get()?,
         config,
         port,
         sgid_index,
