@@ -115,7 +115,13 @@ pub struct Route {
     family: Family,
 }
 
-fn route_from(
+/// The route `dst` (NULL: none, for the reason `err`), owned from here on.
+///
+/// # Safety
+///
+/// `dst` is NULL or a route of `family` whose reference the caller hands
+/// over (`Route` releases it).
+unsafe fn route_from(
     dst: *mut bindings::dst_entry,
     err: core::ffi::c_int,
     family: Family,
@@ -142,7 +148,9 @@ impl Route {
                 &mut err,
             )
         };
-        route_from(dst, err, Family::V4)
+        // SAFETY: `srnic_route4` returns NULL or an IPv4 route with a
+        // reference for us.
+        unsafe { route_from(dst, err, Family::V4) }
     }
 
     /// The IPv6 route from `saddr` to `daddr` with a traffic class and
@@ -171,7 +179,9 @@ impl Route {
                 &mut err,
             )
         };
-        route_from(dst, err, Family::V6)
+        // SAFETY: `srnic_route6` returns NULL or an IPv6 route with a
+        // reference for us.
+        unsafe { route_from(dst, err, Family::V6) }
     }
 
     /// The interface the route leaves through.

@@ -638,9 +638,19 @@ impl<T: Driver> Device<T> {
 
     // ---- MR ----
 
-    fn new_mr(pd: *mut bindings::ib_pd, kind: MrKind, access: u32) -> Result<*mut bindings::ib_mr> {
+    /// Creates and publishes an MR on `pd`.
+    ///
+    /// # Safety
+    ///
+    /// `pd` is a live PD of this driver's device, as the core passes to
+    /// an MR verb.
+    unsafe fn new_mr(
+        pd: *mut bindings::ib_pd,
+        kind: MrKind,
+        access: u32,
+    ) -> Result<*mut bindings::ib_mr> {
         check_access(access)?;
-        // SAFETY: the core passes a live PD of this device.
+        // SAFETY: a live PD of this device (the caller's contract).
         let dev = unsafe { Self::from_ib((*pd).device) };
         let (iova, length) = match &kind {
             MrKind::User { memory, iova } => (*iova, memory.length()),
@@ -653,7 +663,8 @@ impl<T: Driver> Device<T> {
         let raw = KBox::into_raw(mr);
         // SAFETY: just allocated.
         let mr_ref = unsafe { &*raw };
-        mr_ref.set_owner(pd);
+        // SAFETY: the MR is not published yet; `pd` is live.
+        unsafe { mr_ref.set_owner(pd) };
         match T::publish_mr(mr_ref) {
             Ok(key) => {
                 mr_ref.set_keys(key, key);
@@ -676,7 +687,8 @@ impl<T: Driver> Device<T> {
         pd: *mut bindings::ib_pd,
         access: c_int,
     ) -> *mut bindings::ib_mr {
-        Self::new_mr(pd, MrKind::Dma, access as u32).unwrap_or_else(err_ptr)
+        // SAFETY: the core passes a live PD of this device.
+        unsafe { Self::new_mr(pd, MrKind::Dma, access as u32) }.unwrap_or_else(err_ptr)
     }
 
     /// # Safety
@@ -700,7 +712,8 @@ impl<T: Driver> Device<T> {
             // this callback.
             let verb = unsafe { UserVerb::new(ib) }.ok_or(EINVAL)?;
             let memory = UserMemory::pin(&verb, start, length, access)?;
-            Self::new_mr(pd, MrKind::User { memory, iova }, access)
+            // SAFETY: the core passes a live PD of this device.
+            unsafe { Self::new_mr(pd, MrKind::User { memory, iova }, access) }
         });
         result.unwrap_or_else(err_ptr)
     }
@@ -778,14 +791,11 @@ impl<T: Driver> Device<T> {
             return err_ptr(EINVAL);
         }
         let access = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
-        Self::new_mr(
-            pd,
-            MrKind::FastReg {
-                max_pages: max_num_sg,
-            },
-            access,
-        )
-        .unwrap_or_else(err_ptr)
+        let kind = MrKind::FastReg {
+            max_pages: max_num_sg,
+        };
+        // SAFETY: the core passes a live PD of this device.
+        unsafe { Self::new_mr(pd, kind, access) }.unwrap_or_else(err_ptr)
     }
 
     /// # Safety
