@@ -447,7 +447,7 @@ impl Pd {
     /// # Safety
     ///
     /// The bytes stay allocated until `unmap` with the same arguments.
-    pub unsafe fn map(&self, addr: *const u8, len: usize, to_device: bool) -> Result<u64> {
+    pub unsafe fn map(&self, addr: *const u8, len: usize, to_device: bool) -> Result<Mapping> {
         // SAFETY: per the caller, the range is allocated kernel memory.
         let dma = unsafe {
             bindings::srnic_ulp_dma_map(
@@ -460,7 +460,11 @@ impl Pd {
         if dma == 0 {
             return Err(ENOMEM);
         }
-        Ok(dma)
+        Ok(Mapping {
+            dma,
+            len,
+            lkey: self.local_dma_lkey(),
+        })
     }
 
     /// Undoes `map`.
@@ -468,13 +472,44 @@ impl Pd {
     /// # Safety
     ///
     /// `dma`, `len` and `to_device` are those of a mapping `map` returned
-    /// and that was not unmapped yet, and no work request uses it any more.
+    /// and that was not unmapped yet, no work request uses it any more,
+    /// and none of its gather elements ([`Mapping::sge`]) is posted again.
     /// (With bounce buffering, unmapping another mapping would release its
     /// bounce slots, or copy a bounce buffer over memory someone else owns.)
     pub unsafe fn unmap(&self, dma: u64, len: usize, to_device: bool) {
         // SAFETY: per the caller, a live mapping of ours that the device is
         // done with.
         unsafe { bindings::srnic_ulp_dma_unmap(self.0.device.as_raw(), dma, len, to_device) };
+    }
+}
+
+/// A mapping [`Pd::map`] made: its device address and length, and the
+/// gather elements inside it.
+#[derive(Clone, Copy)]
+pub struct Mapping {
+    dma: u64,
+    len: usize,
+    lkey: u32,
+}
+
+impl Mapping {
+    /// The device address of the first byte.
+    pub fn dma(&self) -> u64 {
+        self.dma
+    }
+
+    /// The gather element of `len` bytes at `offset` in the mapping, if
+    /// they are inside it.
+    pub fn sge(&self, offset: usize, len: usize) -> Option<Sge> {
+        let end = offset.checked_add(len)?;
+        if end > self.len {
+            return None;
+        }
+        Some(Sge {
+            addr: self.dma.checked_add(offset as u64)?,
+            length: u32::try_from(len).ok()?,
+            lkey: self.lkey,
+        })
     }
 }
 
@@ -491,6 +526,7 @@ pub struct DmaBuffer {
     /// Never resized, so the mapping keeps covering it.
     bytes: KVec<u8>,
     dma: u64,
+    lkey: u32,
     to_device: bool,
     device: DeviceRef,
 }
@@ -509,18 +545,23 @@ impl DmaBuffer {
         let bytes = KVec::from_elem(0u8, len, GFP_KERNEL)?;
         // SAFETY: the vector's heap block is the mapped range; it is never
         // resized and is freed only after `Drop` unmaps it.
-        let dma = unsafe { pd.map(bytes.as_ptr(), len, to_device)? };
+        let mapping = unsafe { pd.map(bytes.as_ptr(), len, to_device)? };
         Ok(Self {
             bytes,
-            dma,
+            dma: mapping.dma,
+            lkey: mapping.lkey,
             to_device,
             device: pd.0.device.clone(),
         })
     }
 
-    /// The address a work request's SGE carries.
-    pub fn dma(&self) -> u64 {
-        self.dma
+    /// The gather element of the first `len` bytes (at most all).
+    pub fn sge(&self, len: usize) -> Sge {
+        Sge {
+            addr: self.dma,
+            length: u32::try_from(len.min(self.bytes.len())).unwrap_or(u32::MAX),
+            lkey: self.lkey,
+        }
     }
 
     /// The buffer's length.
@@ -801,15 +842,15 @@ impl Drop for Ah {
     }
 }
 
-/// A gather element of a send or receive.
-#[derive(Clone, Copy, Default)]
+/// A gather element of a send or receive: bytes of a [`DmaBuffer`] or of
+/// a [`Mapping`], with the local DMA lkey of their PD. Only those make
+/// one, so a posted element always covers memory mapped for the device
+/// (their `unsafe` constructors keep it so while work requests use it).
+#[derive(Clone, Copy)]
 pub struct Sge {
-    /// Mapped address (see [`Pd::map`]).
-    pub addr: u64,
-    /// Length in bytes.
-    pub length: u32,
-    /// The PD's local DMA lkey.
-    pub lkey: u32,
+    addr: u64,
+    length: u32,
+    lkey: u32,
 }
 
 /// A UD QP in RTS, with its send and receive CQ.
@@ -893,8 +934,9 @@ impl UdQp {
             out.length = sge.length;
             out.lkey = sge.lkey;
         }
-        // SAFETY: a live QP in RTS and AH; the elements are read during the
-        // call (the provider copies the WR).
+        // SAFETY: a live QP in RTS and an AH of its PD; the elements cover
+        // mapped memory (`Sge`) and are read during the call (the provider
+        // copies the WR).
         to_result(unsafe {
             bindings::srnic_ulp_post_ud_send(
                 self.raw.as_ptr(),
@@ -915,7 +957,8 @@ impl UdQp {
             length: sge.length,
             lkey: sge.lkey,
         };
-        // SAFETY: a live QP; the element is read during the call.
+        // SAFETY: a live QP; the element covers mapped memory (`Sge`) and
+        // is read during the call.
         to_result(unsafe { bindings::srnic_ulp_post_recv(self.raw.as_ptr(), wr_id, &raw) })
     }
 

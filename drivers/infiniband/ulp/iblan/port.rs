@@ -15,8 +15,7 @@ use crate::kapi::debugfs::{SeqOut, Show};
 use crate::kapi::ether::{EtherDevice, EtherDriver, EtherRegistration, LinkStats, TxOutcome};
 use crate::kapi::netdev::rtnl_try_lock;
 use crate::kapi::rdma::consumer::{
-    Ah, Cq, CqHandler, DeviceRef, DmaBuffer, IbDevice, Ipv6Membership, Pd, Sge, UdQp,
-    WorkCompletion,
+    Ah, Cq, CqHandler, DeviceRef, DmaBuffer, IbDevice, Ipv6Membership, Pd, UdQp, WorkCompletion,
 };
 use crate::kapi::skb::SkBuff;
 use crate::kapi::sync::{SpinLockBh, SpinLockIrq};
@@ -563,14 +562,8 @@ impl LanDev {
         // the next one the device writes.
         buffer.for_device();
         self.count(Stat::DmaSyncsForDevice);
-        self.qp.post_recv(
-            WR_RECV_BASE + index as u64,
-            Sge {
-                addr: buffer.dma(),
-                length: buffer.len() as u32,
-                lkey: self.pd.local_dma_lkey(),
-            },
-        )
+        self.qp
+            .post_recv(WR_RECV_BASE + index as u64, buffer.sge(buffer.len()))
     }
 
     /// Sends one frame; see [`EtherDriver::start_xmit`].
@@ -673,7 +666,7 @@ impl LanDev {
         let total = skb.data().len();
         // SAFETY: the skb's data stays put until the last completion frees
         // it, after unmapping.
-        let Ok(dma) = (unsafe { self.pd.map(skb.data().as_ptr(), total, true) }) else {
+        let Ok(mapping) = (unsafe { self.pd.map(skb.data().as_ptr(), total, true) }) else {
             drop(peers);
             self.sq_free.fetch_add(posts, Ordering::AcqRel);
             self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
@@ -681,28 +674,24 @@ impl LanDev {
         };
         let cb = skb.control_block();
         cb[0].store(u64::from(posts), Ordering::Relaxed);
-        cb[1].store(dma, Ordering::Relaxed);
+        cb[1].store(mapping.dma(), Ordering::Relaxed);
         cb[2].store(total as u64, Ordering::Relaxed);
         let wr_id = skb.into_raw() as u64;
-        let lkey = self.pd.local_dma_lkey();
         let mut posted = 0u32;
         'peers: for peer in peers.selected(targets) {
             for index in 0..fragments {
                 let Some((offset, len)) = plan.fragment(index) else {
                     break 'peers;
                 };
-                let sges = [
-                    Sge {
-                        addr: dma.wrapping_add((index * FRAG_HEADER_LEN) as u64),
-                        length: FRAG_HEADER_LEN as u32,
-                        lkey,
-                    },
-                    Sge {
-                        addr: dma.wrapping_add(u64::from(header_len) + offset as u64),
-                        length: len as u32,
-                        lkey,
-                    },
-                ];
+                // Both inside the mapping of the frame (the plan's
+                // fragments are), or nothing is posted.
+                let (Some(header), Some(body)) = (
+                    mapping.sge(index * FRAG_HEADER_LEN, FRAG_HEADER_LEN),
+                    mapping.sge(header_len as usize + offset, len),
+                ) else {
+                    break 'peers;
+                };
+                let sges = [header, body];
                 if self
                     .qp
                     .post_send(wr_id, &sges, &peer.ah, peer.qpn, peer.qkey)
@@ -993,11 +982,7 @@ impl LanDev {
         // The device must send these bytes, not a bounce buffer's old ones.
         self.announce.for_device();
         self.count(Stat::DmaSyncsForDevice);
-        let sge = Sge {
-            addr: self.announce.dma(),
-            length: ANNOUNCE_LEN as u32,
-            lkey: self.pd.local_dma_lkey(),
-        };
+        let sge = self.announce.sge(ANNOUNCE_LEN);
         let mut peers = self.peers.lock();
         let posted = self.qp.post_send(
             WR_ANNOUNCE,
