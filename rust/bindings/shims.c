@@ -45,6 +45,23 @@ struct net *srnic_netdev_net(const struct net_device *dev)
 	return dev_net(dev);
 }
 
+/* Under rcu_read_lock(): the namespace stays until the section ends. */
+struct net *srnic_netdev_net_rcu(const struct net_device *dev)
+{
+	return dev_net_rcu(dev);
+}
+
+/* A counted reference, or NULL if the namespace is being dismantled. */
+struct net *srnic_maybe_get_net(struct net *net)
+{
+	return maybe_get_net(net);
+}
+
+void srnic_put_net(struct net *net)
+{
+	put_net(net);
+}
+
 void srnic_dev_hold(struct net_device *dev)
 {
 	dev_hold(dev);
@@ -64,6 +81,12 @@ void srnic_ib_device_get(struct ib_device *ibdev)
 void srnic_ib_device_put_ref(struct ib_device *ibdev)
 {
 	put_device(&ibdev->dev);
+}
+
+/* Another registration reference, for a holder of one (never from zero). */
+void srnic_ib_device_get_again(struct ib_device *ibdev)
+{
+	refcount_inc(&ibdev->refcount);
 }
 
 /* The kernel-wide printk rate limit, for messages user space can trigger. */
@@ -450,6 +473,24 @@ int srnic_skb_append_trailer(struct sk_buff *skb, const void *bytes, unsigned in
 	skb_add_rx_frag(skb, skb_shinfo(skb)->nr_frags, page,
 			piece - page_address(page), len, len);
 	return 0;
+}
+
+unsigned int srnic_skb_nr_frags(const struct sk_buff *skb)
+{
+	return skb_shinfo(skb)->nr_frags;
+}
+
+/* The kernel address of page fragment @i of @skb and its length, or NULL
+ * if @i is past the last or its page has no kernel mapping (highmem). */
+const void *srnic_skb_frag(const struct sk_buff *skb, unsigned int i, unsigned int *len)
+{
+	const skb_frag_t *frag;
+
+	if (i >= skb_shinfo(skb)->nr_frags)
+		return NULL;
+	frag = &skb_shinfo(skb)->frags[i];
+	*len = skb_frag_size(frag);
+	return skb_frag_address_safe(frag);
 }
 
 void srnic_kfree_skb(struct sk_buff *skb)

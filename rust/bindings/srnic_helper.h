@@ -69,10 +69,14 @@ bool srnic_netif_running(const struct net_device *dev);
 bool srnic_netif_carrier_ok(const struct net_device *dev);
 bool srnic_netdev_is_registered(const struct net_device *dev);
 struct net *srnic_netdev_net(const struct net_device *dev);
+struct net *srnic_netdev_net_rcu(const struct net_device *dev);
+struct net *srnic_maybe_get_net(struct net *net);
+void srnic_put_net(struct net *net);
 void srnic_dev_hold(struct net_device *dev);
 void srnic_dev_put(struct net_device *dev);
 void srnic_ib_device_get(struct ib_device *ibdev);
 void srnic_ib_device_put_ref(struct ib_device *ibdev);
+void srnic_ib_device_get_again(struct ib_device *ibdev);
 bool srnic_printk_ratelimit(void);
 
 /* Module references (rust/kapi/rdma/shared_id.rs). */
@@ -168,6 +172,8 @@ int srnic_register_pernet(struct pernet_operations *ops);
 void srnic_unregister_pernet(struct pernet_operations *ops);
 struct sk_buff *srnic_alloc_skb(unsigned int headroom, unsigned int len);
 void srnic_kfree_skb(struct sk_buff *skb);
+unsigned int srnic_skb_nr_frags(const struct sk_buff *skb);
+const void *srnic_skb_frag(const struct sk_buff *skb, unsigned int i, unsigned int *len);
 int srnic_skb_append_page_bytes(struct sk_buff *skb, const void *addr, unsigned int len);
 int srnic_skb_append_trailer(struct sk_buff *skb, const void *bytes, unsigned int len);
 int srnic_skb_linearize(struct sk_buff *skb);

@@ -45,6 +45,42 @@ impl Net {
     pub fn identity(&self) -> usize {
         self.as_raw() as usize
     }
+
+    /// A counted reference, which keeps the namespace beyond the borrow;
+    /// `None` if it is being dismantled (its count reached zero).
+    pub fn get(&self) -> Option<NetRef> {
+        // SAFETY: the namespace is live for the borrow; a reference taken is
+        // put by `NetRef`.
+        let raw = unsafe { bindings::srnic_maybe_get_net(self.as_raw()) };
+        core::ptr::NonNull::new(raw).map(NetRef)
+    }
+}
+
+/// A counted reference on a network namespace (`get_net`).
+///
+/// # Invariants
+///
+/// Holds one reference on the namespace at `self.0`.
+pub struct NetRef(core::ptr::NonNull<bindings::net>);
+
+// SAFETY: a namespace reference may be put from any thread.
+unsafe impl Send for NetRef {}
+// SAFETY: `Net` exposes only thread-safe queries.
+unsafe impl Sync for NetRef {}
+
+impl core::ops::Deref for NetRef {
+    type Target = Net;
+    fn deref(&self) -> &Net {
+        // SAFETY: the reference keeps the namespace alive (type invariant).
+        unsafe { Net::from_raw(self.0.as_ptr()) }
+    }
+}
+
+impl Drop for NetRef {
+    fn drop(&mut self) {
+        // SAFETY: the reference this value holds, put once.
+        unsafe { bindings::srnic_put_net(self.0.as_ptr()) };
+    }
 }
 
 /// What happens when a namespace goes away.

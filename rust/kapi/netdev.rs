@@ -45,16 +45,37 @@ impl NetDevice {
         NetdevName::new(raw.map(|c| c as u8))
     }
 
-    /// The network namespace the netdev is in, as an opaque identity.
+    /// The network namespace the netdev is in, as an opaque identity (the
+    /// address, never followed).
     pub fn namespace(&self) -> usize {
-        self.net().identity()
+        // SAFETY: the netdev is valid; the pointer is only read.
+        unsafe { bindings::srnic_netdev_net(self.as_raw()) as usize }
     }
 
-    /// The network namespace the netdev is in; it outlives the borrow,
-    /// since a namespace's netdevs leave it before it goes.
-    pub fn net(&self) -> &super::net::Net {
-        // SAFETY: the netdev is valid, and so is the namespace it is in.
+    /// The network namespace the netdev is in now, for the read-side
+    /// section `_guard`. A netdev may move to another namespace at any
+    /// time and its old one then go, but a namespace is freed only after
+    /// a grace period that follows the move (`dev_net_rcu`).
+    pub fn net<'g>(&'g self, _guard: &'g super::rcu::RcuReadGuard) -> &'g super::net::Net {
+        // SAFETY: the netdev is valid, and the namespace read under the
+        // section stays until it ends, which `'g` cannot outlast.
+        unsafe { super::net::Net::from_raw(bindings::srnic_netdev_net_rcu(self.as_raw())) }
+    }
+
+    /// The network namespace the netdev is in, while RTNL is held: a
+    /// netdev changes namespace only under RTNL, and a namespace takes its
+    /// devices out (under RTNL) before it goes.
+    pub fn net_under_rtnl<'a>(&'a self, _rtnl: &'a RtnlGuard) -> &'a super::net::Net {
+        // SAFETY: the netdev is valid; its namespace outlives the RTNL
+        // section `'a` borrows.
         unsafe { super::net::Net::from_raw(bindings::srnic_netdev_net(self.as_raw())) }
+    }
+
+    /// A counted reference on the network namespace the netdev is in now;
+    /// `None` if that namespace is being dismantled.
+    pub fn net_ref(&self) -> Option<super::net::NetRef> {
+        let guard = super::rcu::RcuReadGuard::new();
+        self.net(&guard).get()
     }
 
     /// The interface index.

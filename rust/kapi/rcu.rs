@@ -40,8 +40,16 @@ impl Drop for RcuReadGuard {
 
 /// Waits until every read-side section that began before the call has
 /// ended. Sleeps.
-pub fn synchronize() {
-    // SAFETY: called from process context, outside any read-side section
-    // (the callers are verbs that may sleep).
+///
+/// # Safety
+///
+/// Process context, and no read-side section open in this task (no
+/// [`RcuReadGuard`] alive on its stack). Inside one, the wait would not
+/// wait for it: the sleep ends the section's protection on a kernel
+/// without preemptible RCU, so objects it found could be freed under it
+/// by others' waits that then return.
+pub unsafe fn synchronize() {
+    // SAFETY: process context, outside any read-side section of this task
+    // (the caller's contract).
     unsafe { crate::bindings::synchronize_rcu() };
 }

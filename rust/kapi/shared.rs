@@ -60,3 +60,60 @@ impl<'a> SharedWord<'a> {
         unsafe { bindings::srnic_shared_store64(self.word.as_ptr(), value) }
     }
 }
+
+/// What [`read_shared`] hands on, in memory order.
+#[derive(Clone, Copy, Debug)]
+pub enum SharedChunk<'a> {
+    /// Eight aligned bytes, as the value they spell read little-endian
+    /// (the first byte in memory is the lowest).
+    Word(u64),
+    /// Up to seven bytes before the first aligned word or after the last,
+    /// already copied out.
+    Bytes(&'a [u8]),
+}
+
+/// Reads the `len` bytes at `at` once each, in order, with marked
+/// (volatile) accesses, handing them to `f` as aligned words and the few
+/// bytes around them.
+///
+/// For memory others may write meanwhile, such as user pages that another
+/// thread of the owning process stores into while the skb that carries
+/// them waits to be sent: no Rust reference is formed over them (a `&[u8]`
+/// would claim they do not change, and a racing write would then be
+/// undefined behaviour). A racing write makes some of the values read old
+/// and some new, nothing worse; what is handed on is a copy in registers,
+/// so a consumer such as a CRC computes over exactly the values it saw.
+///
+/// # Safety
+///
+/// `at..at + len` must be valid for reads for the duration of the call.
+pub unsafe fn read_shared(at: *const u8, len: usize, mut f: impl FnMut(SharedChunk<'_>)) {
+    let mut done = 0usize;
+    // Bytes up to the first aligned word, and then the tail.
+    let lead = ((8 - (at as usize % 8)) % 8).min(len);
+    let mut bytes = [0u8; 7];
+    if lead > 0 {
+        for (i, byte) in bytes.iter_mut().take(lead).enumerate() {
+            // SAFETY: `i < lead <= len`, inside the range the caller
+            // vouches for.
+            *byte = unsafe { core::ptr::read_volatile(at.add(i)) };
+        }
+        f(SharedChunk::Bytes(bytes.get(..lead).unwrap_or(&[])));
+        done = lead;
+    }
+    while len - done >= 8 {
+        // SAFETY: `done..done + 8` is inside the range, and `at + done` is
+        // 8-byte aligned (the lead brought it there).
+        let word = unsafe { core::ptr::read_volatile(at.add(done).cast::<u64>()) };
+        f(SharedChunk::Word(u64::from_le(word)));
+        done += 8;
+    }
+    let tail = len - done;
+    if tail > 0 {
+        for (i, byte) in bytes.iter_mut().take(tail).enumerate() {
+            // SAFETY: `done + i < len`, inside the range.
+            *byte = unsafe { core::ptr::read_volatile(at.add(done + i)) };
+        }
+        f(SharedChunk::Bytes(bytes.get(..tail).unwrap_or(&[])));
+    }
+}

@@ -5,6 +5,7 @@
 
 use super::netdev::NetDevice;
 use super::rcu::RcuReadGuard;
+use super::shared::{read_shared, SharedChunk};
 use crate::bindings;
 use core::ptr::NonNull;
 use kernel::prelude::*;
@@ -116,6 +117,30 @@ impl SkBuff {
         kernel::error::to_result(unsafe {
             bindings::srnic_skb_append_trailer(self.0.as_ptr(), bytes.as_ptr().cast(), len)
         })
+    }
+
+    /// Reads the bytes of the page fragments in order, once each, with
+    /// marked accesses ([`read_shared`]): the pages may be user memory that
+    /// other threads write while the skb holds them, so they are never
+    /// looked at through a Rust reference. `EFAULT` if a fragment's page
+    /// has no kernel mapping.
+    pub fn read_page_frags(&self, mut f: impl FnMut(SharedChunk<'_>)) -> Result {
+        // SAFETY: reads a field of our skb.
+        let count = unsafe { bindings::srnic_skb_nr_frags(self.0.as_ptr()) };
+        for i in 0..count {
+            let mut len = 0u32;
+            // SAFETY: the skb is ours and `i` is below its fragment count;
+            // the shim writes `len` only.
+            let at = unsafe { bindings::srnic_skb_frag(self.0.as_ptr(), i, &mut len) };
+            if at.is_null() {
+                return Err(EFAULT);
+            }
+            // SAFETY: the skb holds a reference on the fragment's page, and
+            // `at` is its kernel mapping, so the `len` bytes stay valid
+            // while `self` is borrowed.
+            unsafe { read_shared(at.cast(), len as usize, &mut f) };
+        }
+        Ok(())
     }
 
     /// The bytes of data, in the linear part and beyond.

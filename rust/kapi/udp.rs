@@ -102,7 +102,10 @@ impl Drop for UdpTunnel {
         // under RCU; waiting for a grace period lets any running one finish
         // before its receiver or the module's code may go.
         unsafe { bindings::srnic_udp_tunnel_close(self.sock.as_ptr()) };
-        super::rcu::synchronize();
+        // SAFETY: a tunnel is closed from the module's namespace exit or
+        // module exit, process context without a read-side section open
+        // (a receive callback, which runs under RCU, never drops one).
+        unsafe { super::rcu::synchronize() };
     }
 }
 
@@ -112,7 +115,13 @@ pub struct Route {
     family: Family,
 }
 
-fn route_from(
+/// The route `dst` (NULL: none, for the reason `err`), owned from here on.
+///
+/// # Safety
+///
+/// `dst` is NULL or a route of `family` whose reference the caller hands
+/// over (`Route` releases it).
+unsafe fn route_from(
     dst: *mut bindings::dst_entry,
     err: core::ffi::c_int,
     family: Family,
@@ -139,7 +148,9 @@ impl Route {
                 &mut err,
             )
         };
-        route_from(dst, err, Family::V4)
+        // SAFETY: `srnic_route4` returns NULL or an IPv4 route with a
+        // reference for us.
+        unsafe { route_from(dst, err, Family::V4) }
     }
 
     /// The IPv6 route from `saddr` to `daddr` with a traffic class and
@@ -168,7 +179,9 @@ impl Route {
                 &mut err,
             )
         };
-        route_from(dst, err, Family::V6)
+        // SAFETY: `srnic_route6` returns NULL or an IPv6 route with a
+        // reference for us.
+        unsafe { route_from(dst, err, Family::V6) }
     }
 
     /// The interface the route leaves through.

@@ -5,6 +5,7 @@
 
 use crate::bindings;
 use core::marker::PhantomData;
+use core::sync::atomic::{AtomicU8, Ordering};
 use kernel::types::Opaque;
 
 /// An owner that embeds a [`DelayedWork`] and runs when it fires.
@@ -20,11 +21,31 @@ pub unsafe trait HasDelayedWork: Sized + Sync {
 }
 
 /// A `struct delayed_work` inside its owner `T`.
-#[repr(transparent)]
+///
+/// The owner is usually built by value and moved to its final place (a
+/// netdev's private area) before the work may be initialised there, so
+/// initialisation is a step of its own ([`Self::init`]) that the work
+/// records: until it has happened, [`Self::schedule`] and
+/// [`Self::cancel_sync`] do nothing rather than touch uninitialised memory.
+///
+/// # Invariants
+///
+/// `raw` is an initialised `delayed_work` whose function is
+/// [`Self::trampoline`] once `state` reads `READY` (with acquire
+/// ordering), and stays so.
+#[repr(C)]
 pub struct DelayedWork<T: HasDelayedWork> {
+    // First: the work's address is the `DelayedWork`'s (the trampoline
+    // finds the owner from it).
     raw: Opaque<bindings::delayed_work>,
+    state: AtomicU8,
     _owner: PhantomData<T>,
 }
+
+/// `DelayedWork::state`: not initialised, being initialised, ready.
+const UNINIT: u8 = 0;
+const INITIALISING: u8 = 1;
+const READY: u8 = 2;
 
 // SAFETY: the workqueue serialises the work item; scheduling and
 // cancelling are safe from any thread.
@@ -33,42 +54,69 @@ unsafe impl<T: HasDelayedWork> Sync for DelayedWork<T> {}
 unsafe impl<T: HasDelayedWork> Send for DelayedWork<T> {}
 
 impl<T: HasDelayedWork> DelayedWork<T> {
-    /// Uninitialised: [`Self::init`] before first use.
+    /// Not initialised yet: [`Self::init`] it in its final place.
     pub const fn new() -> Self {
         Self {
             raw: Opaque::uninit(),
+            state: AtomicU8::new(UNINIT),
             _owner: PhantomData,
         }
     }
 
-    /// Initialises the work.
+    /// Initialises the work in place, the first time it is called; later
+    /// calls (and one racing the first) do nothing.
     ///
     /// # Safety
     ///
-    /// The owner is at its final address and stays there until
-    /// [`Self::cancel_sync`] has run after the last `schedule`; the work is
-    /// not pending or running.
+    /// The owner is at its final address and stays there, alive, until
+    /// [`Self::cancel_sync`] has run after the last [`Self::schedule`]
+    /// (typically: its `Drop` cancels, and nothing schedules from then on).
     pub unsafe fn init(&self) {
-        // SAFETY: writable, idle work, per the caller.
+        if self
+            .state
+            .compare_exchange(UNINIT, INITIALISING, Ordering::Acquire, Ordering::Acquire)
+            .is_err()
+        {
+            return;
+        }
+        // SAFETY: this call alone moved the state from `UNINIT`, so the work
+        // was never initialised, scheduled or run, and nobody else writes
+        // it meanwhile (the others see it not ready and leave it alone).
         unsafe { bindings::srnic_init_delayed_work(self.raw.get(), Some(Self::trampoline)) };
+        self.state.store(READY, Ordering::Release);
+    }
+
+    /// Whether [`Self::init`] has initialised the work.
+    pub fn is_ready(&self) -> bool {
+        self.state.load(Ordering::Acquire) == READY
     }
 
     /// Runs the work after `delay_ms` (again: the new delay replaces a
-    /// pending one).
-    pub fn schedule(&self, delay_ms: u64) {
-        // SAFETY: initialised, per `init`'s contract.
+    /// pending one). Before [`Self::init`], does nothing and says so.
+    pub fn schedule(&self, delay_ms: u64) -> bool {
+        if !self.is_ready() {
+            return false;
+        }
+        // SAFETY: ready, so initialised (type invariant), and the owner
+        // stays until the cancel after the last schedule (`init`'s
+        // contract).
         unsafe {
             bindings::srnic_mod_delayed_work(
                 self.raw.get(),
                 delay_ms.try_into().unwrap_or(usize::MAX),
             )
         };
+        true
     }
 
-    /// Cancels the work and waits for a running instance to finish. Must
+    /// Cancels the work and waits for a running instance to finish (nothing
+    /// to do before [`Self::init`]: it cannot have been scheduled). Must
     /// not be called from the work itself or under a lock it takes.
     pub fn cancel_sync(&self) {
-        // SAFETY: initialised.
+        if !self.is_ready() {
+            return;
+        }
+        // SAFETY: ready, so initialised (type invariant).
         unsafe { bindings::cancel_delayed_work_sync(self.raw.get()) };
     }
 
@@ -77,8 +125,8 @@ impl<T: HasDelayedWork> DelayedWork<T> {
     /// Called only by the workqueue for a work item this module initialised.
     unsafe extern "C" fn trampoline(work: *mut bindings::work_struct) {
         // SAFETY: the work is the first field of a `delayed_work`, which is
-        // the transparent content of a `DelayedWork<T>` at `T::OFFSET` in a
-        // live owner (`init`'s contract).
+        // the first field of a `repr(C)` `DelayedWork<T>` at `T::OFFSET` in
+        // a live owner (`init`'s contract).
         let owner = unsafe { &*work.cast::<u8>().sub(T::OFFSET).cast::<T>() };
         owner.run();
     }

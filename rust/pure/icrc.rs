@@ -67,24 +67,34 @@ impl Crc32 {
     /// Adds `bytes`, eight at a time (payloads are most of the bytes a
     /// RoCEv2 node checks and signs).
     pub fn update(&mut self, bytes: &[u8]) {
-        let mut crc = self.0;
         let mut words = bytes.chunks_exact(8);
         for word in &mut words {
-            let low = u32::from_le_bytes([word[0], word[1], word[2], word[3]]) ^ crc;
-            let high = u32::from_le_bytes([word[4], word[5], word[6], word[7]]);
-            crc = entry(7, low)
-                ^ entry(6, low >> 8)
-                ^ entry(5, low >> 16)
-                ^ entry(4, low >> 24)
-                ^ entry(3, high)
-                ^ entry(2, high >> 8)
-                ^ entry(1, high >> 16)
-                ^ entry(0, high >> 24);
+            let mut le = [0u8; 8];
+            le.copy_from_slice(word);
+            self.update_word(u64::from_le_bytes(le));
         }
+        let mut crc = self.0;
         for b in words.remainder() {
             crc = entry(0, crc ^ u32::from(*b)) ^ (crc >> 8);
         }
         self.0 = crc;
+    }
+
+    /// Adds eight bytes given as the value they spell read little-endian
+    /// (the first byte lowest), for callers that read memory a word at a
+    /// time without forming a slice over it.
+    #[inline(always)]
+    pub fn update_word(&mut self, word: u64) {
+        let low = (word as u32) ^ self.0;
+        let high = (word >> 32) as u32;
+        self.0 = entry(7, low)
+            ^ entry(6, low >> 8)
+            ^ entry(5, low >> 16)
+            ^ entry(4, low >> 24)
+            ^ entry(3, high)
+            ^ entry(2, high >> 8)
+            ^ entry(1, high >> 16)
+            ^ entry(0, high >> 24);
     }
 
     /// The CRC of everything added.
@@ -182,6 +192,13 @@ impl Icrc {
     /// Adds the next bytes of the packet (payload, pad).
     pub fn update(&mut self, bytes: &[u8]) {
         self.0.update(bytes);
+    }
+
+    /// Adds the next eight bytes of the packet, given as the value they
+    /// spell read little-endian ([`Crc32::update_word`]).
+    #[inline(always)]
+    pub fn update_word(&mut self, word: u64) {
+        self.0.update_word(word);
     }
 
     /// The ICRC, which the wire carries little-endian.
@@ -282,6 +299,25 @@ mod tests {
         let mut icrc = Icrc::start(&ip4, &packet[..40]).unwrap();
         icrc.update(&packet[40..]);
         assert_eq!(icrc.finish(), icrc_ipv4(&ip4, &packet).unwrap());
+    }
+
+    #[test]
+    fn word_by_word_matches_bytes() {
+        let data: Vec<u8> = (0..203u32).map(|i| (i * 89 + 7) as u8).collect();
+        for lead in 0..8 {
+            let mut bytes = Crc32::new();
+            bytes.update(&data);
+            // Bytes up to `lead`, then words, then the tail, as a reader of
+            // shared memory hands them on.
+            let mut words = Crc32::new();
+            words.update(&data[..lead]);
+            let mut chunks = data[lead..].chunks_exact(8);
+            for chunk in &mut chunks {
+                words.update_word(u64::from_le_bytes(chunk.try_into().unwrap()));
+            }
+            words.update(chunks.remainder());
+            assert_eq!(words.finish(), bytes.finish(), "lead {lead}");
+        }
     }
 
     #[test]

@@ -6,7 +6,11 @@
 # a local-only and another PD's region. No READ response may carry a byte
 # the model of the region does not hold, nothing the keys do not grant may
 # be acknowledged, and every byte outside the writable region stays as it
-# was filled. The kernel stays clean.
+# was filled. Then a flood of forged answers (ACKs and NAKs for PSNs never
+# sent or long done, READ responses and atomic acknowledgements nobody
+# asked for) hits a live QP: each is counted in rejected_answers, none
+# starts the requester (requester_runs) or makes the device send, and the
+# QP then answers a READ of the whole region. The kernel stays clean.
 # It runs SRNIC_CASE_FUZZ_SECONDS (default 60) seconds; `make fuzz-guest
 # FUZZ_SECONDS=N` runs it longer, SRNIC_CASE_FUZZ_SEED replays a seed.
 # timeout: 300

@@ -84,6 +84,8 @@ struct Resources {
     /// a send CQ.
     own_cqs: [*mut bindings::ib_cq; 3],
     qps: [*mut bindings::ib_qp; 2],
+    /// What the SGEs point at: dropped after `drop` destroyed the QPs.
+    buffer: Option<KBox<[u8; 64]>>,
 }
 
 impl Resources {
@@ -94,6 +96,7 @@ impl Resources {
             cq: null_mut(),
             own_cqs: [null_mut(); 3],
             qps: [null_mut(); 2],
+            buffer: None,
         }
     }
 }
@@ -138,7 +141,16 @@ fn check(ok: bool, what: &'static str) -> Result<(), &'static str> {
     Ok(())
 }
 
-fn create_qp(r: &Resources, qp_type: bindings::ib_qp_type, depth: u32) -> *mut bindings::ib_qp {
+/// A QP of `qp_type` on `r.pd` with `r.cq` for both queues, or NULL.
+///
+/// # Safety
+///
+/// `r.pd` and `r.cq` are live objects of this test.
+unsafe fn create_qp(
+    r: &Resources,
+    qp_type: bindings::ib_qp_type,
+    depth: u32,
+) -> *mut bindings::ib_qp {
     let mut init = bindings::ib_qp_init_attr {
         send_cq: r.cq,
         recv_cq: r.cq,
@@ -160,7 +172,12 @@ fn create_qp(r: &Resources, qp_type: bindings::ib_qp_type, depth: u32) -> *mut b
     }
 }
 
-fn modify(qp: *mut bindings::ib_qp, attr: &mut bindings::ib_qp_attr, mask: u32) -> c_int {
+/// `ib_modify_qp`.
+///
+/// # Safety
+///
+/// `qp` is a live QP of this test.
+unsafe fn modify(qp: *mut bindings::ib_qp, attr: &mut bindings::ib_qp_attr, mask: u32) -> c_int {
     // SAFETY: a live QP of ours and a filled attribute.
     unsafe { bindings::ib_modify_qp(qp, attr, mask as c_int) }
 }
@@ -191,7 +208,14 @@ fn recv_wr(tagged: &mut Tagged, sge: &mut bindings::ib_sge) -> bindings::ib_recv
     wr
 }
 
-fn post_send(
+/// Posts the send chain `wr`; the status and the WR it stopped at.
+///
+/// # Safety
+///
+/// `qp` is a live QP of this test; the chain's SGEs cover memory that
+/// stays valid while the QP lives, and its `wr_cqe`s stay valid until
+/// their completions are processed.
+unsafe fn post_send(
     qp: *mut bindings::ib_qp,
     wr: &bindings::ib_send_wr,
 ) -> (c_int, *const bindings::ib_send_wr) {
@@ -201,7 +225,14 @@ fn post_send(
     (ret, bad)
 }
 
-fn post_recv(
+/// Posts the receive chain `wr`; the status and the WR it stopped at.
+///
+/// # Safety
+///
+/// `qp` is a live QP of this test; the chain's SGEs cover memory that
+/// stays valid while the QP lives, and its `wr_cqe`s stay valid until
+/// their completions are processed.
+unsafe fn post_recv(
     qp: *mut bindings::ib_qp,
     wr: &bindings::ib_recv_wr,
 ) -> (c_int, *const bindings::ib_recv_wr) {
@@ -211,7 +242,12 @@ fn post_recv(
     (ret, bad)
 }
 
-fn process(cq: *mut bindings::ib_cq) {
+/// Runs the completions of `cq` (its `done` callbacks) in this thread.
+///
+/// # Safety
+///
+/// `cq` is a live CQ of this test with `IB_POLL_DIRECT`.
+unsafe fn process(cq: *mut bindings::ib_cq) {
     // SAFETY: a live CQ of ours polled directly, in this thread.
     unsafe { bindings::ib_process_cq_direct(cq, -1) };
 }
@@ -228,7 +264,11 @@ fn logged(from: usize, to: usize) -> impl Iterator<Item = (u32, u32)> {
 
 /// Moves RC `qp` from RESET to RTS connected to itself over the port's
 /// RoCEv2 link-local GID, whose MAC the core derives without ARP.
-fn connect_to_itself(
+///
+/// # Safety
+///
+/// `dev` is a registered device and `qp` a live RC QP of it, in RESET.
+unsafe fn connect_to_itself(
     dev: *mut bindings::ib_device,
     qp: *mut bindings::ib_qp,
     timeout: u8,
@@ -237,12 +277,17 @@ fn connect_to_itself(
 ) -> Result<(), &'static str> {
     // SAFETY: the QP is live.
     let dest = unsafe { (*qp).qp_num };
-    connect_to(dev, qp, dest, timeout, min_rnr_timer, access)
+    // SAFETY: per the caller.
+    unsafe { connect_to(dev, qp, dest, timeout, min_rnr_timer, access) }
 }
 
 /// Moves RC `qp` from RESET to RTS connected to QP `dest` of the same
 /// device (see `connect_to_itself`).
-fn connect_to(
+///
+/// # Safety
+///
+/// As for [`connect_to_itself`].
+unsafe fn connect_to(
     dev: *mut bindings::ib_device,
     qp: *mut bindings::ib_qp,
     dest: u32,
@@ -260,7 +305,9 @@ fn connect_to(
         | bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX
         | bindings::ib_qp_attr_mask_IB_QP_PORT
         | bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
-    check(modify(qp, &mut attr, m) == 0, "modify RC to INIT")?;
+    // SAFETY: live objects of this test (this function's contract).
+    let ret = unsafe { modify(qp, &mut attr, m) };
+    check(ret == 0, "modify RC to INIT")?;
     let mut gid = bindings::ib_gid::default();
     // SAFETY: a registered device; the GID is written to our local.
     let ret = unsafe { bindings::rdma_query_gid(dev, 1, 0, &mut gid) };
@@ -286,7 +333,8 @@ fn connect_to(
         | bindings::ib_qp_attr_mask_IB_QP_RQ_PSN
         | bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC
         | bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
-    check(modify(qp, &mut attr, m) == 0, "modify RC to RTR")?;
+    // SAFETY: live objects of this test (this function's contract).
+    check(unsafe { modify(qp, &mut attr, m) } == 0, "modify RC to RTR")?;
     let mut attr = bindings::ib_qp_attr {
         qp_state: bindings::ib_qp_state_IB_QPS_RTS,
         timeout,
@@ -301,7 +349,8 @@ fn connect_to(
         | bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY
         | bindings::ib_qp_attr_mask_IB_QP_SQ_PSN
         | bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
-    check(modify(qp, &mut attr, m) == 0, "modify RC to RTS")?;
+    // SAFETY: live objects of this test (this function's contract).
+    check(unsafe { modify(qp, &mut attr, m) } == 0, "modify RC to RTS")?;
     Ok(())
 }
 
@@ -318,33 +367,44 @@ fn get_device() -> Result<*mut bindings::ib_device, &'static str> {
     Ok(dev)
 }
 
-fn alloc_pd(dev: *mut bindings::ib_device) -> Result<*mut bindings::ib_pd, &'static str> {
+/// A PD on `dev`, which the caller deallocates.
+///
+/// # Safety
+///
+/// `dev` is a registered device.
+unsafe fn alloc_pd(dev: *mut bindings::ib_device) -> Result<*mut bindings::ib_pd, &'static str> {
     // SAFETY: a registered device; the caller deallocates the PD.
     let pd = unsafe { bindings::__ib_alloc_pd(dev, 0, CALLER.as_char_ptr()) };
     check(!is_err(pd), "ib_alloc_pd")?;
     Ok(pd)
 }
 
-/// A 64-byte kernel buffer and the SGE that covers it through the PD's
-/// local DMA lkey (the buffer must outlive the WRs using the SGE).
-fn buffer_sge(
-    pd: *mut bindings::ib_pd,
-) -> Result<(KBox<[u8; 64]>, bindings::ib_sge), &'static str> {
+/// A 64-byte kernel buffer, kept in `r` until its QPs are gone, and the
+/// SGE that covers it through the local DMA lkey of `r.pd`.
+///
+/// # Safety
+///
+/// `r.pd` is a live PD.
+unsafe fn buffer_sge(r: &mut Resources) -> Result<bindings::ib_sge, &'static str> {
     let buffer = KBox::new([0u8; 64], GFP_KERNEL).map_err(|_| "allocate buffer")?;
-    // SAFETY: the PD is live; its local DMA lkey covers kernel memory.
-    let lkey = unsafe { (*pd).local_dma_lkey };
+    // SAFETY: the PD is live (the caller's contract); its local DMA lkey
+    // covers kernel memory.
+    let lkey = unsafe { (*r.pd).local_dma_lkey };
     let sge = bindings::ib_sge {
         addr: buffer.as_ptr() as u64,
         length: 64,
         lkey,
     };
-    Ok((buffer, sge))
+    r.buffer = Some(buffer);
+    Ok(sge)
 }
 
 fn run() -> Result<(), &'static str> {
     let mut r = Resources::new();
     r.dev = get_device()?;
-    r.pd = alloc_pd(r.dev)?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    r.pd = unsafe { alloc_pd(r.dev) }?;
     // SAFETY: as above.
     let cq = unsafe {
         bindings::__ib_alloc_cq(
@@ -358,7 +418,9 @@ fn run() -> Result<(), &'static str> {
     };
     check(!is_err(cq), "ib_alloc_cq")?;
     r.cq = cq;
-    let qp = create_qp(&r, bindings::ib_qp_type_IB_QPT_RC, 16);
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    let qp = unsafe { create_qp(&r, bindings::ib_qp_type_IB_QPT_RC, 16) };
     check(!qp.is_null(), "ib_create_qp RC")?;
     r.qps[0] = qp;
 
@@ -366,9 +428,13 @@ fn run() -> Result<(), &'static str> {
     // RNR timer (code 0, 655 ms) they are still waiting when the flush
     // comes a few milliseconds after the receives are posted; with a short
     // one a send could land in a receive first.
-    connect_to_itself(r.dev, qp, 31, 0, 0)?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    unsafe { connect_to_itself(r.dev, qp, 31, 0, 0) }?;
 
-    let (_buffer, mut sge) = buffer_sge(r.pd)?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    let mut sge = unsafe { buffer_sge(&mut r) }?;
     let mut tags = KVec::new();
     let all = Iterator::chain(0..SENDS, RECV_BASE..RECV_BASE + RECVS);
     let all = Iterator::chain(all, LATE_SEND_BASE..LATE_SEND_BASE + 2);
@@ -388,20 +454,28 @@ fn run() -> Result<(), &'static str> {
     let mut too_many = send_wr(&mut bad[0], &mut sge, 33);
     let mut first = send_wr(&mut sends[0], &mut sge, 1);
     first.next = &mut too_many;
-    let (ret, bad_wr) = post_send(qp, &first);
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    let (ret, bad_wr) = unsafe { post_send(qp, &first) };
     check(
         ret == -(bindings::EINVAL as c_int) && core::ptr::eq(bad_wr, &too_many),
         "post_send: too many SGEs fails with EINVAL, bad_wr at the bad WR",
     )?;
     for tagged in sends.iter_mut().skip(1) {
         let wr = send_wr(tagged, &mut sge, 1);
-        check(post_send(qp, &wr).0 == 0, "post_send")?;
+        // SAFETY: live objects of this test, owned by `r` until it drops at the
+        // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+        check(unsafe { post_send(qp, &wr) }.0 == 0, "post_send")?;
     }
     for tagged in recvs.iter_mut() {
         let wr = recv_wr(tagged, &mut sge);
-        check(post_recv(qp, &wr).0 == 0, "post_recv")?;
+        // SAFETY: live objects of this test, owned by `r` until it drops at the
+        // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+        check(unsafe { post_recv(qp, &wr) }.0 == 0, "post_recv")?;
     }
-    process(r.cq);
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    unsafe { process(r.cq) };
     check(
         LOG_LEN.load(Ordering::Acquire) == 0,
         "nothing completes before the flush",
@@ -412,10 +486,14 @@ fn run() -> Result<(), &'static str> {
         ..Default::default()
     };
     check(
-        modify(qp, &mut attr, bindings::ib_qp_attr_mask_IB_QP_STATE) == 0,
+        // SAFETY: live objects of this test, owned by `r` until it drops at the
+        // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+        unsafe { modify(qp, &mut attr, bindings::ib_qp_attr_mask_IB_QP_STATE) } == 0,
         "modify RC to ERR",
     )?;
-    process(r.cq);
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    unsafe { process(r.cq) };
     let flushed = LOG_LEN.load(Ordering::Acquire);
     check(flushed == (SENDS + RECVS) as usize, "ERR flushes N + M WRs")?;
     let flush = bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR;
@@ -431,13 +509,19 @@ fn run() -> Result<(), &'static str> {
 
     for tagged in late_sends.iter_mut() {
         let wr = send_wr(tagged, &mut sge, 1);
-        check(post_send(qp, &wr).0 == 0, "post_send in ERR")?;
+        // SAFETY: live objects of this test, owned by `r` until it drops at the
+        // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+        check(unsafe { post_send(qp, &wr) }.0 == 0, "post_send in ERR")?;
     }
     for tagged in late_recvs.iter_mut() {
         let wr = recv_wr(tagged, &mut sge);
-        check(post_recv(qp, &wr).0 == 0, "post_recv in ERR")?;
+        // SAFETY: live objects of this test, owned by `r` until it drops at the
+        // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+        check(unsafe { post_recv(qp, &wr) }.0 == 0, "post_recv in ERR")?;
     }
-    process(r.cq);
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    unsafe { process(r.cq) };
     let total = LOG_LEN.load(Ordering::Acquire);
     let expected = Iterator::chain(
         LATE_SEND_BASE..LATE_SEND_BASE + 2,
@@ -451,14 +535,18 @@ fn run() -> Result<(), &'static str> {
     // SAFETY: a live kernel QP whose CQ is polled directly; the drain WRs
     // complete through the core's own cqes.
     unsafe { bindings::ib_drain_qp(qp) };
-    process(r.cq);
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    unsafe { process(r.cq) };
     check(
         LOG_LEN.load(Ordering::Acquire) == total,
         "ib_drain_qp returns, nothing duplicated",
     )?;
 
     // A full queue refuses more with ENOMEM, naming the WR that did not fit.
-    let small = create_qp(&r, bindings::ib_qp_type_IB_QPT_UD, 1);
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    let small = unsafe { create_qp(&r, bindings::ib_qp_type_IB_QPT_UD, 1) };
     check(!small.is_null(), "ib_create_qp UD")?;
     r.qps[1] = small;
     let mut attr = bindings::ib_qp_attr {
@@ -471,12 +559,17 @@ fn run() -> Result<(), &'static str> {
         | bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX
         | bindings::ib_qp_attr_mask_IB_QP_PORT
         | bindings::ib_qp_attr_mask_IB_QP_QKEY;
-    check(modify(small, &mut attr, m) == 0, "modify UD to INIT")?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    let ret = unsafe { modify(small, &mut attr, m) };
+    check(ret == 0, "modify UD to INIT")?;
     let (a, b) = bad.split_at_mut(1);
     let mut second = recv_wr(&mut b[0], &mut sge);
     let mut first = recv_wr(&mut a[0], &mut sge);
     first.next = &mut second;
-    let (ret, bad_wr) = post_recv(small, &first);
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    let (ret, bad_wr) = unsafe { post_recv(small, &first) };
     check(
         ret == -(bindings::ENOMEM as c_int) && core::ptr::eq(bad_wr, &second),
         "post_recv past capacity fails with ENOMEM at the WR that did not fit",
@@ -551,7 +644,11 @@ fn now_ns() -> u64 {
 
 /// Polls `cq` until `count` CQEs were taken (two seconds at most); all
 /// must be successful.
-fn take(cq: *mut bindings::ib_cq, count: u32) -> Result<(), &'static str> {
+///
+/// # Safety
+///
+/// `cq` is a live CQ of this test that only this thread polls.
+unsafe fn take(cq: *mut bindings::ib_cq, count: u32) -> Result<(), &'static str> {
     let mut taken = 0;
     for _ in 0..2000 {
         let mut wc = bindings::ib_wc::default();
@@ -572,19 +669,31 @@ fn take(cq: *mut bindings::ib_cq, count: u32) -> Result<(), &'static str> {
 
 /// Takes `count` receive CQEs from `recv_cq` and as many send CQEs from
 /// `send_cq`.
-fn take_both(
+///
+/// # Safety
+///
+/// Both are live CQs of this test that only this thread polls.
+unsafe fn take_both(
     recv_cq: *mut bindings::ib_cq,
     send_cq: *mut bindings::ib_cq,
     count: u32,
 ) -> Result<(), &'static str> {
-    take(recv_cq, count)?;
-    take(send_cq, count)
+    // SAFETY: live objects of this test (this function's contract).
+    unsafe { take(recv_cq, count) }?;
+    // SAFETY: live objects of this test (this function's contract).
+    unsafe { take(send_cq, count) }
 }
 
 /// Sends `count` unsolicited messages over the QP of `pair` (QP, its
 /// receive CQ, its send CQ), takes their CQEs, and checks that CQ 0 has
 /// seen `events` events in all once things settled.
-fn unsolicited_then_count(
+///
+/// # Safety
+///
+/// The QP and CQs of `pair` are live objects of this test, the QP
+/// connected to itself, and `sge` covers memory that stays valid until
+/// the WRs complete.
+unsafe fn unsolicited_then_count(
     pair: (
         *mut bindings::ib_qp,
         *mut bindings::ib_cq,
@@ -596,8 +705,10 @@ fn unsolicited_then_count(
     what: &'static str,
 ) -> Result<(), &'static str> {
     let (qp, recv_cq, send_cq) = pair;
-    exchange(qp, sge, count, false)?;
-    take_both(recv_cq, send_cq, count)?;
+    // SAFETY: live objects of this test (this function's contract).
+    unsafe { exchange(qp, sge, count, false) }?;
+    // SAFETY: live objects of this test (this function's contract).
+    unsafe { take_both(recv_cq, send_cq, count) }?;
     sleep_ms(20);
     check(events(0) == expected, what)
 }
@@ -613,14 +724,24 @@ fn await_events(index: usize, count: u32) -> bool {
     false
 }
 
-fn arm(cq: *mut bindings::ib_cq, flags: bindings::ib_cq_notify_flags) -> c_int {
+/// Requests a completion event of `cq`.
+///
+/// # Safety
+///
+/// `cq` is a live CQ of this test.
+unsafe fn arm(cq: *mut bindings::ib_cq, flags: bindings::ib_cq_notify_flags) -> c_int {
     // SAFETY: a live CQ of ours.
     unsafe { bindings::srnic_test_req_notify_cq(cq, flags) }
 }
 
 /// SEND `count` messages on `qp` to itself, each received: `solicited`
 /// asks for the solicited event.
-fn exchange(
+///
+/// # Safety
+///
+/// `qp` is a live RC QP of this test connected to itself, and `sge`
+/// covers memory that stays valid until the WRs complete.
+unsafe fn exchange(
     qp: *mut bindings::ib_qp,
     sge: &mut bindings::ib_sge,
     count: u32,
@@ -632,7 +753,8 @@ fn exchange(
             num_sge: 1,
             ..Default::default()
         };
-        check_quiet(post_recv(qp, &recv).0 == 0, "post_recv (events)")?;
+        // SAFETY: live objects of this test (this function's contract).
+        check_quiet(unsafe { post_recv(qp, &recv) }.0 == 0, "post_recv (events)")?;
         let mut flags = bindings::ib_send_flags_IB_SEND_SIGNALED;
         if solicited {
             flags |= bindings::ib_send_flags_IB_SEND_SOLICITED;
@@ -644,7 +766,8 @@ fn exchange(
             send_flags: flags as c_int,
             ..Default::default()
         };
-        check_quiet(post_send(qp, &send).0 == 0, "post_send (events)")?;
+        // SAFETY: live objects of this test (this function's contract).
+        check_quiet(unsafe { post_send(qp, &send) }.0 == 0, "post_send (events)")?;
     }
     Ok(())
 }
@@ -668,7 +791,9 @@ fn run_events() -> Result<(), &'static str> {
         vectors == online,
         "num_comp_vectors is the number of online CPUs",
     )?;
-    r.pd = alloc_pd(r.dev)?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    r.pd = unsafe { alloc_pd(r.dev) }?;
     let create_cq = |vector: u32, context: usize| {
         let attr = bindings::ib_cq_init_attr {
             cqe: 64,
@@ -730,57 +855,91 @@ fn run_events() -> Result<(), &'static str> {
         let qp = unsafe { bindings::ib_create_qp_kernel(r.pd, &mut init, CALLER.as_char_ptr()) };
         check(!is_err(qp), "ib_create_qp RC (events)")?;
         *slot = qp;
-        connect_to_itself(r.dev, qp, 14, 12, 0)?;
+        // SAFETY: live objects of this test, owned by `r` until it drops at the
+        // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+        unsafe { connect_to_itself(r.dev, qp, 14, 12, 0) }?;
     }
     let [qp, other_qp] = r.qps;
-    let (_buffer, mut sge) = buffer_sge(r.pd)?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    let mut sge = unsafe { buffer_sge(&mut r) }?;
     let solicited_only = bindings::ib_cq_notify_flags_IB_CQ_SOLICITED;
     let next = bindings::ib_cq_notify_flags_IB_CQ_NEXT_COMP;
     let missed = bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS;
 
     check(
-        arm(cq, solicited_only) == 0,
+        // SAFETY: live objects of this test, owned by `r` until it drops at the
+        // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+        unsafe { arm(cq, solicited_only) } == 0,
         "arm for solicited completions",
     )?;
     let pair = (qp, cq, send_cq);
-    unsolicited_then_count(
-        pair,
-        &mut sge,
-        3,
-        0,
-        "unsolicited CQEs raise no event on a CQ armed for solicited",
-    )?;
-    exchange(qp, &mut sge, 1, true)?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    unsafe {
+        unsolicited_then_count(
+            pair,
+            &mut sge,
+            3,
+            0,
+            "unsolicited CQEs raise no event on a CQ armed for solicited",
+        )
+    }?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    unsafe { exchange(qp, &mut sge, 1, true) }?;
     check(await_events(0, 1), "a solicited CQE raises the event")?;
-    take_both(cq, send_cq, 1)?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    unsafe { take_both(cq, send_cq, 1) }?;
 
-    check(arm(cq, next) == 0, "arm for the next completion")?;
-    unsolicited_then_count(
-        pair,
-        &mut sge,
-        10,
-        2,
-        "ten CQEs after one arming raise exactly one event",
-    )?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    check(unsafe { arm(cq, next) } == 0, "arm for the next completion")?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    unsafe {
+        unsolicited_then_count(
+            pair,
+            &mut sge,
+            10,
+            2,
+            "ten CQEs after one arming raise exactly one event",
+        )
+    }?;
 
     // The receive's CQE is written before the ACK that completes the send.
-    exchange(qp, &mut sge, 1, false)?;
-    take(send_cq, 1)?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    unsafe { exchange(qp, &mut sge, 1, false) }?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    unsafe { take(send_cq, 1) }?;
     check(
-        arm(cq, next | missed) > 0,
+        // SAFETY: live objects of this test, owned by `r` until it drops at the
+        // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+        unsafe { arm(cq, next | missed) } > 0,
         "arming reports the CQE already waiting",
     )?;
-    take(cq, 1)?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    unsafe { take(cq, 1) }?;
     check(
-        arm(cq, next | missed) == 0,
+        // SAFETY: live objects of this test, owned by `r` until it drops at the
+        // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+        unsafe { arm(cq, next | missed) } == 0,
         "arming an empty CQ reports nothing missed",
     )?;
-    exchange(qp, &mut sge, 1, false)?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    unsafe { exchange(qp, &mut sge, 1, false) }?;
     check(
         await_events(0, 3),
         "the armed CQ raises the event for the next CQE",
     )?;
-    take_both(cq, send_cq, 1)?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    unsafe { take_both(cq, send_cq, 1) }?;
 
     // Moderation by period: a count never reached, so the event waits the
     // whole period.
@@ -793,9 +952,13 @@ fn run_events() -> Result<(), &'static str> {
         ret == -(bindings::EINVAL as c_int),
         "modify_cq: a period above the advertised maximum fails with EINVAL",
     )?;
-    check(arm(cq, next) == 0, "arm with moderation")?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    check(unsafe { arm(cq, next) } == 0, "arm with moderation")?;
     let start = now_ns();
-    exchange(qp, &mut sge, 1, false)?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    unsafe { exchange(qp, &mut sge, 1, false) }?;
     check(await_events(0, 4), "the moderated event comes")?;
     let last = LAST_EVENT_NS
         .first()
@@ -810,7 +973,9 @@ fn run_events() -> Result<(), &'static str> {
         waited_us < 3000 + 500_000,
         "the event comes soon after the period",
     )?;
-    take_both(cq, send_cq, 1)?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    unsafe { take_both(cq, send_cq, 1) }?;
 
     // Moderation by count, the handler arming again each time.
     // SAFETY: a live CQ of ours.
@@ -818,12 +983,20 @@ fn run_events() -> Result<(), &'static str> {
     check(ret == 0, "modify_cq: count 8, period 4000 us")?;
     set_rearm(0, true);
     let before = events(0);
-    check(arm(cq, next) == 0, "arm with count moderation")?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    check(unsafe { arm(cq, next) } == 0, "arm with count moderation")?;
     let start = now_ns();
-    exchange(qp, &mut sge, 48, false)?;
-    take(cq, 48)?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    unsafe { exchange(qp, &mut sge, 48, false) }?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    unsafe { take(cq, 48) }?;
     let elapsed_us = (now_ns().saturating_sub(start) / 1000) as u32;
-    take(send_cq, 48)?;
+    // SAFETY: live objects of this test, owned by `r` until it drops at the
+    // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+    unsafe { take(send_cq, 48) }?;
     sleep_ms(10);
     set_rearm(0, false);
     let raised = events(0) - before;
@@ -846,10 +1019,16 @@ fn run_events() -> Result<(), &'static str> {
     for _ in 0..5 {
         for (index, (qp, cq)) in [(qp, cq), (other_qp, other_cq)].into_iter().enumerate() {
             let before = events(index);
-            check_quiet(arm(cq, next) == 0, "arm (vectors)")?;
-            exchange(qp, &mut sge, 1, false)?;
+            // SAFETY: live objects of this test, owned by `r` until it drops at the
+            // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+            check_quiet(unsafe { arm(cq, next) } == 0, "arm (vectors)")?;
+            // SAFETY: live objects of this test, owned by `r` until it drops at the
+            // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+            unsafe { exchange(qp, &mut sge, 1, false) }?;
             check(await_events(index, before + 1), "event (vectors)")?;
-            take_both(cq, send_cq, 1)?;
+            // SAFETY: live objects of this test, owned by `r` until it drops at the
+            // end; SGEs cover `r.buffer`, and the tags outlive the last `process`.
+            unsafe { take_both(cq, send_cq, 1) }?;
         }
     }
     for (index, vector) in [(0, 0), (1, last_vector)] {
@@ -879,10 +1058,14 @@ fn run_events() -> Result<(), &'static str> {
 }
 
 /// The next CQE of `cq` (polled directly), within two seconds.
-fn next_wc(cq: *mut bindings::ib_cq) -> Result<bindings::ib_wc, &'static str> {
+///
+/// # Safety
+///
+/// `cq` is a live CQ of this test that only this thread polls.
+unsafe fn next_wc(cq: *mut bindings::ib_cq) -> Result<bindings::ib_wc, &'static str> {
     for _ in 0..2000 {
         let mut wc = bindings::ib_wc::default();
-        // SAFETY: a live CQ of ours, polled only by this thread.
+        // SAFETY: per the caller, a live CQ only this thread polls.
         if unsafe { bindings::srnic_test_poll_cq(cq, 1, &mut wc) } > 0 {
             return Ok(wc);
         }
@@ -892,13 +1075,18 @@ fn next_wc(cq: *mut bindings::ib_cq) -> Result<bindings::ib_wc, &'static str> {
 }
 
 /// Whether the next CQE of `cq` is WR `id`'s with `status` and `opcode`.
-fn completes(
+///
+/// # Safety
+///
+/// As for [`next_wc`].
+unsafe fn completes(
     cq: *mut bindings::ib_cq,
     id: u64,
     status: bindings::ib_wc_status,
     opcode: Option<bindings::ib_wc_opcode>,
 ) -> Result<bool, &'static str> {
-    let wc = next_wc(cq)?;
+    // SAFETY: per the caller.
+    let wc = unsafe { next_wc(cq) }?;
     // SAFETY: the CQ's WRs carry IDs, not cqes.
     let wr_id = unsafe { wc.__bindgen_anon_1.wr_id };
     let ok = wr_id == id && wc.status == status && opcode.map_or(true, |o| wc.opcode == o);
@@ -933,8 +1121,8 @@ fn plain_wr(
 }
 
 /// RDMA FLUSH and ATOMIC WRITE posted by a kernel consumer, between two RC
-/// QPs of srnic0: a WRITE, then a FLUSH (global and persistent) of
-/// its range in a region that fast registration gave flush access; an
+/// QPs of srnic0: a WRITE, then a FLUSH of the whole region (which fast
+/// registration gave flush access) behind it; an
 /// ATOMIC WRITE into it; a FLUSH through the PD's global rkey, whose DMA
 /// region has no flush access, fails with a remote access error.
 fn run_flush() -> Result<(), &'static str> {
@@ -970,21 +1158,27 @@ fn run_flush() -> Result<(), &'static str> {
     r.cq = cq;
     // Two QPs connected to each other: the responder's QP goes to ERR on
     // the last FLUSH, and the requester's must still see the NAK.
-    let qp = create_qp(&r, bindings::ib_qp_type_IB_QPT_RC, 8);
+    // SAFETY: `r.pd` and `r.cq` are live (checked above).
+    let qp = unsafe { create_qp(&r, bindings::ib_qp_type_IB_QPT_RC, 8) };
     check(!qp.is_null(), "ib_create_qp RC (FLUSH requester)")?;
     r.qps[0] = qp;
-    let peer = create_qp(&r, bindings::ib_qp_type_IB_QPT_RC, 8);
+    // SAFETY: as above.
+    let peer = unsafe { create_qp(&r, bindings::ib_qp_type_IB_QPT_RC, 8) };
     check(!peer.is_null(), "ib_create_qp RC (FLUSH responder)")?;
     r.qps[1] = peer;
     let access = REMOTE_WRITE | FLUSH_GLOBAL | FLUSH_PERSISTENT;
     // SAFETY: both QPs are live.
     let (qpn, peer_qpn) = unsafe { ((*qp).qp_num, (*peer).qp_num) };
-    connect_to(r.dev, qp, peer_qpn, 14, 12, access)?;
-    connect_to(r.dev, peer, qpn, 14, 12, access)?;
+    // SAFETY: a registered device and two live RC QPs of it in RESET.
+    unsafe { connect_to(r.dev, qp, peer_qpn, 14, 12, access) }?;
+    // SAFETY: as above.
+    unsafe { connect_to(r.dev, peer, qpn, 14, 12, access) }?;
 
-    let (source, mut sge) = buffer_sge(pd)?;
+    // SAFETY: `r.pd` is live; the source buffer stays in `r` until the
+    // QPs are destroyed.
+    let mut sge = unsafe { buffer_sge(&mut r) }?;
     let mut target = KBox::new([0u8; 64], GFP_KERNEL).map_err(|_| "allocate buffer")?;
-    let mut source = source;
+    let source = r.buffer.as_mut().ok_or("the source buffer")?;
     for (i, b) in source.iter_mut().enumerate() {
         *b = i as u8 ^ 0x5a;
     }
@@ -1001,18 +1195,21 @@ fn run_flush() -> Result<(), &'static str> {
             access: (LOCAL_WRITE | REMOTE_WRITE | FLUSH_GLOBAL | FLUSH_PERSISTENT) as c_int,
         };
         reg.wr.num_sge = 0;
-        check(
-            post_send(qp, &reg.wr).0 == 0,
-            "post REG_MR with flush access",
-        )?;
-        check(completes(cq, 1, SUCCESS, None)?, "REG_MR completes")?;
+        // SAFETY: a live QP; the WR's SGE covers `r.buffer`.
+        let ok = unsafe { post_send(qp, &reg.wr) }.0 == 0;
+        check(ok, "post REG_MR with flush access")?;
+        // SAFETY: the test's own CQ, polled by this thread only.
+        let ok = unsafe { completes(cq, 1, SUCCESS, None) }?;
+        check(ok, "REG_MR completes")?;
 
         let write = bindings::ib_rdma_wr {
             wr: plain_wr(bindings::ib_wr_opcode_IB_WR_RDMA_WRITE, 2, &mut sge),
             remote_addr: iova,
             rkey,
         };
-        check(post_send(qp, &write.wr).0 == 0, "post RDMA WRITE")?;
+        // SAFETY: a live QP; the WR's SGE covers `r.buffer`.
+        let ok = unsafe { post_send(qp, &write.wr) }.0 == 0;
+        check(ok, "post RDMA WRITE")?;
         // A kernel FLUSH names its region in an `ib_rdma_wr` and flushes
         // all of it (the core has no WR with a range or placement).
         let flush = bindings::ib_rdma_wr {
@@ -1020,41 +1217,43 @@ fn run_flush() -> Result<(), &'static str> {
             remote_addr: iova,
             rkey,
         };
+        // SAFETY: a live QP; the WR's SGE covers `r.buffer`.
+        let ok = unsafe { post_send(qp, &flush.wr) }.0 == 0;
+        check(ok, "post FLUSH (ib_rdma_wr)")?;
+        // SAFETY: the test's own CQ, polled by this thread only.
+        let ok = unsafe { completes(cq, 2, SUCCESS, None) }?;
+        check(ok, "the WRITE completes")?;
+        // SAFETY: the test's own CQ, polled by this thread only.
+        let ok = unsafe { completes(cq, 3, SUCCESS, Some(bindings::ib_wc_opcode_IB_WC_FLUSH)) }?;
+        check(ok, "the FLUSH completes as IB_WC_FLUSH")?;
         check(
-            post_send(qp, &flush.wr).0 == 0,
-            "post FLUSH (ib_rdma_wr)",
-        )?;
-        check(completes(cq, 2, SUCCESS, None)?, "the WRITE completes")?;
-        check(
-            completes(cq, 3, SUCCESS, Some(bindings::ib_wc_opcode_IB_WC_FLUSH))?,
-            "the FLUSH completes as IB_WC_FLUSH",
-        )?;
-        check(
-            target[..] == source[..],
+            r.buffer.as_deref() == Some(&*target),
             "the WRITE is in the region when its FLUSH completes",
         )?;
 
         let value = 0x0123_4567_89ab_cdefu64;
-        source[..8].copy_from_slice(&value.to_ne_bytes());
+        if let Some(source) = r.buffer.as_mut() {
+            source[..8].copy_from_slice(&value.to_ne_bytes());
+        }
         let mut eight = bindings::ib_sge { length: 8, ..sge };
         let atomic = bindings::ib_rdma_wr {
             wr: plain_wr(bindings::ib_wr_opcode_IB_WR_ATOMIC_WRITE, 4, &mut eight),
             remote_addr: iova + 8,
             rkey,
         };
-        check(
-            post_send(qp, &atomic.wr).0 == 0,
-            "post ATOMIC WRITE (ib_rdma_wr)",
-        )?;
-        check(
+        // SAFETY: a live QP; the WR's SGE covers `r.buffer`.
+        let ok = unsafe { post_send(qp, &atomic.wr) }.0 == 0;
+        check(ok, "post ATOMIC WRITE (ib_rdma_wr)")?;
+        // SAFETY: the test's own CQ, polled by this thread only.
+        let ok = unsafe {
             completes(
                 cq,
                 4,
                 SUCCESS,
                 Some(bindings::ib_wc_opcode_IB_WC_ATOMIC_WRITE),
-            )?,
-            "the ATOMIC WRITE completes as IB_WC_ATOMIC_WRITE",
-        )?;
+            )
+        }?;
+        check(ok, "the ATOMIC WRITE completes as IB_WC_ATOMIC_WRITE")?;
         check(
             target[8..16] == value.to_ne_bytes(),
             "the ATOMIC WRITE stored its eight bytes",
@@ -1065,7 +1264,8 @@ fn run_flush() -> Result<(), &'static str> {
             wr: plain_wr(bindings::ib_wr_opcode_IB_WR_FLUSH, 5, &mut sge_list),
             ..flush
         };
-        let (ret, _) = post_send(qp, &with_sge.wr);
+        // SAFETY: a live QP; the WR's SGE covers `r.buffer`.
+        let (ret, _) = unsafe { post_send(qp, &with_sge.wr) };
         check(
             ret == -(bindings::EINVAL as c_int),
             "a FLUSH with an SGE is refused with EINVAL",
@@ -1078,12 +1278,12 @@ fn run_flush() -> Result<(), &'static str> {
             remote_addr: target.as_ptr() as u64,
             rkey: global,
         };
+        // SAFETY: a live QP; the WR's SGE covers `r.buffer`.
+        let ok = unsafe { post_send(qp, &denied.wr) }.0 == 0;
+        check(ok, "post FLUSH to a region without flush access")?;
+        // SAFETY: the test's own CQ, polled by this thread only.
         check(
-            post_send(qp, &denied.wr).0 == 0,
-            "post FLUSH to a region without flush access",
-        )?;
-        check(
-            completes(cq, 6, bindings::ib_wc_status_IB_WC_REM_ACCESS_ERR, None)?,
+            unsafe { completes(cq, 6, bindings::ib_wc_status_IB_WC_REM_ACCESS_ERR, None) }?,
             "a FLUSH to a region without flush access fails with IB_WC_REM_ACCESS_ERR",
         )
     })();

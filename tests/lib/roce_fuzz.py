@@ -49,6 +49,8 @@ FUZZ_QPN = 0x05A5A5
 # responder is (answers take 10 to 30 ms in a TCG guest; a late one is
 # still read, by the probe).
 ANSWER_WAIT = 0.15
+# How many forged answers hit one live QP.
+FORGED_ANSWERS = 2100
 CLONE_NEWNET = 0x40000000
 PAGE = 4096
 # fuzz_target.c's layout and fill.
@@ -634,10 +636,54 @@ class Fuzzer:
                 self.rw_range(p["rkey"], p["va"], 8) is not None
         return False
 
-    def final_read(self):
-        """One READ of all of rw, on a new QP: every byte the model knows
-        must be there."""
-        self.new_qp()
+    def counter(self, name):
+        with open(f"/sys/class/infiniband/{self.dev}/ports/1/hw_counters/{name}") as f:
+            return int(f.read())
+
+    def forged_answers(self, flood=FORGED_ANSWERS):
+        """Answers the target's QP never asked for: the completer must
+        refuse and count each, and none may start the requester (the old
+        code ran it for every one) or make the device send."""
+        if not self.alive:
+            self.new_qp()
+        names = ("rejected_answers", "requester_runs", "sent_packets")
+        before = {n: self.counter(n) for n in names}
+        # The target's QP starts sending at PSN 0 and has sent nothing:
+        # every PSN is either never sent or (just before 0) long done.
+        far = 0x400000
+        kinds = [
+            lambda i: bth(0x11, self.qpn, far + i) + struct.pack("!I", i & 0xFFFFFF),
+            lambda i: bth(0x11, self.qpn, 0xFFFFFF - (i & 0xFF)) + struct.pack("!I", 0),
+            lambda i: bth(0x11, self.qpn, far + i) + struct.pack("!I", 0x60 << 24),
+            lambda i: bth(0x11, self.qpn, far + i) + struct.pack("!I", (0x20 | 1) << 24),
+            lambda i: bth(0x10, self.qpn, 0xFFFFF0) + struct.pack("!I", 0) + b"r" * 64,
+            lambda i: bth(0x0D, self.qpn, far + i) + struct.pack("!I", 0) + b"f" * 256,
+            lambda i: bth(0x12, self.qpn, far + i) + struct.pack("!IQ", 0, 0x5A5A5A5A),
+        ]
+        for i in range(flood):
+            self.send(kinds[i % len(kinds)](i))
+            if i % 64 == 63:
+                # Let the softirq keep up rather than overflow the backlog.
+                time.sleep(0.002)
+        time.sleep(0.5)
+        delta = {n: self.counter(n) - before[n] for n in names}
+        print(f"forged answers: {flood} sent, counter deltas {delta}", flush=True)
+        if delta["rejected_answers"] < flood * 9 // 10:
+            raise Failure(f"{flood} forged answers moved rejected_answers by only "
+                          f"{delta['rejected_answers']}: they were not refused as answers")
+        if delta["requester_runs"] > flood // 10:
+            raise Failure(f"{flood} forged answers started the requester "
+                          f"{delta['requester_runs']} times: a refused answer must not")
+        if delta["sent_packets"] > flood // 10:
+            raise Failure(f"{flood} forged answers made the device send "
+                          f"{delta['sent_packets']} packets")
+        self.counts["forged_answers"] = flood
+
+    def final_read(self, same_qp=False):
+        """One READ of all of rw, on a new QP (or the live one): every byte
+        the model knows must be there."""
+        if not (same_qp and self.alive):
+            self.new_qp()
         rw_va, rw_len, rw_key = self.regions["rw"]
         raw = bth(0x0C, self.qpn, self.epsn) + struct.pack("!QII", rw_va, rw_key, rw_len)
         self.send(raw)
@@ -655,7 +701,9 @@ class Fuzzer:
         try:
             while time.monotonic() < deadline:
                 self.step()
-            known = self.final_read()
+            self.forged_answers()
+            # The QP the forged answers hit still serves its peer.
+            known = self.final_read(same_qp=True)
             line = self.ask("quit")
             bye = self.target_line()
             if not line.startswith("ok"):

@@ -17,6 +17,7 @@ use kernel::alloc::{KBox, KVec};
 use kernel::error::{from_err_ptr, to_result};
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
+use kernel::sync::Arc;
 use kernel::types::Opaque;
 
 /// A `struct ib_device` the core handed to a client, borrowed.
@@ -102,12 +103,21 @@ impl IbDevice {
         NonNull::new(raw).map(NetdevRef)
     }
 
-    /// Holds the device registered (see [`DeviceHold`]); `None` once its
-    /// unregistration has begun.
-    pub fn hold(&self) -> Option<DeviceHold> {
-        // SAFETY: the device's memory is live (borrowed).
-        unsafe { bindings::srnic_ib_device_try_get(self.as_raw()) }
-            .then(|| DeviceHold(NonNull::from(self)))
+    /// Takes a registration reference, so the device stays registered
+    /// (its driver and verbs with it) beyond a borrow of the caller's;
+    /// `ENODEV` once its unregistration has begun.
+    ///
+    /// The core's unregistration waits for these references after it has
+    /// removed its clients: a client drops them in its `remove` at the
+    /// latest (objects made on the device hold one each).
+    pub fn get(&self) -> Result<DeviceRef> {
+        // SAFETY: the device is live for the borrow; a reference taken is
+        // put by `DeviceRef`.
+        if unsafe { bindings::srnic_ib_device_try_get(self.as_raw()) } {
+            Ok(DeviceRef(NonNull::from(self)))
+        } else {
+            Err(ENODEV)
+        }
     }
 
     /// Where a netdev over `port` sits: under the device's parent (a PCI
@@ -121,45 +131,18 @@ impl IbDevice {
             _parent: core::marker::PhantomData,
         }
     }
-
-    /// Takes a reference, so the device outlives a borrow of the caller's.
-    pub fn get(&self) -> DeviceRef {
-        // SAFETY: the device is live; the reference is put by `DeviceRef`.
-        unsafe { bindings::srnic_ib_device_get(self.as_raw()) };
-        DeviceRef(NonNull::from(self))
-    }
-}
-
-/// A registration reference to an RDMA device: its unregistration waits,
-/// after the clients' `remove`, until every hold is dropped. For objects
-/// whose lifetime the client does not control (a netdev `ip link del`
-/// frees after RTNL is released).
-pub struct DeviceHold(NonNull<IbDevice>);
-
-// SAFETY: a hold may be dropped from any thread.
-unsafe impl Send for DeviceHold {}
-// SAFETY: `IbDevice` exposes only thread-safe queries.
-unsafe impl Sync for DeviceHold {}
-
-impl core::ops::Deref for DeviceHold {
-    type Target = IbDevice;
-    fn deref(&self) -> &IbDevice {
-        // SAFETY: the hold keeps the device registered, so alive.
-        unsafe { self.0.as_ref() }
-    }
-}
-
-impl Drop for DeviceHold {
-    fn drop(&mut self) {
-        // SAFETY: taken by `IbDevice::hold`.
-        unsafe { bindings::ib_device_put(self.0.as_ref().as_raw()) };
-    }
 }
 
 /// The longest RDMA device name, with its NUL.
 pub const DEVICE_NAME_MAX: usize = bindings::IB_DEVICE_NAME_MAX as usize;
 
-/// A counted reference to an RDMA device.
+/// A registration reference on an RDMA device (`ib_device_try_get`): while
+/// it is held the device cannot finish unregistering, so its memory, its
+/// driver's verbs and their state stay.
+///
+/// # Invariants
+///
+/// Holds one registration reference on the device at `self.0`.
 pub struct DeviceRef(NonNull<IbDevice>);
 
 // SAFETY: a device reference may be put from any thread.
@@ -170,15 +153,25 @@ unsafe impl Sync for DeviceRef {}
 impl core::ops::Deref for DeviceRef {
     type Target = IbDevice;
     fn deref(&self) -> &IbDevice {
-        // SAFETY: the reference keeps the device's memory alive.
+        // SAFETY: the registration reference keeps the device registered,
+        // so its memory and its verbs are valid (type invariant).
         unsafe { self.0.as_ref() }
+    }
+}
+
+impl Clone for DeviceRef {
+    fn clone(&self) -> Self {
+        // SAFETY: the device is live; the count is above zero while this
+        // reference holds it, so the new one is taken.
+        unsafe { bindings::srnic_ib_device_get_again(self.0.as_ref().as_raw()) };
+        Self(self.0)
     }
 }
 
 impl Drop for DeviceRef {
     fn drop(&mut self) {
-        // SAFETY: taken in `IbDevice::get`.
-        unsafe { bindings::srnic_ib_device_put_ref(self.0.as_ref().as_raw()) };
+        // SAFETY: the reference this value holds (type invariant), put once.
+        unsafe { bindings::ib_device_put(self.0.as_ref().as_raw()) };
     }
 }
 
@@ -362,7 +355,7 @@ impl<H: PortEventHandler> PortEvents<H> {
         let inner = KBox::pin(
             EventsInner {
                 raw: Opaque::uninit(),
-                device: dev.get(),
+                device: dev.get()?,
                 handler,
                 _pin: PhantomPinned,
             },
@@ -415,40 +408,51 @@ impl<H: PortEventHandler> Drop for PortEvents<H> {
     }
 }
 
-/// A protection domain.
-pub struct Pd {
+/// A protection domain, shared: the CQs, QPs, AHs and buffers made with
+/// it hold it, so it is deallocated only after the last of them (and the
+/// device stays registered until then).
+#[derive(Clone)]
+pub struct Pd(Arc<PdInner>);
+
+struct PdInner {
     raw: NonNull<bindings::ib_pd>,
     device: DeviceRef,
 }
 
 // SAFETY: the core's PD may be used and freed from any thread.
-unsafe impl Send for Pd {}
+unsafe impl Send for PdInner {}
 // SAFETY: shared use only reads immutable fields.
-unsafe impl Sync for Pd {}
+unsafe impl Sync for PdInner {}
 
 impl Pd {
     /// Allocates a PD on `dev` for the module `caller`.
     pub fn new(dev: &IbDevice, caller: &'static CStr) -> Result<Self> {
+        let device = dev.get()?;
         // SAFETY: a live device; the caller name is static.
         let raw = from_err_ptr(unsafe {
             bindings::srnic_ulp_alloc_pd(dev.as_raw(), caller.as_char_ptr())
         })?;
-        let raw = NonNull::new(raw).ok_or(ENOMEM)?;
-        Ok(Self {
-            raw,
-            device: dev.get(),
-        })
+        let inner = PdInner {
+            raw: NonNull::new(raw).ok_or(ENOMEM)?,
+            device,
+        };
+        Ok(Self(Arc::new(inner, GFP_KERNEL)?))
+    }
+
+    /// Whether `self` and `other` are the same PD.
+    fn same(&self, other: &Pd) -> bool {
+        self.0.raw == other.0.raw
     }
 
     /// The lkey that covers all kernel memory the device can reach.
     pub fn local_dma_lkey(&self) -> u32 {
         // SAFETY: set at allocation, immutable since.
-        unsafe { (*self.raw.as_ptr()).local_dma_lkey }
+        unsafe { (*self.0.raw.as_ptr()).local_dma_lkey }
     }
 
     /// The device of the PD.
     pub fn device(&self) -> &IbDevice {
-        &self.device
+        &self.0.device
     }
 
     /// Maps `len` bytes at `addr` for the device: `to_device` for what it
@@ -458,11 +462,11 @@ impl Pd {
     /// # Safety
     ///
     /// The bytes stay allocated until `unmap` with the same arguments.
-    pub unsafe fn map(&self, addr: *const u8, len: usize, to_device: bool) -> Result<u64> {
+    pub unsafe fn map(&self, addr: *const u8, len: usize, to_device: bool) -> Result<Mapping> {
         // SAFETY: per the caller, the range is allocated kernel memory.
         let dma = unsafe {
             bindings::srnic_ulp_dma_map(
-                self.device.as_raw(),
+                self.0.device.as_raw(),
                 addr.cast_mut().cast(),
                 len,
                 to_device,
@@ -471,7 +475,11 @@ impl Pd {
         if dma == 0 {
             return Err(ENOMEM);
         }
-        Ok(dma)
+        Ok(Mapping {
+            dma,
+            len,
+            lkey: self.local_dma_lkey(),
+        })
     }
 
     /// Undoes `map`.
@@ -479,13 +487,44 @@ impl Pd {
     /// # Safety
     ///
     /// `dma`, `len` and `to_device` are those of a mapping `map` returned
-    /// and that was not unmapped yet, and no work request uses it any more.
+    /// and that was not unmapped yet, no work request uses it any more,
+    /// and none of its gather elements ([`Mapping::sge`]) is posted again.
     /// (With bounce buffering, unmapping another mapping would release its
     /// bounce slots, or copy a bounce buffer over memory someone else owns.)
     pub unsafe fn unmap(&self, dma: u64, len: usize, to_device: bool) {
         // SAFETY: per the caller, a live mapping of ours that the device is
         // done with.
-        unsafe { bindings::srnic_ulp_dma_unmap(self.device.as_raw(), dma, len, to_device) };
+        unsafe { bindings::srnic_ulp_dma_unmap(self.0.device.as_raw(), dma, len, to_device) };
+    }
+}
+
+/// A mapping [`Pd::map`] made: its device address and length, and the
+/// gather elements inside it.
+#[derive(Clone, Copy)]
+pub struct Mapping {
+    dma: u64,
+    len: usize,
+    lkey: u32,
+}
+
+impl Mapping {
+    /// The device address of the first byte.
+    pub fn dma(&self) -> u64 {
+        self.dma
+    }
+
+    /// The gather element of `len` bytes at `offset` in the mapping, if
+    /// they are inside it.
+    pub fn sge(&self, offset: usize, len: usize) -> Option<Sge> {
+        let end = offset.checked_add(len)?;
+        if end > self.len {
+            return None;
+        }
+        Some(Sge {
+            addr: self.dma.checked_add(offset as u64)?,
+            length: u32::try_from(len).ok()?,
+            lkey: self.lkey,
+        })
     }
 }
 
@@ -502,6 +541,7 @@ pub struct DmaBuffer {
     /// Never resized, so the mapping keeps covering it.
     bytes: KVec<u8>,
     dma: u64,
+    lkey: u32,
     to_device: bool,
     device: DeviceRef,
 }
@@ -520,18 +560,23 @@ impl DmaBuffer {
         let bytes = KVec::from_elem(0u8, len, GFP_KERNEL)?;
         // SAFETY: the vector's heap block is the mapped range; it is never
         // resized and is freed only after `Drop` unmaps it.
-        let dma = unsafe { pd.map(bytes.as_ptr(), len, to_device)? };
+        let mapping = unsafe { pd.map(bytes.as_ptr(), len, to_device)? };
         Ok(Self {
             bytes,
-            dma,
+            dma: mapping.dma,
+            lkey: mapping.lkey,
             to_device,
-            device: pd.device.get(),
+            device: pd.0.device.clone(),
         })
     }
 
-    /// The address a work request's SGE carries.
-    pub fn dma(&self) -> u64 {
-        self.dma
+    /// The gather element of the first `len` bytes (at most all).
+    pub fn sge(&self, len: usize) -> Sge {
+        Sge {
+            addr: self.dma,
+            length: u32::try_from(len.min(self.bytes.len())).unwrap_or(u32::MAX),
+            lkey: self.lkey,
+        }
     }
 
     /// The buffer's length.
@@ -613,31 +658,41 @@ impl Drop for DmaBuffer {
     }
 }
 
-impl Drop for Pd {
+impl Drop for PdInner {
     fn drop(&mut self) {
-        // SAFETY: allocated in `new`; its users (QPs, AHs) are gone, since
-        // they borrow it.
+        // SAFETY: allocated in `Pd::new`; its users (CQs, QPs, AHs) are
+        // gone, since each holds the `Pd`, and the device is registered
+        // (`device` is dropped after this).
         unsafe { bindings::ib_dealloc_pd_user(self.raw.as_ptr(), core::ptr::null_mut()) };
     }
 }
 
 /// What a CQ's completion event does.
-pub trait CqHandler: Send + Sync {
+pub trait CqHandler: Send + Sync + 'static {
     /// A completion arrived on an armed CQ. Any context, hard IRQ included.
     fn completion(&self);
 }
 
 /// A completion queue polled by its owner, with a handler for its events.
-pub struct Cq<H: CqHandler> {
+/// The QPs that use it hold it, so it is destroyed after the last of them.
+pub struct Cq<H: CqHandler>(Arc<CqInner<H>>);
+
+struct CqInner<H: CqHandler> {
     raw: NonNull<bindings::ib_cq>,
     handler: Pin<KBox<H>>,
+    /// Keeps the device registered while the CQ lives.
+    _pd: Pd,
 }
 
 // SAFETY: the core's CQ may be polled and freed from any thread; `H` is
 // `Send + Sync`.
-unsafe impl<H: CqHandler> Send for Cq<H> {}
+unsafe impl<H: CqHandler> Send for CqInner<H> {}
 // SAFETY: as above.
-unsafe impl<H: CqHandler> Sync for Cq<H> {}
+unsafe impl<H: CqHandler> Sync for CqInner<H> {}
+
+/// What a QP holds of its CQs: that they live, whatever their handlers.
+trait Held: Send + Sync {}
+impl<H: CqHandler> Held for CqInner<H> {}
 
 impl<H: CqHandler> Cq<H> {
     /// Creates a CQ of `entries` on completion vector `vector` of `pd`'s
@@ -655,7 +710,7 @@ impl<H: CqHandler> Cq<H> {
         // the CQ outlives never (it is dropped after the CQ).
         let raw = from_err_ptr(unsafe {
             bindings::srnic_ulp_create_cq(
-                pd.device.as_raw(),
+                pd.0.device.as_raw(),
                 Some(Self::event),
                 context.cast_mut().cast(),
                 c_int::try_from(entries).map_err(|_| EINVAL)?,
@@ -663,10 +718,12 @@ impl<H: CqHandler> Cq<H> {
                 caller.as_char_ptr(),
             )
         })?;
-        Ok(Self {
+        let inner = CqInner {
             raw: NonNull::new(raw).ok_or(ENOMEM)?,
             handler,
-        })
+            _pd: pd.clone(),
+        };
+        Ok(Self(Arc::new(inner, GFP_KERNEL)?))
     }
 
     /// # Safety
@@ -681,17 +738,16 @@ impl<H: CqHandler> Cq<H> {
 
     /// The handler.
     pub fn handler(&self) -> &H {
-        &self.handler
+        &self.0.handler
     }
 
     /// Polls up to `out.len()` completions; returns how many were written.
     pub fn poll(&self, out: &mut [WorkCompletion]) -> usize {
         let want = c_int::try_from(out.len()).unwrap_or(c_int::MAX);
-        // SAFETY: `WorkCompletion` is a transparent `ib_wc`, `out` has room
-        // for `want` of them.
-        let got = unsafe {
-            bindings::srnic_ulp_poll_cq(self.raw.as_ptr(), want, out.as_mut_ptr().cast())
-        };
+        let (cq, wcs) = (self.as_raw(), out.as_mut_ptr().cast());
+        // SAFETY: a live CQ; `WorkCompletion` is a transparent `ib_wc`, and
+        // `out` has room for `want` of them.
+        let got = unsafe { bindings::srnic_ulp_poll_cq(cq, want, wcs) };
         usize::try_from(got).unwrap_or(0)
     }
 
@@ -699,18 +755,23 @@ impl<H: CqHandler> Cq<H> {
     /// arrived meanwhile, so the caller must poll again rather than wait.
     pub fn arm(&self) -> bool {
         // SAFETY: a live CQ.
-        unsafe { bindings::srnic_ulp_arm_cq(self.raw.as_ptr()) > 0 }
+        unsafe { bindings::srnic_ulp_arm_cq(self.as_raw()) > 0 }
     }
 
     fn as_raw(&self) -> *mut bindings::ib_cq {
-        self.raw.as_ptr()
+        self.0.raw.as_ptr()
+    }
+
+    fn held(&self) -> Arc<dyn Held> {
+        self.0.clone()
     }
 }
 
-impl<H: CqHandler> Drop for Cq<H> {
+impl<H: CqHandler> Drop for CqInner<H> {
     fn drop(&mut self) {
-        // SAFETY: created in `new`; the QPs using it are gone (they borrow
-        // it). No event runs after destruction, so the handler box may go.
+        // SAFETY: created in `Cq::new`; the QPs using it are gone (each
+        // holds it). No event runs after destruction, so the handler box
+        // (dropped after this) may go.
         unsafe { bindings::ib_destroy_cq_user(self.raw.as_ptr(), core::ptr::null_mut()) };
     }
 }
@@ -757,6 +818,7 @@ impl WorkCompletion {
 /// An address handle: the route to one peer or group.
 pub struct Ah {
     raw: NonNull<bindings::ib_ah>,
+    pd: Pd,
 }
 
 // SAFETY: AHs may be used and destroyed from any thread.
@@ -771,7 +833,7 @@ impl Ah {
         // SAFETY: a live PD; the GID is 16 readable bytes.
         let raw = from_err_ptr(unsafe {
             bindings::srnic_ulp_create_ah(
-                pd.raw.as_ptr(),
+                pd.0.raw.as_ptr(),
                 port,
                 sgid_index,
                 dgid.as_ptr(),
@@ -781,6 +843,7 @@ impl Ah {
         })?;
         Ok(Self {
             raw: NonNull::new(raw).ok_or(ENOMEM)?,
+            pd: pd.clone(),
         })
     }
 }
@@ -794,21 +857,24 @@ impl Drop for Ah {
     }
 }
 
-/// A gather element of a send or receive.
-#[derive(Clone, Copy, Default)]
+/// A gather element of a send or receive: bytes of a [`DmaBuffer`] or of
+/// a [`Mapping`], with the local DMA lkey of their PD. Only those make
+/// one, so a posted element always covers memory mapped for the device
+/// (their `unsafe` constructors keep it so while work requests use it).
+#[derive(Clone, Copy)]
 pub struct Sge {
-    /// Mapped address (see [`Pd::map`]).
-    pub addr: u64,
-    /// Length in bytes.
-    pub length: u32,
-    /// The PD's local DMA lkey.
-    pub lkey: u32,
+    addr: u64,
+    length: u32,
+    lkey: u32,
 }
 
 /// A UD QP in RTS, with its send and receive CQ.
 pub struct UdQp {
     raw: NonNull<bindings::ib_qp>,
     groups: KVec<[u8; 16]>,
+    /// What it was made with, kept until it is destroyed.
+    pd: Pd,
+    _cqs: [Arc<dyn Held>; 2],
 }
 
 // SAFETY: the core's QPs may be posted to and destroyed from any thread.
@@ -834,7 +900,7 @@ impl UdQp {
         // first).
         let raw = from_err_ptr(unsafe {
             bindings::srnic_ulp_create_ud_qp(
-                pd.raw.as_ptr(),
+                pd.0.raw.as_ptr(),
                 send_cq.as_raw(),
                 recv_cq.as_raw(),
                 depths.0,
@@ -846,6 +912,8 @@ impl UdQp {
         let qp = Self {
             raw: NonNull::new(raw).ok_or(ENOMEM)?,
             groups: KVec::new(),
+            pd: pd.clone(),
+            _cqs: [send_cq.held(), recv_cq.held()],
         };
         // SAFETY: the QP was just created, in RESET.
         to_result(unsafe { bindings::srnic_ulp_ud_qp_ready(qp.raw.as_ptr(), port, qkey) })?;
@@ -870,14 +938,20 @@ impl UdQp {
         if sges.is_empty() || sges.len() > MAX_SEND_SGE {
             return Err(EINVAL);
         }
+        // An AH of another PD may be of another device, whose provider
+        // this QP's would misread.
+        if !ah.pd.same(&self.pd) {
+            return Err(EINVAL);
+        }
         let mut raw = [bindings::ib_sge::default(); MAX_SEND_SGE];
         for (out, sge) in raw.iter_mut().zip(sges) {
             out.addr = sge.addr;
             out.length = sge.length;
             out.lkey = sge.lkey;
         }
-        // SAFETY: a live QP in RTS and AH; the elements are read during the
-        // call (the provider copies the WR).
+        // SAFETY: a live QP in RTS and an AH of its PD; the elements cover
+        // mapped memory (`Sge`) and are read during the call (the provider
+        // copies the WR).
         to_result(unsafe {
             bindings::srnic_ulp_post_ud_send(
                 self.raw.as_ptr(),
@@ -898,7 +972,8 @@ impl UdQp {
             length: sge.length,
             lkey: sge.lkey,
         };
-        // SAFETY: a live QP; the element is read during the call.
+        // SAFETY: a live QP; the element covers mapped memory (`Sge`) and
+        // is read during the call.
         to_result(unsafe { bindings::srnic_ulp_post_recv(self.raw.as_ptr(), wr_id, &raw) })
     }
 

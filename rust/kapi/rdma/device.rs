@@ -16,7 +16,7 @@ use super::attr::{DeviceAttributes, LinkLayer, PortAttributes, PortEvent};
 use super::objects::{Ah, Cq, Mr, MrKind, Mw, MwType, Qp, Srq};
 use super::shared_id::{DeviceHold, DriverIdPin};
 use super::udata::UserData;
-use super::umem::UserMemory;
+use super::umem::{UserMemory, UserVerb};
 use super::verbs::{
     AddressVector, CqArm, PollOutput, QpCaps, QpInit, QpModify, QpQuery, SrqAttributes, SrqModify,
 };
@@ -199,8 +199,15 @@ pub trait Driver: Sized + Send + Sync + 'static {
     ) -> Result<impl PinInit<Self::Mr, Error>>;
     /// Makes an MR reachable by key; returns the key (lkey = rkey).
     fn publish_mr(mr: &Mr<Self>) -> Result<u32>;
-    /// Re-registers a user MR in place: new memory and/or access.
-    fn rereg_mr(mr: &Mr<Self>, memory: Option<(UserMemory, u64)>, access: Option<u32>) -> Result;
+    /// Re-registers a user MR in place: new memory and/or access, in the
+    /// process `verb` runs for. Returns the memory the MR no longer uses:
+    /// the caller releases it once no RCU reader can still reach it.
+    fn rereg_mr(
+        mr: &Mr<Self>,
+        verb: &UserVerb<'_>,
+        memory: Option<(UserMemory, u64)>,
+        access: Option<u32>,
+    ) -> Result<Option<UserMemory>>;
     /// An MR's current access flags.
     fn mr_access(mr: &Mr<Self>) -> u32;
     /// Takes an MR out of service before its data drops; an error keeps

@@ -38,4 +38,4 @@ pub use shared_id::DriverIdPin;
 #[allow(unused_imports)]
 pub use udata::UserData;
 #[allow(unused_imports)]
-pub use umem::{UserMemory, UserRange, WRITING_ACCESS};
+pub use umem::{UserMemory, UserRange, UserVerb, WRITING_ACCESS};

@@ -576,8 +576,13 @@ impl<T: Driver> Mr<T> {
 
     /// Records the device and PD before the MR is published (the core
     /// sets the same only after the verb returns).
-    pub(crate) fn set_owner(&self, pd: *mut bindings::ib_pd) {
-        // SAFETY: the MR is not yet visible to anyone; `pd` is live.
+    ///
+    /// # Safety
+    ///
+    /// The MR is not yet visible to anyone else, and `pd` is a live PD.
+    pub(crate) unsafe fn set_owner(&self, pd: *mut bindings::ib_pd) {
+        // SAFETY: the MR is not yet visible to anyone; `pd` is live (the
+        // caller's contract).
         unsafe {
             (*self.as_raw()).device = (*pd).device;
             (*self.as_raw()).pd = pd;

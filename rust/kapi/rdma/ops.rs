@@ -8,7 +8,7 @@ use super::device::{Device, Driver};
 use super::objects::{Ah, Cq, Mr, MrKind, Mw, MwType, Qp, Srq};
 use super::queue::{response, QueueMapping};
 use super::udata::UserData;
-use super::umem::UserMemory;
+use super::umem::{UserMemory, UserVerb};
 use super::verbs::{AddressVector, CqArm, PollOutput, QpInit, QpModify, SrqAttributes, SrqModify};
 use super::wqe::{RecvChain, SendChain};
 use crate::bindings;
@@ -638,9 +638,19 @@ impl<T: Driver> Device<T> {
 
     // ---- MR ----
 
-    fn new_mr(pd: *mut bindings::ib_pd, kind: MrKind, access: u32) -> Result<*mut bindings::ib_mr> {
+    /// Creates and publishes an MR on `pd`.
+    ///
+    /// # Safety
+    ///
+    /// `pd` is a live PD of this driver's device, as the core passes to
+    /// an MR verb.
+    unsafe fn new_mr(
+        pd: *mut bindings::ib_pd,
+        kind: MrKind,
+        access: u32,
+    ) -> Result<*mut bindings::ib_mr> {
         check_access(access)?;
-        // SAFETY: the core passes a live PD of this device.
+        // SAFETY: a live PD of this device (the caller's contract).
         let dev = unsafe { Self::from_ib((*pd).device) };
         let (iova, length) = match &kind {
             MrKind::User { memory, iova } => (*iova, memory.length()),
@@ -653,7 +663,8 @@ impl<T: Driver> Device<T> {
         let raw = KBox::into_raw(mr);
         // SAFETY: just allocated.
         let mr_ref = unsafe { &*raw };
-        mr_ref.set_owner(pd);
+        // SAFETY: the MR is not published yet; `pd` is live.
+        unsafe { mr_ref.set_owner(pd) };
         match T::publish_mr(mr_ref) {
             Ok(key) => {
                 mr_ref.set_keys(key, key);
@@ -681,7 +692,8 @@ impl<T: Driver> Device<T> {
         // memory is the kernel's to write anyway, so local write goes with
         // it rather than the rule of registration verbs refusing it.
         let access = access as u32 | bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
-        Self::new_mr(pd, MrKind::Dma, access).unwrap_or_else(err_ptr)
+        // SAFETY: the core passes a live PD of this device.
+        unsafe { Self::new_mr(pd, MrKind::Dma, access) }.unwrap_or_else(err_ptr)
     }
 
     /// # Safety
@@ -700,8 +712,13 @@ impl<T: Driver> Device<T> {
         let result = check_access(access).and_then(|()| {
             // SAFETY: a live PD.
             let ib = unsafe { (*pd).device };
-            let memory = UserMemory::pin(ib, start, length, access)?;
-            Self::new_mr(pd, MrKind::User { memory, iova }, access)
+            // SAFETY: the core calls `reg_user_mr` only for the uverbs
+            // command of a user process, in its task; `verb` stays in
+            // this callback.
+            let verb = unsafe { UserVerb::new(ib) }.ok_or(EINVAL)?;
+            let memory = UserMemory::pin(&verb, start, length, access)?;
+            // SAFETY: the core passes a live PD of this device.
+            unsafe { Self::new_mr(pd, MrKind::User { memory, iova }, access) }
         });
         result.unwrap_or_else(err_ptr)
     }
@@ -724,6 +741,10 @@ impl<T: Driver> Device<T> {
         let result = (|| -> Result {
             // SAFETY: a live MR of ours.
             let mr_ref = unsafe { Mr::<T>::from_raw(mr) };
+            // SAFETY: a live MR: its device is set. The core calls
+            // `rereg_user_mr` only for the uverbs command of a user
+            // process, in its task; `verb` stays in this callback.
+            let verb = unsafe { UserVerb::new((*mr).device) }.ok_or(EINVAL)?;
             let new_access = if flags & bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS != 0 {
                 check_access(access as u32)?;
                 Some(access as u32)
@@ -731,18 +752,27 @@ impl<T: Driver> Device<T> {
                 None
             };
             let memory = if flags & bindings::ib_mr_rereg_flags_IB_MR_REREG_TRANS != 0 {
-                // SAFETY: a live MR: its device is set.
-                let ib = unsafe { (*mr).device };
                 // Pin with the access the region will have.
                 let pin_access = new_access.unwrap_or_else(|| T::mr_access(mr_ref));
-                Some((UserMemory::pin(ib, start, length, pin_access)?, iova))
+                Some((UserMemory::pin(&verb, start, length, pin_access)?, iova))
             } else {
                 None
             };
             let range = memory.as_ref().map(|(m, iova)| (*iova, m.length()));
-            T::rereg_mr(mr_ref, memory, new_access)?;
+            let replaced = T::rereg_mr(mr_ref, &verb, memory, new_access)?;
             if let Some((iova, length)) = range {
                 mr_ref.set_range(iova, length);
+            }
+            if let Some(replaced) = replaced {
+                // The transport reaches pages by address inside RCU
+                // read-side sections: the replaced pages stay pinned until
+                // those have ended.
+                // SAFETY: a verb callback runs in process context, and no
+                // read-side section is open here: this frame opens none,
+                // and the driver's ended when it returned (its guards are
+                // scoped values it cannot hand back).
+                unsafe { crate::kapi::rcu::synchronize() };
+                drop(replaced);
             }
             Ok(())
         })();
@@ -766,14 +796,11 @@ impl<T: Driver> Device<T> {
             return err_ptr(EINVAL);
         }
         let access = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
-        Self::new_mr(
-            pd,
-            MrKind::FastReg {
-                max_pages: max_num_sg,
-            },
-            access,
-        )
-        .unwrap_or_else(err_ptr)
+        let kind = MrKind::FastReg {
+            max_pages: max_num_sg,
+        };
+        // SAFETY: the core passes a live PD of this device.
+        unsafe { Self::new_mr(pd, kind, access) }.unwrap_or_else(err_ptr)
     }
 
     /// # Safety

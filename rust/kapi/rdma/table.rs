@@ -134,11 +134,18 @@ impl<T> ObjectTable<T> {
     }
 
     /// Removes the object numbered `id` and waits until no lookup can still
-    /// see it. Sleeps.
+    /// see it. Sleeps: call it from process context outside any
+    /// [`rcu::RcuReadGuard`], as every sleeping function.
     pub fn remove(&self, id: u32) {
         // SAFETY: the xarray is initialised.
         unsafe { bindings::srnic_xa_erase(self.inner.xa.get(), id as usize) };
-        rcu::synchronize();
+        // SAFETY: not proven by type: `remove` is, like every function
+        // that sleeps (a mutex, an allocation that may wait), safe to call
+        // and documented to need process context outside a read-side
+        // section. Its callers are destroy verbs and teardown, which hold
+        // no guard; one that did would be reported by the kernel's
+        // `might_sleep` and lockdep checks (the debug kernel of the tests).
+        unsafe { rcu::synchronize() };
     }
 
     /// Removes the object numbered `id` without waiting; the caller must

@@ -4,6 +4,7 @@
 //! pages in an array so that translating an address is one division.
 
 use crate::bindings;
+use core::marker::PhantomData;
 use core::ptr::NonNull;
 use kernel::alloc::{flags::GFP_KERNEL, KVec};
 use kernel::error::from_err_ptr;
@@ -28,7 +29,6 @@ pub const WRITING_ACCESS: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
 pub struct UserMemory {
     umem: NonNull<bindings::ib_umem>,
     pages: KVec<NonNull<bindings::page>>,
-    device: NonNull<bindings::ib_device>,
     /// The user address of the first byte.
     start: u64,
     /// Offset of `start` in the first page.
@@ -40,18 +40,45 @@ pub struct UserMemory {
 /// A user range that was pinned, to pin again with other access.
 #[derive(Clone, Copy)]
 pub struct UserRange {
-    device: NonNull<bindings::ib_device>,
     start: u64,
     length: u64,
 }
 
 impl UserRange {
-    /// Pins the range again in the calling process for `access`.
+    /// Pins the range again, in the process `verb` runs for, with `access`.
+    pub fn pin(&self, verb: &UserVerb<'_>, access: u32) -> Result<UserMemory> {
+        UserMemory::pin(verb, self.start, self.length, access)
+    }
+}
+
+/// A verb the RDMA core is running for a user process on a registered
+/// device: the context user memory is pinned in. Pinning reaches the
+/// address space of the calling task (`current->mm`) and the device's
+/// DMA settings, so it needs a task with a user address space and a live
+/// device; only kapi's verb callbacks make one, and it cannot leave the
+/// task (not `Send`) or outlive the callback (`'a`).
+///
+/// # Invariants
+///
+/// `device` is a registered device, live for `'a`; the task that made the
+/// value runs a verb of a user process (it has that process's address
+/// space) in process context.
+pub struct UserVerb<'a> {
+    device: NonNull<bindings::ib_device>,
+    _verb: PhantomData<(&'a bindings::ib_device, *mut ())>,
+}
+
+impl UserVerb<'_> {
+    /// # Safety
     ///
-    /// Call it only from the verb that changes the region the range came
-    /// from (the core serialises those), while its device is registered.
-    pub fn pin(&self, access: u32) -> Result<UserMemory> {
-        UserMemory::pin(self.device.as_ptr(), self.start, self.length, access)
+    /// Called by the RDMA core's verb callback for a user verb (one with
+    /// `udata`) of `device`, in the task of the process that made the
+    /// verb; the value lives only in that callback.
+    pub(crate) unsafe fn new(device: *mut bindings::ib_device) -> Option<Self> {
+        Some(Self {
+            device: NonNull::new(device)?,
+            _verb: PhantomData,
+        })
     }
 }
 
@@ -62,29 +89,30 @@ unsafe impl Send for UserMemory {}
 unsafe impl Sync for UserMemory {}
 
 impl UserMemory {
-    /// Pins `length` bytes at user address `start` of the calling process
-    /// for `device`, with `access` (`IB_ACCESS_*`, which decides whether
-    /// the pages must be writable).
-    pub(crate) fn pin(
-        device: *mut bindings::ib_device,
-        start: u64,
-        length: u64,
-        access: u32,
-    ) -> Result<Self> {
+    /// Pins `length` bytes at user address `start` of the process `verb`
+    /// runs for, with `access` (`IB_ACCESS_*`, which decides whether the
+    /// pages must be writable).
+    pub fn pin(verb: &UserVerb<'_>, start: u64, length: u64, access: u32) -> Result<Self> {
         if length == 0 {
             return Err(EINVAL);
         }
         start.checked_add(length).ok_or(EINVAL)?;
-        // SAFETY: the device is live for the verb; the core checks the range
-        // against the process's address space and its pinning limit.
+        // SAFETY: the device is live and this task runs a user verb in
+        // process context (`UserVerb`'s invariant), which is what
+        // `ib_umem_get` needs: it pins from `current->mm` and checks the
+        // range against that address space and the pinning limit.
         let umem = from_err_ptr(unsafe {
-            bindings::ib_umem_get(device, start as _, length as usize, access as i32)
+            bindings::ib_umem_get(
+                verb.device.as_ptr(),
+                start as _,
+                length as usize,
+                access as i32,
+            )
         })?;
         let umem = NonNull::new(umem).ok_or(ENOMEM)?;
         let mut memory = Self {
             umem,
             pages: KVec::new(),
-            device: NonNull::new(device).ok_or(EINVAL)?,
             start,
             first_offset: start % PAGE_SIZE,
             length,
@@ -147,7 +175,6 @@ impl UserMemory {
     /// The pinned user range, to pin again with other access.
     pub fn range(&self) -> UserRange {
         UserRange {
-            device: self.device,
             start: self.start,
             length: self.length,
         }

@@ -58,6 +58,9 @@ pub(crate) fn receive(qp: &Qp<SrnicDevice>, guard: &RcuReadGuard, packet: &Packe
         let mut state = this.state.lock();
         handle(qp, &mut state, guard, packet, &mut upcalls)
     };
+    if taken == Outcome::Rejected {
+        qp.device().counters.inc(Counter::RejectedAnswers);
+    }
     upcalls.run(qp);
     this.after_upcalls(qp);
     taken

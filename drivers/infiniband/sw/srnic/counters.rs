@@ -64,9 +64,16 @@ pub(crate) enum Counter {
     /// region gone before its response was sent, or refused for too long
     /// (the requester asks again).
     AnswersDropped,
+    /// Answers (ACKs, NAKs, READ responses, atomic acknowledgements) the
+    /// completer refused: for a PSN never sent or no longer outstanding,
+    /// from an address other than the peer's, or not the response awaited.
+    RejectedAnswers,
+    /// Times the requester was started (by a post, an answer, a timer or
+    /// its work); a refused answer must not start it.
+    RequesterRuns,
 }
 
-const COUNT: usize = Counter::AnswersDropped as usize + 1;
+const COUNT: usize = Counter::RequesterRuns as usize + 1;
 
 const DESCS: [bindings::rdma_stat_desc; COUNT] = [
     counter_desc(kernel::c_str!("sent_packets")),
@@ -101,6 +108,8 @@ const DESCS: [bindings::rdma_stat_desc; COUNT] = [
     counter_desc(kernel::c_str!("pkey_violations")),
     counter_desc(kernel::c_str!("transmit_retries")),
     counter_desc(kernel::c_str!("answers_dropped")),
+    counter_desc(kernel::c_str!("rejected_answers")),
+    counter_desc(kernel::c_str!("requester_runs")),
 ];
 
 /// The names the core shows.

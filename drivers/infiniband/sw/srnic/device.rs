@@ -12,7 +12,7 @@ use crate::kapi::rdma::verbs::{
 use crate::kapi::rdma::wqe::{RecvChain, SendChain};
 use crate::kapi::rdma::{
     Ah, CounterNames, Cq, Device, DeviceAttributes, Driver, LinkLayer, Mr, MrKind, Mw, MwType,
-    PhysState, PortAttributes, PortEvent, PortState, Qp, Srq, UserData, UserMemory,
+    PhysState, PortAttributes, PortEvent, PortState, Qp, Srq, UserData, UserMemory, UserVerb,
     DEVICE_ATOMIC_WRITE, DEVICE_FLUSH_GLOBAL, DEVICE_FLUSH_PERSISTENT, DEVICE_MEM_MGT_EXTENSIONS,
     DEVICE_MEM_WINDOW, DEVICE_MEM_WINDOW_TYPE_2B, DEVICE_PORT_ACTIVE_EVENT, DEVICE_RC_RNR_NAK_GEN,
     DEVICE_SRQ_RESIZE, DEVICE_SYS_IMAGE_GUID, PORT_CM_SUP,
@@ -480,8 +480,13 @@ impl Driver for SrnicDevice {
         SrnicMr::publish(mr)
     }
 
-    fn rereg_mr(mr: &Mr<Self>, memory: Option<(UserMemory, u64)>, access: Option<u32>) -> Result {
-        mr.rereg(memory, access)
+    fn rereg_mr(
+        mr: &Mr<Self>,
+        verb: &UserVerb<'_>,
+        memory: Option<(UserMemory, u64)>,
+        access: Option<u32>,
+    ) -> Result<Option<UserMemory>> {
+        mr.rereg(verb, memory, access)
     }
 
     fn mr_access(mr: &Mr<Self>) -> u32 {

@@ -10,7 +10,9 @@
 use crate::device::{limits, SrnicDevice, FIRST_MW_INDEX};
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::AddressVector;
-use crate::kapi::rdma::{Ah, Device, Mr, MrKind, Mw, MwType, Qp, UserMemory, WRITING_ACCESS};
+use crate::kapi::rdma::{
+    Ah, Device, Mr, MrKind, Mw, MwType, Qp, UserMemory, UserVerb, WRITING_ACCESS,
+};
 use crate::kapi::sync::SpinLockIrq;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -242,7 +244,14 @@ impl SrnicMr {
     ///
     /// The core serialises re-registrations of one region, so the mapping
     /// read here is still the region's when the new one replaces it.
-    pub(crate) fn rereg(&self, memory: Option<(UserMemory, u64)>, access: Option<u32>) -> Result {
+    /// Returns the memory replaced, which the transport may still be
+    /// reaching by address: the caller releases it after a grace period.
+    pub(crate) fn rereg(
+        &self,
+        verb: &UserVerb<'_>,
+        memory: Option<(UserMemory, u64)>,
+        access: Option<u32>,
+    ) -> Result<Option<UserMemory>> {
         let (current_access, read_only_pin) = {
             let state = self.state.lock();
             let MrMapping::User { memory, iova } = &state.mapping else {
@@ -255,7 +264,7 @@ impl SrnicMr {
         let memory = match (memory, read_only_pin) {
             (Some(memory), _) => Some(memory),
             (None, Some((range, iova))) if access & WRITING_ACCESS != 0 => {
-                let memory = range.pin(access).map_err(write_refused)?;
+                let memory = range.pin(verb, access).map_err(write_refused)?;
                 Some((memory, iova))
             }
             (None, _) => None,
@@ -275,13 +284,12 @@ impl SrnicMr {
             })
         };
         // The transport reaches pages by address inside RCU read-side
-        // sections; the old pages stay pinned until those have ended, and
-        // are unpinned outside the lock (it may sleep).
-        if old.is_some() {
-            crate::kapi::rcu::synchronize();
-        }
-        drop(old);
-        Ok(())
+        // sections: the old pages go back to the caller, which keeps them
+        // pinned until those have ended (and unpins outside the lock).
+        Ok(old.and_then(|old| match old {
+            MrMapping::User { memory, .. } => Some(memory),
+            _ => None,
+        }))
     }
 
     pub(crate) fn map_pages(&self, new: &[u64], size: u32, start: u64, len: u64) -> Result {

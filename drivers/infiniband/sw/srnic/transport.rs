@@ -156,6 +156,7 @@ pub(crate) const REQUESTER_BYTE_BUDGET: usize = 1024 * 1024;
 /// it, leaves that CPU a note to look again instead.
 pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
     let this: &SrnicQp = qp;
+    qp.device().counters.inc(Counter::RequesterRuns);
     if this.requester_busy.swap(true, Ordering::AcqRel) {
         this.requester_again.store(true, Ordering::Release);
         return;

@@ -29,6 +29,7 @@ use crate::kapi::netdev::NetDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::table::ObjectTable;
 use crate::kapi::rdma::Device;
+use crate::kapi::shared::SharedChunk;
 use crate::kapi::skb::SkBuff;
 use crate::kapi::udp::{self, Family, Route, UdpReceiver, UdpTunnel};
 use crate::payload::{self, CopyError, Extent, PieceError};
@@ -176,7 +177,9 @@ fn open_sockets(
 /// it is the first. The device leaves with [`leave`].
 pub(crate) fn join(netdev: &NetDevice) -> Result<Arc<Neighbourhood>> {
     let wire = WIRE.get().ok_or(ENODEV)?;
-    let net = netdev.net();
+    // Counted: the sockets are opened in it, which sleeps.
+    let net = netdev.net_ref().ok_or(ENODEV)?;
+    let net = &*net;
     let mut namespaces = wire.namespaces.lock();
     if let Some(entry) = namespaces
         .iter_mut()
@@ -338,7 +341,8 @@ fn route_for(
     ip: &IpHeader,
     oif: i32,
 ) -> core::result::Result<Route, SendError> {
-    let net = dev.netdev().net();
+    let guard = RcuReadGuard::new();
+    let net = dev.netdev().net(&guard);
     let route = if ip.is_ipv4() {
         let address = |gid: &[u8; 16]| {
             gid.get(12..16)
@@ -379,12 +383,6 @@ const FRAGMENT_MIN: usize = 512;
 /// Page fragments of the payload an skb may have (one more fragment is the
 /// pad and ICRC trailer).
 const MAX_PIECES: usize = 16;
-
-/// The payload's pieces in a fragmented skb, for the ICRC.
-struct Pieces {
-    list: [(*const u8, usize); MAX_PIECES],
-    count: usize,
-}
 
 /// Datagrams a list holds at most: a burst of the requester or the outbox.
 const LIST_DATAGRAMS: u32 = 64;
@@ -578,7 +576,9 @@ impl<'d> Sender<'d> {
         let route = self.route_for(&list.flow)?;
         let count = list.datagrams.count();
         let skb = list.datagrams.into_skb().map_err(|_| SendError::Dropped)?;
-        udp::transmit(self.dev.netdev().net(), skb, route).map_err(|_| SendError::Refused)?;
+        let guard = RcuReadGuard::new();
+        udp::transmit(self.dev.netdev().net(&guard), skb, route).map_err(|_| SendError::Refused)?;
+        drop(guard);
         self.sent += count;
         self.dev
             .counters
@@ -656,11 +656,11 @@ fn build(
     if payload_len >= FRAGMENT_MIN && hdr.info.transport == Transport::Rc {
         built = fragmented(guard, packet, &hdr, headroom)?;
     }
-    let (mut skb, pieces) = match built {
-        Some((skb, pieces)) => (skb, Some(pieces)),
+    let (mut skb, fragments) = match built {
+        Some(skb) => (skb, true),
         None => (
             copied(guard, packet, &hdr, headroom, transport_bytes)?,
-            None,
+            false,
         ),
     };
     let wire_ip = IpHeader {
@@ -681,50 +681,52 @@ fn build(
                 }
                 ident
             }
-            Err(count) => udp::select_idents(dev.netdev().net(), &mut header, count),
+            Err(count) => udp::select_idents(dev.netdev().net(guard), &mut header, count),
         };
         skb.push_bytes(&header.0).map_err(|_| SendError::Dropped)?;
     } else {
         skb.push_bytes(&wire_ip.ipv6_header())
             .map_err(|_| SendError::Dropped)?;
     }
-    match pieces {
-        None => {
-            // Everything is in the linear part, the ICRC's room last.
-            let data = skb.data_mut();
-            let crc_at = data.len().checked_sub(ICRC_LEN).ok_or(SendError::Dropped)?;
-            let (covered, crc) = data.split_at_mut(crc_at);
-            let (ip_bytes, rest) = covered.split_at(ip_len);
-            let mut icrc = Icrc::start(ip_bytes, rest).map_err(|_| SendError::Dropped)?;
-            if packet.rxe_flush_icrc && hdr.bth.opcode == RC_FLUSH {
-                // rxe's FLUSH ICRC: the transport headers once more.
-                icrc.update(rest.get(UDP_HEADER_LEN..).ok_or(SendError::Dropped)?);
-            }
-            crc.copy_from_slice(&icrc.finish().to_le_bytes());
+    if !fragments {
+        // Everything is in the linear part, the ICRC's room last.
+        let data = skb.data_mut();
+        let crc_at = data.len().checked_sub(ICRC_LEN).ok_or(SendError::Dropped)?;
+        let (covered, crc) = data.split_at_mut(crc_at);
+        let (ip_bytes, rest) = covered.split_at(ip_len);
+        let mut icrc = Icrc::start(ip_bytes, rest).map_err(|_| SendError::Dropped)?;
+        if packet.rxe_flush_icrc && hdr.bth.opcode == RC_FLUSH {
+            // rxe's FLUSH ICRC: the transport headers once more (a FLUSH
+            // has no payload, so it is always linear).
+            icrc.update(rest.get(UDP_HEADER_LEN..).ok_or(SendError::Dropped)?);
         }
-        Some(pieces) => {
-            let data = skb.data();
-            let (ip_bytes, rest) = split_checked(data, ip_len).ok_or(SendError::Dropped)?;
-            let mut icrc = Icrc::start(ip_bytes, rest).map_err(|_| SendError::Dropped)?;
-            for (at, len) in pieces.list.iter().take(pieces.count) {
-                // SAFETY: the skb holds a reference on each piece's page,
-                // and the piece was valid memory when it was appended.
-                icrc.update(unsafe { core::slice::from_raw_parts(*at, *len) });
-            }
-            let mut trailer = [0u8; 3 + ICRC_LEN];
-            let (pad_bytes, _) = trailer.split_at(pad);
-            icrc.update(pad_bytes);
-            let crc = icrc.finish().to_le_bytes();
-            let end = pad + ICRC_LEN;
-            let (_, crc_room) = trailer.split_at_mut(pad);
-            crc_room
-                .get_mut(..ICRC_LEN)
-                .ok_or(SendError::Dropped)?
-                .copy_from_slice(&crc);
-            let trailer = trailer.get(..end).ok_or(SendError::Dropped)?;
-            skb.append_trailer(trailer)
-                .map_err(|_| SendError::Dropped)?;
-        }
+        crc.copy_from_slice(&icrc.finish().to_le_bytes());
+    } else {
+        let data = skb.data();
+        let (ip_bytes, rest) = split_checked(data, ip_len).ok_or(SendError::Dropped)?;
+        let mut icrc = Icrc::start(ip_bytes, rest).map_err(|_| SendError::Dropped)?;
+        // The payload is in pages the sender's process may be writing
+        // right now: read each byte once, as a word where it can, in
+        // the one pass the ICRC makes over it (the skb holds the
+        // pages; no slice is formed over them).
+        skb.read_page_frags(|chunk| match chunk {
+            SharedChunk::Word(word) => icrc.update_word(word),
+            SharedChunk::Bytes(bytes) => icrc.update(bytes),
+        })
+        .map_err(|_| SendError::Dropped)?;
+        let mut trailer = [0u8; 3 + ICRC_LEN];
+        let (pad_bytes, _) = trailer.split_at(pad);
+        icrc.update(pad_bytes);
+        let crc = icrc.finish().to_le_bytes();
+        let end = pad + ICRC_LEN;
+        let (_, crc_room) = trailer.split_at_mut(pad);
+        crc_room
+            .get_mut(..ICRC_LEN)
+            .ok_or(SendError::Dropped)?
+            .copy_from_slice(&crc);
+        let trailer = trailer.get(..end).ok_or(SendError::Dropped)?;
+        skb.append_trailer(trailer)
+            .map_err(|_| SendError::Dropped)?;
     }
     Ok((skb, ident_used))
 }
@@ -739,7 +741,7 @@ fn fragmented(
     packet: &Packet<'_>,
     hdr: &headers::Packet,
     headroom: u32,
-) -> core::result::Result<Option<(SkBuff, Pieces)>, SendError> {
+) -> core::result::Result<Option<SkBuff>, SendError> {
     let header_len = hdr.info.header_len();
     let Some(source) = packet.payload.as_ref() else {
         return Err(SendError::Source);
@@ -753,10 +755,7 @@ fn fragmented(
         let body = skb.put(header_len32).map_err(|_| SendError::Dropped)?;
         headers::write_headers(hdr, body).ok_or(SendError::Dropped)?;
     }
-    let mut pieces = Pieces {
-        list: [(core::ptr::null(), 0); MAX_PIECES],
-        count: 0,
-    };
+    let mut pieces = 0usize;
     let appended = payload::for_each_piece(
         guard,
         source,
@@ -770,19 +769,20 @@ fn fragmented(
                 let here = unsafe { at.add(done) };
                 let in_page = PAGE_SIZE - (here as usize % PAGE_SIZE);
                 let n = in_page.min(len - done);
-                let slot = pieces.list.get_mut(pieces.count).ok_or(())?;
+                if pieces == MAX_PIECES {
+                    return Err(());
+                }
                 // SAFETY: valid memory under the caller's RCU section, as
                 // the key lookup found it.
                 unsafe { skb.append_page_bytes(here, n as u32) }.map_err(|_| ())?;
-                *slot = (here, n);
-                pieces.count += 1;
+                pieces += 1;
                 done += n;
             }
             Ok(())
         },
     );
     match appended {
-        Ok(()) => Ok(Some((skb, pieces))),
+        Ok(()) => Ok(Some(skb)),
         Err(PieceError::Source) => Err(SendError::Source),
         // Not page-backed, or too many pieces: copy instead.
         Err(PieceError::Piece(())) => Ok(None),

@@ -15,8 +15,8 @@ use crate::kapi::debugfs::{SeqOut, Show};
 use crate::kapi::ether::{EtherDevice, EtherDriver, EtherRegistration, LinkStats, TxOutcome};
 use crate::kapi::netdev::{rtnl_lock, rtnl_try_lock, RtnlGuard};
 use crate::kapi::rdma::consumer::{
-    Ah, Cq, CqHandler, DeviceHold, DeviceRef, DmaBuffer, IbDevice, Ipv6Membership, Pd, Sge, UdQp,
-    WorkCompletion, DEVICE_NAME_MAX,
+    Ah, Cq, CqHandler, DeviceRef, DmaBuffer, IbDevice, Ipv6Membership, Pd, UdQp, WorkCompletion,
+    DEVICE_NAME_MAX,
 };
 use crate::kapi::rtnl_link::{iblan, Attr, ExtAck, LinkDriver, LinkInfo, LinkOps, NewLink};
 use crate::kapi::skb::SkBuff;
@@ -377,8 +377,6 @@ pub(crate) struct LanDev {
     announce_busy: AtomicBool,
     announce_soon: AtomicBool,
     running: AtomicBool,
-    /// The ticker was initialised (on the first open).
-    ticker_ready: AtomicBool,
     inbox: Pin<KBox<SpinLockIrq<Inbox>>>,
     sq_free: AtomicU32,
     frame_number: AtomicU32,
@@ -395,7 +393,7 @@ pub(crate) struct LanDev {
     /// A child's parent (0: this is the port's own LAN port).
     parent_ifindex: i32,
     /// Last: the verbs objects above go first.
-    _hold: Option<DeviceHold>,
+    _hold: Option<DeviceRef>,
 }
 
 /// Open reassemblies and their buffers.
@@ -443,7 +441,7 @@ enum Origin {
         /// Keeps the RDMA device registered until this LAN port's verbs
         /// objects are gone: `ip link del` destroys them after RTNL is
         /// released, when the client's `remove` may be running.
-        hold: DeviceHold,
+        hold: DeviceRef,
     },
 }
 
@@ -543,7 +541,7 @@ impl LanDev {
                 GFP_KERNEL,
             )?,
             announce,
-            device: dev.get(),
+            device: dev.get()?,
             config,
             port,
             sgid_index,
@@ -557,7 +555,6 @@ impl LanDev {
             announce_busy: AtomicBool::new(false),
             announce_soon: AtomicBool::new(true),
             running: AtomicBool::new(false),
-            ticker_ready: AtomicBool::new(false),
             inbox: KBox::pin_init(
                 new_spinlock_irq!(
                     Inbox {
@@ -628,7 +625,11 @@ impl LanDev {
             if ifindex == 0 {
                 continue;
             }
-            match EtherDevice::<LanDev>::by_ifindex(&rtnl, dev.as_netdev().net(), ifindex) {
+            match EtherDevice::<LanDev>::by_ifindex(
+                &rtnl,
+                dev.as_netdev().net_under_rtnl(&rtnl),
+                ifindex,
+            ) {
                 Some(child) => child.delete_link(&rtnl),
                 None => child.store(0, Ordering::Relaxed),
             }
@@ -686,14 +687,8 @@ impl LanDev {
         // the next one the device writes.
         buffer.for_device();
         self.count(Stat::DmaSyncsForDevice);
-        self.qp.post_recv(
-            WR_RECV_BASE + index as u64,
-            Sge {
-                addr: buffer.dma(),
-                length: buffer.len() as u32,
-                lkey: self.pd.local_dma_lkey(),
-            },
-        )
+        self.qp
+            .post_recv(WR_RECV_BASE + index as u64, buffer.sge(buffer.len()))
     }
 
     /// Sends one frame; see [`EtherDriver::start_xmit`].
@@ -796,7 +791,7 @@ impl LanDev {
         let total = skb.data().len();
         // SAFETY: the skb's data stays put until the last completion frees
         // it, after unmapping.
-        let Ok(dma) = (unsafe { self.pd.map(skb.data().as_ptr(), total, true) }) else {
+        let Ok(mapping) = (unsafe { self.pd.map(skb.data().as_ptr(), total, true) }) else {
             drop(peers);
             self.sq_free.fetch_add(posts, Ordering::AcqRel);
             self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
@@ -804,28 +799,24 @@ impl LanDev {
         };
         let cb = skb.control_block();
         cb[0].store(u64::from(posts), Ordering::Relaxed);
-        cb[1].store(dma, Ordering::Relaxed);
+        cb[1].store(mapping.dma(), Ordering::Relaxed);
         cb[2].store(total as u64, Ordering::Relaxed);
         let wr_id = skb.into_raw() as u64;
-        let lkey = self.pd.local_dma_lkey();
         let mut posted = 0u32;
         'peers: for peer in peers.selected(targets) {
             for index in 0..fragments {
                 let Some((offset, len)) = plan.fragment(index) else {
                     break 'peers;
                 };
-                let sges = [
-                    Sge {
-                        addr: dma.wrapping_add((index * FRAG_HEADER_LEN) as u64),
-                        length: FRAG_HEADER_LEN as u32,
-                        lkey,
-                    },
-                    Sge {
-                        addr: dma.wrapping_add(u64::from(header_len) + offset as u64),
-                        length: len as u32,
-                        lkey,
-                    },
-                ];
+                // Both inside the mapping of the frame (the plan's
+                // fragments are), or nothing is posted.
+                let (Some(header), Some(body)) = (
+                    mapping.sge(index * FRAG_HEADER_LEN, FRAG_HEADER_LEN),
+                    mapping.sge(header_len as usize + offset, len),
+                ) else {
+                    break 'peers;
+                };
+                let sges = [header, body];
                 if self
                     .qp
                     .post_send(wr_id, &sges, &peer.ah, peer.qpn, peer.qkey)
@@ -1122,11 +1113,7 @@ impl LanDev {
         // The device must send these bytes, not a bounce buffer's old ones.
         self.announce.for_device();
         self.count(Stat::DmaSyncsForDevice);
-        let sge = Sge {
-            addr: self.announce.dma(),
-            length: ANNOUNCE_LEN as u32,
-            lkey: self.pd.local_dma_lkey(),
-        };
+        let sge = self.announce.sge(ANNOUNCE_LEN);
         let mut peers = self.peers.lock();
         let posted = self.qp.post_send(
             WR_ANNOUNCE,
@@ -1429,12 +1416,11 @@ impl EtherDriver for LanDev {
 
     fn open(dev: &EtherDevice<Self>) -> Result {
         let lan = dev.data();
-        if !lan.ticker_ready.swap(true, Ordering::AcqRel) {
-            // SAFETY: the data is at its final place in the netdev, the
-            // work was never scheduled, and `Drop for LanDev` cancels it
-            // before the netdev's memory goes.
-            unsafe { lan.ticker.init() };
-        }
+        // The first open initialises the ticker (later ones find it so).
+        // SAFETY: the data is at its final place in the netdev, and `Drop
+        // for LanDev` cancels the work before the netdev's memory goes,
+        // when nothing schedules it any more.
+        unsafe { lan.ticker.init() };
         lan.running.store(true, Ordering::Release);
         lan.announce_soon.store(true, Ordering::Relaxed);
         lan.ticker.schedule(0);
@@ -1587,7 +1573,7 @@ impl LinkDriver for LanDev {
                 }
             },
         };
-        let Some(hold) = p.device.hold() else {
+        let Ok(hold) = p.device.get() else {
             extack.message(format_args!("iblan: the RDMA device is going away"));
             return Err(ENODEV);
         };
@@ -1626,9 +1612,11 @@ impl LinkDriver for LanDev {
     fn link_registered(rtnl: &RtnlGuard, dev: &EtherDevice<Self>) {
         let lan = dev.data();
         lan.attach(dev);
-        if let Some(parent) =
-            EtherDevice::<LanDev>::by_ifindex(rtnl, dev.as_netdev().net(), lan.parent_ifindex)
-        {
+        if let Some(parent) = EtherDevice::<LanDev>::by_ifindex(
+            rtnl,
+            dev.as_netdev().net_under_rtnl(rtnl),
+            lan.parent_ifindex,
+        ) {
             if let Some(slot) = parent.data().children.get(usize::from(lan.config.lan)) {
                 slot.store(dev.as_netdev().ifindex(), Ordering::Relaxed);
             }
@@ -1637,9 +1625,11 @@ impl LinkDriver for LanDev {
 
     fn link_deleted(rtnl: &RtnlGuard, dev: &EtherDevice<Self>) {
         let lan = dev.data();
-        if let Some(parent) =
-            EtherDevice::<LanDev>::by_ifindex(rtnl, dev.as_netdev().net(), lan.parent_ifindex)
-        {
+        if let Some(parent) = EtherDevice::<LanDev>::by_ifindex(
+            rtnl,
+            dev.as_netdev().net_under_rtnl(rtnl),
+            lan.parent_ifindex,
+        ) {
             if let Some(slot) = parent.data().children.get(usize::from(lan.config.lan)) {
                 let _ = slot.compare_exchange(
                     dev.as_netdev().ifindex(),
@@ -1711,9 +1701,7 @@ impl Drop for LanDev {
         // posted WR, then the fields go in order.
         // Nothing schedules the ticker any more (NAPI is disabled, port
         // events unregistered); a late schedule from before is cancelled.
-        if self.ticker_ready.load(Ordering::Acquire) {
-            self.ticker.cancel_sync();
-        }
+        self.ticker.cancel_sync();
         let dev = self
             .cq
             .handler()
