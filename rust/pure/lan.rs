@@ -23,6 +23,8 @@ pub const MAX_FRAGMENTS: usize = 64;
 pub const FRAG_HEADER_LEN: usize = 8;
 /// An announcement's length.
 pub const ANNOUNCE_LEN: usize = 48;
+/// How many LANs an RDMA port can be in: the MAC's LAN byte.
+pub const LAN_COUNT: usize = u8::MAX as usize + 1;
 /// How long a reassembly may stay open.
 pub const REASSEMBLY_TIMEOUT_MS: u64 = 100;
 

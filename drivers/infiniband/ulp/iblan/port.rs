@@ -25,7 +25,7 @@ use crate::kapi::work::{now_ms, sleep_ms, DelayedWork, HasDelayedWork};
 use crate::params::LanConfig;
 use crate::pure::lan::{
     self, Announcement, Datagram, FragmentPlan, MacKind, Reassembler, ReassemblySlot, Step,
-    ANNOUNCE_LEN, FRAG_HEADER_LEN, MAX_FRAME_LEN,
+    ANNOUNCE_LEN, FRAG_HEADER_LEN, LAN_COUNT, MAX_FRAME_LEN,
 };
 use core::pin::Pin;
 use core::sync::atomic::{
@@ -384,8 +384,9 @@ pub(crate) struct LanDev {
     link: Link,
     ticker: DelayedWork<LanDev>,
     /// On the port's own LAN port: the ifindex of its child in each LAN
-    /// (0: none). Changed under RTNL only.
-    children: [AtomicI32; 256],
+    /// (0: none), one slot a LAN index; empty on a child. Changed under
+    /// RTNL only. On the heap: the port's data is built on the stack.
+    children: KVec<AtomicI32>,
     /// The RDMA port goes: no new children.
     closing: AtomicBool,
     /// Whether the RDMA port is active, shared by the port's LAN ports.
@@ -459,6 +460,7 @@ impl LanDev {
         let group = config.group();
         let (sgid_index, sgid) = link_local_gid(dev, port)?;
         let netdev = dev.port_netdev(port).ok_or(ENODEV)?;
+        let is_port = matches!(origin, Origin::Port);
         let (parent_ifindex, hold, datagram_len, port_up) = match origin {
             Origin::Port => (
                 0,
@@ -473,6 +475,13 @@ impl LanDev {
                 port_up,
             } => (parent, Some(hold), datagram_len, port_up),
         };
+        let mut children = KVec::new();
+        if is_port {
+            children = KVec::with_capacity(LAN_COUNT, GFP_KERNEL)?;
+            for _ in 0..LAN_COUNT {
+                children.push(AtomicI32::new(0), GFP_KERNEL)?;
+            }
+        }
         let pd = Pd::new(dev, CALLER)?;
         let cq = Cq::new(
             &pd,
@@ -572,7 +581,7 @@ impl LanDev {
             link: Link::default(),
             ticker: DelayedWork::new(),
             pd,
-            children: [const { AtomicI32::new(0) }; 256],
+            children,
             closing: AtomicBool::new(false),
             port_up,
             parent_ifindex,
