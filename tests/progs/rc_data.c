@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FAIL(...) do { printf("FAIL: " __VA_ARGS__); printf("\n"); exit(1); } while (0)
+#include "progs.h"
 
 #define CHUNK (1024 * 1024)
 #define DEPTH 16
@@ -47,8 +47,9 @@ static struct ibv_qp *qp;
 static struct ibv_mr *mr;
 static unsigned char *buf;  /* DEPTH chunks, then a page for atomics */
 static struct info me, peer;
-static const char *dir;
 static char role;
+/* Where the two sides meet (set in main). */
+static struct rendezvous rdv;
 
 static unsigned char pattern(uint32_t stream, uint64_t at)
 {
@@ -71,55 +72,6 @@ static void check(const unsigned char *p, uint32_t stream, uint64_t from, size_t
 		if (p[i] != pattern(stream, from + i))
 			FAIL("%s: byte %llu is %#x, expected %#x", what,
 			     (unsigned long long)(from + i), p[i], pattern(stream, from + i));
-}
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
-
-static void path(char *out, size_t room, const char *name, char who)
-{
-	snprintf(out, room, "%s/rc_data.%s.%c", dir, name, who);
-}
-
-/* Says NAME (with optional contents) to the peer, through the shared dir. */
-static void say(const char *name, const void *data, size_t len)
-{
-	char p[512], tmp[520];
-	FILE *f;
-
-	path(p, sizeof(p), name, role);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
-	f = fopen(tmp, "w");
-	if (!f || (len && fwrite(data, len, 1, f) != 1) || fclose(f) || rename(tmp, p))
-		FAIL("cannot write %s: %s", p, strerror(errno));
-}
-
-/* Waits (up to 300 s) for the peer to say NAME; reads its contents. */
-static void hear(const char *name, void *data, size_t len)
-{
-	char p[512];
-	double deadline = now() + 300;
-
-	path(p, sizeof(p), name, role == 'a' ? 'b' : 'a');
-	for (;;) {
-		FILE *f = fopen(p, "r");
-
-		if (f) {
-			size_t got = len ? fread(data, len, 1, f) : 1;
-
-			fclose(f);
-			if (got == 1)
-				return;
-		}
-		if (now() > deadline)
-			FAIL("the peer did not say '%s' within 300 s", name);
-		usleep(20000);
-	}
 }
 
 static struct ibv_wc wait_wc(const char *what)
@@ -253,14 +205,14 @@ static void run_b(unsigned mib)
 			char name[32];
 
 			snprintf(name, sizeof(name), "written%u", i / DEPTH);
-			say(name, NULL, 0);
+			say_to(&rdv, name, NULL, 0);
 			snprintf(name, sizeof(name), "checked%u", i / DEPTH);
-			hear(name, NULL, 0);
+			hear_from(&rdv, name, NULL, 0);
 		}
 	}
 	printf("ok: %u MiB of RDMA_WRITE in %.1f s\n", mib, now() - t);
 
-	hear("filled", NULL, 0);
+	hear_from(&rdv, "filled", NULL, 0);
 	t = now();
 	for (unsigned i = 0; i < mib; i++) {
 		unsigned char *at = buf + (i % DEPTH) * (size_t)CHUNK;
@@ -291,7 +243,7 @@ static void run_b(unsigned mib)
 		FAIL("CMP_AND_SWP without a match returned %llu, expected 42",
 		     (unsigned long long)*result);
 	printf("ok: 100 FETCH_AND_ADD and 2 CMP_AND_SWP returned the right values\n");
-	say("atomics", NULL, 0);
+	say_to(&rdv, "atomics", NULL, 0);
 }
 
 /* The responder's side: check what arrives. */
@@ -322,12 +274,12 @@ static void run_a(unsigned mib)
 		unsigned last = (round + 1) * DEPTH < mib ? (round + 1) * DEPTH : mib;
 
 		snprintf(name, sizeof(name), "written%u", round);
-		hear(name, NULL, 0);
+		hear_from(&rdv, name, NULL, 0);
 		for (unsigned i = round * DEPTH; i < last; i++)
 			check(buf + (i % DEPTH) * (size_t)CHUNK, 2, (uint64_t)i * CHUNK, CHUNK,
 			      "WRITE");
 		snprintf(name, sizeof(name), "checked%u", round);
-		say(name, NULL, 0);
+		say_to(&rdv, name, NULL, 0);
 	}
 	struct ibv_wc wc = wait_wc("WRITE_WITH_IMM receive");
 	if (wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM || ntohl(wc.imm_data) != mib - 1)
@@ -335,8 +287,8 @@ static void run_a(unsigned mib)
 	printf("ok: %u MiB written into this node, every byte intact\n", mib);
 
 	fill(buf, 3, 0, (size_t)DEPTH * CHUNK);
-	say("filled", NULL, 0);
-	hear("atomics", NULL, 0);
+	say_to(&rdv, "filled", NULL, 0);
+	hear_from(&rdv, "atomics", NULL, 0);
 	if (*counter != 7 && *counter != 42)
 		FAIL("the atomic target holds %llu", (unsigned long long)*counter);
 	printf("ok: the atomic target ends at %llu\n", (unsigned long long)*counter);
@@ -350,7 +302,7 @@ static void death_b(void)
 
 	for (int i = 0; i < count; i++)
 		post_send(IBV_WR_SEND, i, buf + (i % DEPTH) * (size_t)CHUNK, 65536, 0, 0);
-	hear("gone", NULL, 0);
+	hear_from(&rdv, "gone", NULL, 0);
 	double t = now(), deadline = t + 60;
 	while (ok + retry + flushed < count && now() < deadline) {
 		struct ibv_wc wc;
@@ -386,7 +338,13 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	int gid_index = atoi(argv[2]);
 	role = argv[3][0];
-	dir = argv[4];
+	rdv = (struct rendezvous){
+		.dir = argv[4],
+		.prog = "rc_data",
+		.me = role,
+		.other = role == 'a' ? 'b' : 'a',
+		.wait_s = 300,
+	};
 	unsigned mib = atoi(argv[5]);
 	struct ibv_device **list = ibv_get_device_list(NULL);
 
@@ -414,21 +372,21 @@ int main(int argc, char **argv)
 	me.psn = (role == 'a' ? 0x111111 : 0xfffff0);  /* b's PSNs wrap */
 	me.rkey = mr->rkey;
 	me.addr = (uintptr_t)buf;
-	say("info", &me, sizeof(me));
-	hear("info", &peer, sizeof(peer));
+	say_to(&rdv, "info", &me, sizeof(me));
+	hear_from(&rdv, "info", &peer, sizeof(peer));
 	connect_qp(gid_index);
-	say("connected", NULL, 0);
-	hear("connected", NULL, 0);
+	say_to(&rdv, "connected", NULL, 0);
+	hear_from(&rdv, "connected", NULL, 0);
 	if (argc == 7 && !strcmp(argv[6], "lossy"))
 		read_size = 65536;
 	else if (argc == 7) {
 		if (role == 'a') {
 			/* No receives: b's SENDs wait (RNR) until the device goes. */
-			say("doomed", NULL, 0);
-			hear("done", NULL, 0);
+			say_to(&rdv, "doomed", NULL, 0);
+			hear_from(&rdv, "done", NULL, 0);
 		} else {
 			death_b();
-			say("done", NULL, 0);
+			say_to(&rdv, "done", NULL, 0);
 		}
 		return 0;
 	}
@@ -436,7 +394,7 @@ int main(int argc, char **argv)
 		run_a(mib);
 	else
 		run_b(mib);
-	say("bye", NULL, 0);
-	hear("bye", NULL, 0);
+	say_to(&rdv, "bye", NULL, 0);
+	hear_from(&rdv, "bye", NULL, 0);
 	return 0;
 }

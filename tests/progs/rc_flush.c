@@ -42,7 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FAIL(...) do { printf("FAIL: " __VA_ARGS__); printf("\n"); exit(1); } while (0)
+#include "progs.h"
 
 /* IBA 1.5 numbers that rdma-core 44's headers do not have yet (the
  * kernel's enum ib_uverbs_access_flags, ib_uverbs_wr_opcode,
@@ -89,61 +89,13 @@ static struct ibv_qp_ex *qpx;
 static struct rxe_queue_buf *sq;
 static unsigned char *buf;
 static struct info me, peer;
-static const char *dir;
 static char role;
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
+/* Where the two sides meet (set in main). */
+static struct rendezvous rdv;
 
 static unsigned char pattern(size_t at)
 {
 	return (unsigned char)(at * 131 + (at >> 8) * 7 + 1);
-}
-
-static void path(char *out, size_t room, const char *name, char who)
-{
-	snprintf(out, room, "%s/rc_flush.%s.%c", dir, name, who);
-}
-
-/* Says NAME (with optional contents) to the peer, through the shared dir. */
-static void say(const char *name, const void *data, size_t len)
-{
-	char p[512], tmp[520];
-	FILE *f;
-
-	path(p, sizeof(p), name, role);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
-	f = fopen(tmp, "w");
-	if (!f || (len && fwrite(data, len, 1, f) != 1) || fclose(f) || rename(tmp, p))
-		FAIL("cannot write %s: %s", p, strerror(errno));
-}
-
-/* Waits (up to 120 s) for the peer to say NAME; reads its contents. */
-static void hear(const char *name, void *data, size_t len)
-{
-	char p[512];
-	double deadline = now() + 120;
-
-	path(p, sizeof(p), name, role == 'r' ? 'q' : 'r');
-	for (;;) {
-		FILE *f = fopen(p, "r");
-
-		if (f) {
-			size_t got = len ? fread(data, len, 1, f) : 1;
-
-			fclose(f);
-			if (got == 1)
-				return;
-		}
-		if (now() > deadline)
-			FAIL("the peer did not say '%s' within 120 s", name);
-		usleep(20000);
-	}
 }
 
 static struct ibv_wc wait_wc(const char *what)
@@ -182,26 +134,6 @@ static struct rxe_queue_buf *find_send_ring(void)
 	if (f)
 		fclose(f);
 	return found;
-}
-
-/* An empty POST_SEND: the rxe ABI's doorbell. */
-static void doorbell(void)
-{
-	struct {
-		struct ib_uverbs_cmd_hdr hdr;
-		struct ib_uverbs_post_send cmd;
-	} req;
-	struct ib_uverbs_post_send_resp resp;
-
-	memset(&req, 0, sizeof(req));
-	req.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
-	req.hdr.in_words = sizeof(req) / 4;
-	req.hdr.out_words = sizeof(resp) / 4;
-	req.cmd.response = (uintptr_t)&resp;
-	req.cmd.qp_handle = qp->handle;
-	req.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
-	if (write(ctx->cmd_fd, &req, sizeof(req)) < 0)
-		FAIL("doorbell: %s", strerror(errno));
 }
 
 /*
@@ -259,7 +191,8 @@ static void post_flush(uint64_t id, uint32_t rkey, uint64_t addr, uint32_t len, 
 	w->dma.length = len;
 	w->dma.resid = len;
 	__atomic_store_n(&sq->producer_index, (prod + 1) & sq->index_mask, __ATOMIC_RELEASE);
-	doorbell();
+	if (uverbs_doorbell(qp))
+		FAIL("doorbell: %s", strerror(errno));
 }
 
 static void expect_flush_ok(const char *what)
@@ -334,8 +267,8 @@ static void run_q(void)
 		FAIL("WRITE post: %s", strerror(errno));
 	post_flush(2, peer.rkey, peer.addr, REGION / 2, FLUSH_GLOBAL, FLUSH_RANGE);
 	expect_flush_ok("unsignalled 32 KiB WRITE, then FLUSH global of its range");
-	say("flushed", NULL, 0);
-	hear("checked", NULL, 0);
+	say_to(&rdv, "flushed", NULL, 0);
+	hear_from(&rdv, "checked", NULL, 0);
 
 	post_flush(3, peer.rkey, 0, 0, FLUSH_GLOBAL, FLUSH_MR);
 	expect_flush_ok("FLUSH global of the whole region (level MR, no address)");
@@ -361,8 +294,8 @@ static void run_q(void)
 		FAIL("ATOMIC WRITE: status %s, opcode %d, wr_id %llu", ibv_wc_status_str(wc.status),
 		     wc.opcode, (unsigned long long)wc.wr_id);
 	printf("ok: ATOMIC WRITE completed as IBV_WC_ATOMIC_WRITE\n");
-	say("atomic", NULL, 0);
-	hear("atomic_checked", NULL, 0);
+	say_to(&rdv, "atomic", NULL, 0);
+	hear_from(&rdv, "atomic_checked", NULL, 0);
 
 	/* The region without flush access: a remote access error. */
 	post_flush(6, peer.rkey_noflush, peer.addr_noflush, 64, FLUSH_GLOBAL, FLUSH_RANGE);
@@ -373,27 +306,27 @@ static void run_q(void)
 		     (unsigned long long)wc.wr_id);
 	printf("ok: FLUSH of a region without flush access failed with %s\n",
 	       ibv_wc_status_str(wc.status));
-	say("finished", NULL, 0);
+	say_to(&rdv, "finished", NULL, 0);
 }
 
 /* The responder's side: check what arrives. */
 static void run_r(void)
 {
-	hear("flushed", NULL, 0);
+	hear_from(&rdv, "flushed", NULL, 0);
 	for (size_t i = 0; i < REGION / 2; i++)
 		if (buf[i] != pattern(i))
 			FAIL("after the FLUSH, byte %zu is %#x, expected %#x", i, buf[i], pattern(i));
 	printf("ok: every byte of the WRITE was placed when its FLUSH completed\n");
-	say("checked", NULL, 0);
-	hear("atomic", NULL, 0);
+	say_to(&rdv, "checked", NULL, 0);
+	hear_from(&rdv, "atomic", NULL, 0);
 	uint64_t got = __atomic_load_n((uint64_t *)(buf + REGION / 2), __ATOMIC_ACQUIRE);
 
 	if (got != ATOMIC_VALUE)
 		FAIL("the ATOMIC WRITE target holds %#llx, expected %#llx",
 		     (unsigned long long)got, ATOMIC_VALUE);
 	printf("ok: the ATOMIC WRITE target holds %#llx\n", (unsigned long long)got);
-	say("atomic_checked", NULL, 0);
-	hear("finished", NULL, 0);
+	say_to(&rdv, "atomic_checked", NULL, 0);
+	hear_from(&rdv, "finished", NULL, 0);
 }
 
 int main(int argc, char **argv)
@@ -403,7 +336,13 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	int gid_index = atoi(argv[2]);
 	role = argv[3][0];
-	dir = argv[4];
+	rdv = (struct rendezvous){
+		.dir = argv[4],
+		.prog = "rc_flush",
+		.me = role,
+		.other = role == 'r' ? 'q' : 'r',
+		.wait_s = 120,
+	};
 	struct ibv_device **list = ibv_get_device_list(NULL);
 
 	for (int i = 0; list && list[i]; i++)
@@ -464,11 +403,11 @@ int main(int argc, char **argv)
 		FAIL("query_gid: %s", strerror(errno));
 	me.qpn = qp->qp_num;
 	me.psn = role == 'r' ? 0x222222 : 0xfffffe; /* q's PSNs wrap */
-	say("info", &me, sizeof(me));
-	hear("info", &peer, sizeof(peer));
+	say_to(&rdv, "info", &me, sizeof(me));
+	hear_from(&rdv, "info", &peer, sizeof(peer));
 	connect_qp(gid_index);
-	say("connected", NULL, 0);
-	hear("connected", NULL, 0);
+	say_to(&rdv, "connected", NULL, 0);
+	hear_from(&rdv, "connected", NULL, 0);
 	if (role == 'q')
 		run_q();
 	else

@@ -44,7 +44,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FAIL(...) do { printf("FAIL: " __VA_ARGS__); printf("\n"); exit(1); } while (0)
+#include "progs.h"
+
 #define CHECK(cond, ...) do { if (!(cond)) FAIL(__VA_ARGS__); printf("ok: " __VA_ARGS__); printf("\n"); } while (0)
 
 static struct ibv_context *ctx;
@@ -219,14 +220,6 @@ static int post_recv(struct ibv_qp *qp, struct ibv_srq *srq, uint64_t wr_id)
 	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
 
 	return srq ? ibv_post_srq_recv(srq, &wr, &bad) : ibv_post_recv(qp, &wr, &bad);
-}
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
 /* Polls until `want` completions arrived (or 5 s passed), then waits 0.5 s
@@ -515,25 +508,6 @@ static struct rxe_queue_buf *find_ring(struct mapping *before, int nb, uint32_t 
 	return NULL;
 }
 
-static void doorbell(struct ibv_qp *qp)
-{
-	struct {
-		struct ib_uverbs_cmd_hdr hdr;
-		struct ib_uverbs_post_send cmd;
-	} req;
-	struct ib_uverbs_post_send_resp resp;
-
-	memset(&req, 0, sizeof(req));
-	req.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
-	req.hdr.in_words = sizeof(req) / 4;
-	req.hdr.out_words = sizeof(resp) / 4;
-	req.cmd.response = (uintptr_t)&resp;
-	req.cmd.qp_handle = qp->handle;
-	req.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
-	if (write(ctx->cmd_fd, &req, sizeof(req)) < 0)
-		printf("doorbell: %s\n", strerror(errno));
-}
-
 static enum ibv_qp_state qp_state(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a;
@@ -584,7 +558,8 @@ static void hostile_test(void)
 		case 0:
 			printf("--- SQ producer index out of range, doorbell\n");
 			sq->producer_index = 0xdeadbeef;
-			doorbell(victim);
+			if (uverbs_doorbell(victim))
+				printf("doorbell: %s\n", strerror(errno));
 			break;
 		case 1: {
 			printf("--- garbage send WQEs, valid producer, doorbell\n");
@@ -596,7 +571,8 @@ static void hostile_test(void)
 			w->dma.num_sge = 0x7fffffff;
 			w->wr.send_flags = 0;
 			__atomic_store_n(&sq->producer_index, 4, __ATOMIC_RELEASE);
-			doorbell(victim);
+			if (uverbs_doorbell(victim))
+				printf("doorbell: %s\n", strerror(errno));
 			break;
 		}
 		case 2:
@@ -620,7 +596,8 @@ static void hostile_test(void)
 			if (post_send_chain(victim, 1, 8) || post_send_chain(victim, 9, 2))
 				FAIL("round 4: posting ten sends");
 			__atomic_store_n(&sq->producer_index, 5, __ATOMIC_RELEASE);
-			doorbell(victim);
+			if (uverbs_doorbell(victim))
+				printf("doorbell: %s\n", strerror(errno));
 			break;
 		}
 		CHECK(qp_state(victim) == IBV_QPS_ERR, "round %d: the victim QP is in ERR", round);

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the test programs share: failing, the clock, meeting the program on
+ * the other VM through files in a directory both mount, and the rxe ABI's
+ * doorbell. Header-only (static inline), so each program stays one file.
+ */
+#ifndef SRNIC_TEST_PROGS_H
+#define SRNIC_TEST_PROGS_H
+
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Prints "FAIL: ..." (the test scripts look for it) and exits 1. */
+#define FAIL(...) do { printf("FAIL: " __VA_ARGS__); printf("\n"); fflush(stdout); exit(1); } while (0)
+
+/* Seconds on the monotonic clock. */
+static inline double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/*
+ * Two programs on two VMs meet through files in a directory both see:
+ * one says a name (with optional contents), the other hears it. A file is
+ * written under a temporary name and renamed, so it is heard whole.
+ */
+struct rendezvous {
+	const char *dir;    /* the shared directory */
+	const char *prog;   /* the files' prefix: the program's name */
+	char me, other;     /* the two sides' roles */
+	int wait_s;         /* how long hearing waits */
+};
+
+static inline void rendezvous_path(const struct rendezvous *r, char *out, size_t room,
+				   const char *name, char who)
+{
+	snprintf(out, room, "%s/%s.%s.%c", r->dir, r->prog, name, who);
+}
+
+/* Says NAME, with LEN bytes of DATA, to the other side. */
+static inline void say_to(const struct rendezvous *r, const char *name, const void *data,
+			  size_t len)
+{
+	char p[512], tmp[520];
+	FILE *f;
+
+	rendezvous_path(r, p, sizeof(p), name, r->me);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
+	f = fopen(tmp, "w");
+	if (!f || (len && fwrite(data, len, 1, f) != 1) || fclose(f) || rename(tmp, p))
+		FAIL("cannot write %s: %s", p, strerror(errno));
+}
+
+/* Waits (up to r->wait_s) for the other side to say NAME; reads its LEN
+ * bytes into DATA. */
+static inline void hear_from(const struct rendezvous *r, const char *name, void *data,
+			     size_t len)
+{
+	char p[512];
+	double deadline = now() + r->wait_s;
+
+	rendezvous_path(r, p, sizeof(p), name, r->other);
+	for (;;) {
+		FILE *f = fopen(p, "r");
+
+		if (f) {
+			size_t got = len ? fread(data, len, 1, f) : 1;
+
+			fclose(f);
+			if (got == 1)
+				return;
+		}
+		if (now() > deadline)
+			FAIL("the peer did not say '%s' within %d s", name, r->wait_s);
+		usleep(20000);
+	}
+}
+
+/*
+ * An empty POST_SEND command: the rxe ABI's doorbell, which has the
+ * kernel fetch what was written into the QP's send ring. 0 or an errno.
+ */
+static inline int uverbs_doorbell(struct ibv_qp *qp)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_post_send cmd;
+	} req;
+	struct ib_uverbs_post_send_resp resp;
+
+	memset(&req, 0, sizeof(req));
+	req.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(resp) / 4;
+	req.cmd.response = (uintptr_t)&resp;
+	req.cmd.qp_handle = qp->handle;
+	req.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
+	return write(qp->context->cmd_fd, &req, sizeof(req)) < 0 ? errno : 0;
+}
+
+#endif
