@@ -1341,6 +1341,24 @@ static void memory_test(void)
 	status = write_to(&a, 31, (uintptr_t)anon, mw->rkey, VICTIM_LEN);
 	CHECK(status == IBV_WC_SUCCESS && !memcmp(anon, a.buf, VICTIM_LEN),
 	      "the window still writes into its own region (%s)", ibv_wc_status_str(status));
+	/* A window's key checked against its PD on every use: a QP of another
+	 * PD (a key another process learned, or a stale key whose index a
+	 * window of another PD now holds) reaches nothing through it. */
+	struct ibv_pd *own_pd = pd;
+	struct rc_side c, d;
+	pd = ibv_alloc_pd(ctx);
+	if (!pd)
+		FAIL("ibv_alloc_pd: %s", strerror(errno));
+	rc_pair(&c, &d, ALL_ACCESS, 7);
+	fill(c.buf, VICTIM_LEN, 12);
+	status = write_to(&c, 33, (uintptr_t)anon, mw->rkey, VICTIM_LEN);
+	CHECK(status == IBV_WC_REM_ACCESS_ERR && !memcmp(anon, a.buf, VICTIM_LEN),
+	      "a QP of another PD writes nothing through the window (%s)",
+	      ibv_wc_status_str(status));
+	rc_free(&c);
+	rc_free(&d);
+	ibv_dealloc_pd(pd);
+	pd = own_pd;
 	uint32_t window_rkey = mw->rkey;
 	ibv_dealloc_mw(mw);
 	status = write_to(&a, 32, (uintptr_t)anon, window_rkey, VICTIM_LEN);
