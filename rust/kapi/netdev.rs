@@ -155,11 +155,22 @@ impl NetDevice {
         stopped != 0
     }
 
+    /// The interface flags (`IFF_*`), read once as a whole word: they
+    /// change under RTNL while the data path reads them.
+    fn flags(&self) -> u32 {
+        // SAFETY: the netdev is valid; `flags` is read as a whole word.
+        unsafe { core::ptr::addr_of!((*self.as_raw()).flags).read_volatile() }
+    }
+
     /// Whether this is a loopback interface.
     pub fn is_loopback(&self) -> bool {
-        // SAFETY: the netdev is valid; `flags` is read as a whole word.
-        let flags = unsafe { core::ptr::addr_of!((*self.as_raw()).flags).read_volatile() };
-        flags & bindings::net_device_flags_IFF_LOOPBACK != 0
+        self.flags() & bindings::net_device_flags_IFF_LOOPBACK != 0
+    }
+
+    /// Whether the interface receives every frame (`IFF_PROMISC`: set by
+    /// packet capture, bridges and macvlans among others).
+    pub fn is_promiscuous(&self) -> bool {
+        self.flags() & bindings::net_device_flags_IFF_PROMISC != 0
     }
 
     /// Makes the netdev receive frames sent to Ethernet multicast address

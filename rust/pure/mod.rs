@@ -12,6 +12,7 @@
 
 pub mod aeth;
 pub mod cq_event;
+pub mod fdb;
 pub mod fifo;
 pub mod grh;
 pub mod guid;

@@ -9,7 +9,10 @@
 # every node (the lower GUID keeps it); a node that vanishes loses its
 # carrier and ages out of the others' tables; rmmod iblan, and deleting the
 # RDMA device, under traffic. A second LAN made with `ip link add ... type
-# iblan` (see second_lan), which rmmod and the device's deletion remove. Over rxe only what depends on the device:
+# iblan` (see second_lan), which rmmod and the device's deletion remove.
+# A bridge, a macvlan and a namespace's TCP flow over foreign MACs, learned
+# so that they stop flooding (see bridged_lan). Over rxe only what depends
+# on the device:
 # the name service, ping, arping, raw frames, jumbo pings and the device
 # going away.
 # vms: 3
@@ -115,6 +118,109 @@ EOF
 # rx NETDEV: frames NETDEV handed to the stack (ip -s link).
 rx() {
 	cat "/sys/class/net/$1/statistics/rx_packets"
+}
+
+# bridged_lan: Ethernet semantics for MACs that are not iblan's. Node a
+# bridges iblan0 with a veth whose far end sits in namespace ns1 (10.9.0.10,
+# fd09::10); node b has 10.9.0.2 and fd09::2 on iblan0 and a macvlan in
+# namespace ns2 (10.9.0.21, fd09::21). ns1 pings all four addresses and
+# sends 4 MiB over TCP to the macvlan, checked byte for byte. The nodes
+# learn which node each foreign MAC sits behind (debugfs lists it), so once
+# learned that flow goes to node b alone: a floods none of it and c drops
+# none of it as not for it.
+bridged_lan() {
+	step "$kind: a bridge on a and a macvlan on b: foreign MACs cross the LAN"
+	debug_dir=/sys/kernel/debug/iblan/iblan0
+	case $me in
+	1)
+		must ip netns add ns1
+		must ip link add vh type veth peer name vn netns ns1
+		must ip link add br0 type bridge
+		must ip link set iblan0 master br0
+		must ip link set vh master br0
+		must ip link set vh up
+		must ip link set br0 up
+		must ip -n ns1 addr add 10.9.0.10/24 dev vn
+		must ip -n ns1 addr add fd09::10/64 dev vn nodad
+		must ip -n ns1 link set vn up
+		ip netns exec ns1 cat /sys/class/net/vn/address > "$shared/vn.mac"
+		;;
+	2)
+		must ip addr add 10.9.0.2/24 dev iblan0
+		must ip addr add fd09::2/64 dev iblan0 nodad
+		must ip netns add ns2
+		must ip link add link iblan0 name mv0 type macvlan mode bridge
+		must ip link set mv0 netns ns2
+		must ip -n ns2 addr add 10.9.0.21/24 dev mv0
+		must ip -n ns2 addr add fd09::21/64 dev mv0 nodad
+		must ip -n ns2 link set mv0 up
+		ip netns exec ns2 cat /sys/class/net/mv0/address > "$shared/mv0.mac"
+		ip netns exec ns2 timeout 120 python3 - > /tmp/bridged.rx 2>&1 <<'PY' &
+import hashlib, socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("10.9.0.21", 5301))
+s.listen(1)
+print("listening", flush=True)
+c, _ = s.accept()
+h, n = hashlib.sha256(), 0
+while True:
+    b = c.recv(65536)
+    if not b:
+        break
+    h.update(b)
+    n += len(b)
+print(n, h.hexdigest(), flush=True)
+PY
+		receiver=$!
+		wait_until 30 grep -q '^listening' /tmp/bridged.rx || fail "$kind: the TCP receiver in ns2 did not start"
+		;;
+	esac
+	barrier "$kind.bridged-ready" 3
+	if [ "$me" = 1 ]; then
+		for addr in 10.9.0.2 10.9.0.21 fd09::2 fd09::21; do
+			must ip netns exec ns1 ping -c 2 -W 5 "$addr"
+		done
+	fi
+	barrier "$kind.bridged-learned" 3
+	drops_before=$(stat rx_not_for_us_drops) floods_before=$(stat tx_foreign_floods) direct_before=$(stat tx_foreign_direct)
+	barrier "$kind.bridged-counted" 3
+	if [ "$me" = 1 ]; then
+		must ip netns exec ns1 timeout 120 python3 -c '
+import random, socket
+data = random.Random(7).randbytes(4 << 20)
+s = socket.create_connection(("10.9.0.21", 5301), timeout=60)
+s.sendall(data)
+s.close()'
+	fi
+	barrier "$kind.bridged-sent" 3
+	case $me in
+	1)
+		cat $debug_dir/peers
+		mv_mac=$(cat "$shared/mv0.mac")
+		grep -q "^fdb .* $mv_mac " $debug_dir/peers || fail "$kind: node a did not learn the macvlan's MAC $mv_mac"
+		expect_eq $(($(stat tx_foreign_floods) - floods_before)) 0 "$kind: frames of the learned flow flooded by a"
+		[ $(($(stat tx_foreign_direct) - direct_before)) -ge 500 ] ||
+			fail "$kind: fewer than 500 frames of 4 MiB went to one node ($(($(stat tx_foreign_direct) - direct_before)))"
+		must ip link del br0
+		must ip netns del ns1
+		;;
+	2)
+		wait $receiver || { cat /tmp/bridged.rx; fail "$kind: the TCP receiver in ns2 failed"; }
+		expected=$(python3 -c 'import hashlib, random; print(4 << 20, hashlib.sha256(random.Random(7).randbytes(4 << 20)).hexdigest())')
+		expect_eq "$(tail -n 1 /tmp/bridged.rx)" "$expected" "$kind: 4 MiB over TCP from behind a's bridge to b's macvlan"
+		cat $debug_dir/peers
+		vn_mac=$(cat "$shared/vn.mac")
+		grep -q "^fdb .* $vn_mac " $debug_dir/peers || fail "$kind: node b did not learn the bridged MAC $vn_mac"
+		must ip netns del ns2
+		must ip addr del 10.9.0.2/24 dev iblan0
+		must ip addr del fd09::2/64 dev iblan0
+		;;
+	3)
+		expect_eq $(($(stat rx_not_for_us_drops) - drops_before)) 0 "$kind: frames of the learned flow that reached node c"
+		;;
+	esac
+	barrier "$kind.bridged-done" 3
 }
 
 # second_lan: a second LAN on the same fabric, `lan5` on every node made
@@ -279,6 +385,7 @@ run_over() {
 	fi
 
 	if [ "$scope" = full ]; then
+		bridged_lan
 		step "$kind: a VLAN on top"
 		must modprobe 8021q
 		must ip link add link iblan0 name iblan0.7 type vlan id 7

@@ -8,6 +8,7 @@
 use super::engine::{hit, Input, Target};
 use srnic_pure::aeth::{rnr_timer_us, Syndrome};
 use srnic_pure::cq_event::{CqArm, EventAction, EventState, Moderation, MAX_MODERATION_PERIOD_US};
+use srnic_pure::fdb::{self, Fdb, Learned};
 use srnic_pure::fifo::Fifo;
 use srnic_pure::grh::{self, IpHeader};
 use srnic_pure::headers::{self, hdr, Aeth, AtomicEth, Bth, Deth, Feth, Packet, ParseError, Reth};
@@ -35,6 +36,7 @@ pub const TARGETS: &[(&str, Target, usize)] = &[
     ("outbox", outbox, 1024),
     ("lan_datagram", lan_datagram, 1024),
     ("lan_reassembly", lan_reassembly, 1024),
+    ("fdb", fdb_target, 1024),
 ];
 
 fn parse_error_code(e: ParseError) -> u64 {
@@ -1174,6 +1176,72 @@ fn lan_reassembly(data: &[u8]) {
                 buffers[slot].fill(None);
             });
             assert_eq!(table.open(), 0);
+        }
+    }
+}
+
+/// iblan's forwarding table against a model without buckets: a MAC is
+/// found only behind the LID it was last learned with and only while it
+/// is younger than the ageing time; the table never holds more than its
+/// slots, and nothing but unicast MACs and unicast LIDs is ever learned.
+fn fdb_target(data: &[u8]) {
+    const AGEING: u64 = 1000;
+    let mut input = Input::new(data);
+    let slots = usize::from(input.u8() % 40);
+    let mut table = Fdb::new(vec![fdb::Slot::FREE; slots], AGEING);
+    // MAC -> (LID, last seen), every learning the table accepted.
+    let mut model: std::collections::HashMap<[u8; 6], (u16, u64)> = Default::default();
+    let mut now = 0u64;
+    while !input.is_empty() {
+        let op = input.u8();
+        // Few distinct MACs, so that they collide and repeat.
+        let mut mac = [0x52, 0x54, 0, 0, 0, input.u8() % 24];
+        if op & 0x80 != 0 {
+            mac[0] |= 1;
+        }
+        now += u64::from(input.u8()) * 8;
+        hit(2, u64::from(op % 4) | (table.len(now) as u64) << 2);
+        match op % 4 {
+            0 | 1 => {
+                let lid = match input.u8() % 8 {
+                    0 => 0,
+                    1 => 0xc000,
+                    n => u16::from(n),
+                };
+                let learned = table.learn(&mac, lid, now);
+                let learnable = mac[0] & 1 == 0 && (1..0xc000).contains(&lid);
+                if !learnable || slots < fdb::WAYS {
+                    assert_eq!(learned, Learned::Ignored);
+                } else {
+                    let known = model.get(&mac).filter(|(_, seen)| now - seen < AGEING);
+                    match learned {
+                        Learned::Refreshed => assert_eq!(known.map(|k| k.0), Some(lid)),
+                        Learned::Moved => assert!(known.is_some_and(|k| k.0 != lid)),
+                        Learned::New | Learned::Replaced => {}
+                        Learned::Ignored => panic!("a learnable MAC was ignored"),
+                    }
+                    model.insert(mac, (lid, now));
+                }
+            }
+            2 => {
+                let found = table.lookup(&mac, now);
+                if let Some(lid) = found {
+                    let known = model.get(&mac).filter(|(_, seen)| now - seen < AGEING);
+                    assert_eq!(known.map(|k| k.0), Some(lid), "a stale or wrong LID");
+                }
+            }
+            _ => {
+                let lid = u16::from(input.u8() % 8);
+                table.forget_lid(lid);
+                model.retain(|_, (l, _)| *l != lid);
+                assert!(table.entries(now).all(|e| e.lid != lid));
+            }
+        }
+        assert!(table.len(now) <= slots - slots % fdb::WAYS);
+        // The newest learning of a learnable MAC is always found.
+        for entry in table.entries(now) {
+            assert_eq!(model.get(&entry.mac).map(|k| k.0), Some(entry.lid));
+            assert!(entry.age_ms < AGEING);
         }
     }
 }

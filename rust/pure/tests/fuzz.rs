@@ -71,6 +71,7 @@ macro_rules! fuzz_tests {
 }
 
 fuzz_tests!(
+    fdb,
     headers,
     headers_roundtrip,
     rx,

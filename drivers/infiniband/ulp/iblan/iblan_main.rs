@@ -16,6 +16,7 @@ mod kapi;
 #[path = "../../../../rust/pure/mod.rs"]
 mod pure;
 
+mod forwarding;
 mod params;
 mod port;
 

@@ -10,6 +10,7 @@
 //! receive. The name service runs in a work item every second and when an
 //! announcement arrives.
 
+use crate::forwarding::Forwarding;
 use crate::kapi::address_not_available;
 use crate::kapi::debugfs::{SeqOut, Show};
 use crate::kapi::ether::{EtherDevice, EtherDriver, EtherRegistration, LinkStats, TxOutcome};
@@ -23,6 +24,7 @@ use crate::kapi::skb::SkBuff;
 use crate::kapi::sync::{SpinLockBh, SpinLockIrq};
 use crate::kapi::work::{now_ms, sleep_ms, DelayedWork, HasDelayedWork};
 use crate::params::LanConfig;
+use crate::pure::fdb::Learned;
 use crate::pure::lan::{
     self, Announcement, Datagram, FragmentPlan, MacKind, Reassembler, ReassemblySlot, Step,
     ANNOUNCE_LEN, FRAG_HEADER_LEN, LAN_COUNT, MAX_FRAME_LEN,
@@ -75,6 +77,8 @@ const STAT_NAMES: &[&CStr] = &[
     c_str!("tx_post_errors"),
     c_str!("tx_queue_stops"),
     c_str!("tx_copies"),
+    c_str!("tx_foreign_direct"),
+    c_str!("tx_foreign_floods"),
     c_str!("rx_datagrams"),
     c_str!("rx_reassembled_frames"),
     c_str!("rx_sar_drops_duplicate"),
@@ -86,6 +90,9 @@ const STAT_NAMES: &[&CStr] = &[
     c_str!("rx_alloc_drops"),
     c_str!("rx_errors"),
     c_str!("rx_dma_syncs_for_cpu"),
+    c_str!("rx_not_for_us_drops"),
+    c_str!("fdb_learned"),
+    c_str!("fdb_moved"),
     c_str!("dma_syncs_for_device"),
     c_str!("ns_announcements_sent"),
     c_str!("ns_announcements_received"),
@@ -111,6 +118,8 @@ enum Stat {
     TxPostErrors,
     TxQueueStops,
     TxCopies,
+    TxForeignDirect,
+    TxForeignFloods,
     RxDatagrams,
     RxReassembled,
     RxSarDuplicate,
@@ -122,6 +131,9 @@ enum Stat {
     RxAlloc,
     RxErrors,
     RxDmaSyncs,
+    RxNotForUs,
+    FdbLearned,
+    FdbMoved,
     DmaSyncsForDevice,
     NsSent,
     NsReceived,
@@ -358,6 +370,8 @@ pub(crate) struct LanDev {
     /// After the QP: no receive into them is outstanding when they go.
     rx: KVec<DmaBuffer>,
     reassembly: Pin<KBox<SpinLockIrq<Reassembly>>>,
+    /// Where foreign MACs (bridged, macvlan) sit.
+    forwarding: Forwarding,
     /// The one announcement in flight (`announce_busy`), sent from here.
     announce: DmaBuffer,
     pd: Pd,
@@ -549,6 +563,7 @@ impl LanDev {
                 ),
                 GFP_KERNEL,
             )?,
+            forwarding: Forwarding::new()?,
             announce,
             device: dev.get()?,
             config,
@@ -726,7 +741,15 @@ impl LanDev {
         };
         let lid = match lan::classify_mac(&mac, self.config.vendor, self.config.lan) {
             MacKind::Unicast { lid } => Some(lid),
-            _ => None,
+            MacKind::Foreign => {
+                let behind = self.forwarding.lookup(&mac);
+                self.count(match behind {
+                    Some(_) => Stat::TxForeignDirect,
+                    None => Stat::TxForeignFloods,
+                });
+                behind
+            }
+            MacKind::Broadcast | MacKind::Multicast => None,
         };
         // The table stays locked from the choice of peers to their last
         // post: a peer cannot leave (and lose its AH) in between.
@@ -984,7 +1007,7 @@ impl LanDev {
         payload: &[u8],
     ) {
         if header.count == 1 {
-            self.deliver(dev, payload);
+            self.deliver(dev, sgid, payload);
             return;
         }
         // Reassemblies are keyed by the sender's slot in the peer table,
@@ -1009,7 +1032,7 @@ impl LanDev {
         {
             Step::Deliver => {
                 drop(guard);
-                self.deliver(dev, payload);
+                self.deliver(dev, sgid, payload);
             }
             Step::Copy {
                 slot,
@@ -1039,7 +1062,7 @@ impl LanDev {
                 drop(guard);
                 if let Some(skb) = skb {
                     self.count(Stat::RxReassembled);
-                    dev.receive(skb);
+                    self.hand_up(dev, sgid, skb);
                 }
             }
             Step::Drop { reason, .. } => self.count(match reason {
@@ -1049,15 +1072,61 @@ impl LanDev {
         }
     }
 
-    /// Hands one whole frame to the stack.
-    fn deliver(&self, dev: &EtherDevice<LanDev>, frame: &[u8]) {
+    /// Hands one whole frame from the node `sgid` to the stack.
+    fn deliver(&self, dev: &EtherDevice<LanDev>, sgid: &[u8; 16], frame: &[u8]) {
         if let Some(skb) = self.frame_skb(dev, frame) {
-            dev.receive(skb);
+            self.hand_up(dev, sgid, skb);
         }
     }
 
-    /// An skb holding a copy of `frame` (its single copy on receive),
-    /// counted in the link statistics; `None` if it is dropped.
+    /// Hands a whole received frame from the node `sgid` to the stack as
+    /// an Ethernet port does: a unicast to another MAC only in promiscuous
+    /// mode (a bridge port, a macvlan's lower device), counted in the link
+    /// statistics; a foreign source MAC is learned behind its node.
+    fn hand_up(&self, dev: &EtherDevice<LanDev>, sgid: &[u8; 16], skb: SkBuff) {
+        let frame = skb.data();
+        let (Some(dest), Some(source)) = (mac_at(frame, 0), mac_at(frame, 6)) else {
+            self.count(Stat::RxMalformed);
+            return;
+        };
+        let len = frame.len() as u64;
+        let multicast = dest[0] & 1 != 0;
+        if !multicast && dest != dev.mac() && !dev.as_netdev().is_promiscuous() {
+            self.count(Stat::RxNotForUs);
+            return;
+        }
+        if lan::classify_mac(&source, self.config.vendor, self.config.lan) == MacKind::Foreign {
+            self.learn_source(sgid, &source);
+        }
+        if multicast {
+            self.link.rx_multicast.fetch_add(1, Ordering::Relaxed);
+        }
+        self.link.rx_packets.fetch_add(1, Ordering::Relaxed);
+        self.link.rx_bytes.fetch_add(len, Ordering::Relaxed);
+        dev.receive(skb);
+    }
+
+    /// Learns that foreign MAC `source` sits behind the node `sgid`.
+    fn learn_source(&self, sgid: &[u8; 16], source: &[u8; 6]) {
+        let lid = self
+            .peers
+            .lock()
+            .iter()
+            .find(|e| &e.peer.gid == sgid)
+            .map(|e| e.peer.lid);
+        // A frame from a node not (or no longer) known teaches nothing.
+        let Some(lid) = lid else {
+            return;
+        };
+        match self.forwarding.learn(source, lid) {
+            Learned::New | Learned::Replaced => self.count(Stat::FdbLearned),
+            Learned::Moved => self.count(Stat::FdbMoved),
+            Learned::Refreshed | Learned::Ignored => {}
+        }
+    }
+
+    /// An skb holding a copy of `frame` (its single copy on receive);
+    /// `None` if it is dropped.
     fn frame_skb(&self, dev: &EtherDevice<LanDev>, frame: &[u8]) -> Option<SkBuff> {
         if frame.len() < 14 {
             self.count(Stat::RxMalformed);
@@ -1075,13 +1144,6 @@ impl LanDev {
                 return None;
             }
         }
-        if frame.first().is_some_and(|b| b & 1 != 0) {
-            self.link.rx_multicast.fetch_add(1, Ordering::Relaxed);
-        }
-        self.link.rx_packets.fetch_add(1, Ordering::Relaxed);
-        self.link
-            .rx_bytes
-            .fetch_add(frame.len() as u64, Ordering::Relaxed);
         Some(skb)
     }
 
@@ -1259,12 +1321,18 @@ impl LanDev {
         let mut peers = self.peers.lock();
         let mut removed = 0;
         for at in 0..MAX_PEERS {
-            if peers
+            let Some(lid) = peers
                 .slots
                 .get(at)
-                .is_some_and(|s| s.as_ref().is_some_and(&pred))
-                && peers.retire(at)
-            {
+                .and_then(Option::as_ref)
+                .filter(|e| pred(e))
+                .map(|e| e.peer.lid)
+            else {
+                continue;
+            };
+            if peers.retire(at) {
+                // What sat behind the node is unknown again: flooded.
+                self.forwarding.forget(lid);
                 removed += 1;
             }
         }
@@ -1755,6 +1823,8 @@ impl Show for LanDev {
             let age = now.saturating_sub(entry.last_seen_ms);
             row("peer", p.lid, &p.gid, p.qpn, p.qkey, p.guid, age);
         }
+        let _ = writeln!(out, "{:<6} {:<6} {:<17} age_ms", "who", "lid", "mac");
+        self.forwarding.show(out);
     }
 }
 
@@ -1803,4 +1873,9 @@ fn copy_into(buffers: &mut KVec<KVec<u8>>, slot: usize, offset: usize, payload: 
     {
         out.copy_from_slice(payload);
     }
+}
+
+/// The MAC address at `at` in `frame`.
+fn mac_at(frame: &[u8], at: usize) -> Option<[u8; 6]> {
+    frame.get(at..at + 6)?.try_into().ok()
 }
