@@ -165,6 +165,11 @@ pub(crate) fn copy(
         if step == 0 {
             return Err(CopyError::Destination);
         }
+        // Either side may be pages a process maps and writes while they are
+        // copied: raw pointers only, no reference is ever formed over them,
+        // and the copy is the kernel's `memmove`, which (like
+        // `copy_from_user`) tolerates concurrent writers; what such a
+        // process then reads is undefined by the verbs, not by the kernel.
         // SAFETY: both chunks are memory the keys grant for at least `step`
         // bytes, kept alive by `guard` (regions) or by their kernel owner;
         // they may overlap (one region read and written), hence a move.
