@@ -11,7 +11,8 @@
 # RDMA device, under traffic. A second LAN made with `ip link add ... type
 # iblan` (see second_lan), which rmmod and the device's deletion remove.
 # A bridge, a macvlan and a namespace's TCP flow over foreign MACs, learned
-# so that they stop flooding (see bridged_lan). Over rxe only what depends
+# so that they stop flooding (see bridged_lan); an active-backup bond over
+# two LANs that fails over under ping (see bonded_lans). Over rxe only what depends
 # on the device:
 # the name service, ping, arping, raw frames, jumbo pings and the device
 # going away.
@@ -223,6 +224,59 @@ s.close()'
 	barrier "$kind.bridged-done" 3
 }
 
+# bonded_lans: an active-backup bond over lan5 (active) and iblan0 on nodes
+# a and b (fail_over_mac active: each slave keeps its own address, so the
+# bond takes the active one's; gratuitous ARPs for a second after a change
+# tell the other node). a pings b's bond while both take lan5 down: the
+# bonds fail over to iblan0 and at most 5 of 40 pings are lost.
+bonded_lans() {
+	step "$kind: an active-backup bond over lan5 and iblan0 fails over under ping"
+	if [ "$me" != 3 ]; then
+		must modprobe bonding max_bonds=0
+		must ip link add bond9 type bond mode active-backup miimon 100 fail_over_mac active num_grat_arp 10
+		for slave in lan5 iblan0; do
+			must ip link set "$slave" down
+			must ip link set "$slave" master bond9
+		done
+		must ip link set bond9 type bond primary lan5
+		must ip addr add "10.11.0.$me/24" dev bond9
+		must ip link set bond9 up
+		wait_until 20 grep -q 'Currently Active Slave: lan5' /proc/net/bonding/bond9 ||
+			{ cat /proc/net/bonding/bond9; fail "$kind: lan5 is not the bond's active slave"; }
+	fi
+	barrier "$kind.bonded" 3
+	if [ "$me" = 1 ]; then
+		wait_until 30 ping -c 1 -W 1 10.11.0.2 || fail "$kind: the bonds do not reach each other"
+		ping -i 0.2 -c 40 -W 1 10.11.0.2 > /tmp/bond_ping 2>&1 &
+		pinger=$!
+		busybox sleep 2
+	fi
+	barrier "$kind.bond-pinging" 3
+	if [ "$me" != 3 ]; then
+		must ip link set lan5 down
+		wait_until 20 grep -q 'Currently Active Slave: iblan0' /proc/net/bonding/bond9 ||
+			{ cat /proc/net/bonding/bond9; fail "$kind: the bond did not fail over to iblan0"; }
+	fi
+	if [ "$me" = 1 ]; then
+		wait $pinger
+		cat /tmp/bond_ping
+		received=$(sed -n 's/.* \([0-9]*\) received.*/\1/p' /tmp/bond_ping)
+		[ "${received:-0}" -ge 35 ] || fail "$kind: ${received:-0} of 40 pings across the bond's failover arrived (at least 35 expected)"
+		echo "ok: $received of 40 pings across the failover"
+	fi
+	barrier "$kind.bond-failed-over" 3
+	if [ "$me" != 3 ]; then
+		must ip link del bond9
+		must ip link set lan5 up
+		must ip link set iblan0 up
+		must ip addr replace "10.5.0.$me/24" dev lan5
+		must ip addr replace "10.1.0.$me/24" dev iblan0
+		wait_until 30 sh -c "[ \"\$(ethtool -S iblan0 | awk '\$1 == \"ns_peers:\" { print \$2 }')\" = 2 ]" ||
+			fail "$kind: iblan0 did not find both other nodes again after the bond"
+	fi
+	barrier "$kind.unbonded" 3
+}
+
 # second_lan: a second LAN on the same fabric, `lan5` on every node made
 # with `ip link add ... type iblan` (LAN 5, LID = node number): bad
 # addresses are refused with the reason and leave nothing behind; `ip -d
@@ -386,6 +440,7 @@ run_over() {
 
 	if [ "$scope" = full ]; then
 		bridged_lan
+		bonded_lans
 		step "$kind: a VLAN on top"
 		must modprobe 8021q
 		must ip link add link iblan0 name iblan0.7 type vlan id 7
