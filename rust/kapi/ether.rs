@@ -79,6 +79,26 @@ pub trait EtherDriver: Sized + Send + Sync + 'static {
     fn iflink(_dev: &EtherDevice<Self>) -> Option<i32> {
         None
     }
+    /// `ethtool -c`: the receive interrupt coalescing in force. RTNL held.
+    fn coalesce(_dev: &EtherDevice<Self>) -> Result<Coalesce> {
+        Err(super::not_supported())
+    }
+    /// `ethtool -C`: new receive interrupt coalescing (the core refuses
+    /// any other parameter). RTNL held.
+    fn set_coalesce(_dev: &EtherDevice<Self>, _coalesce: Coalesce) -> Result {
+        Err(super::not_supported())
+    }
+}
+
+/// Receive interrupt coalescing, as `ethtool -c/-C` shows and sets it: an
+/// interrupt (a NAPI run) waits for `frames` completions or `usecs`
+/// microseconds, whichever comes first; 0 and 0 is an interrupt each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Coalesce {
+    /// `rx-usecs`.
+    pub usecs: u32,
+    /// `rx-frames`.
+    pub frames: u32,
 }
 
 /// Where a netdev sits in the device model: its parent device
@@ -289,6 +309,9 @@ impl<T: EtherDriver> EtherDevice<T> {
         ops.get_sset_count = Some(Self::get_sset_count);
         ops.get_strings = Some(Self::get_strings);
         ops.get_ethtool_stats = Some(Self::get_ethtool_stats);
+        ops.supported_coalesce_params = bindings::SRNIC_ETHTOOL_COALESCE_RX;
+        ops.get_coalesce = Some(Self::get_coalesce);
+        ops.set_coalesce = Some(Self::set_coalesce);
         ops
     };
 
@@ -506,6 +529,58 @@ impl<T: EtherDriver> EtherDevice<T> {
         let out = unsafe { core::slice::from_raw_parts_mut(out, T::STAT_NAMES.len()) };
         out.fill(0);
         T::ethtool_stats(dev, out);
+    }
+
+    /// # Safety
+    ///
+    /// Called only by the network stack through the `net_device_ops`,
+    /// `ethtool_ops` or NAPI instance this module registered, for its own
+    /// netdev.
+    unsafe extern "C" fn get_coalesce(
+        raw: *mut bindings::net_device,
+        out: *mut bindings::ethtool_coalesce,
+        _kernel: *mut bindings::kernel_ethtool_coalesce,
+        _extack: *mut bindings::netlink_ext_ack,
+    ) -> c_int {
+        // SAFETY: as in `ndo_open`.
+        let dev = unsafe { Self::from_raw(raw) };
+        match T::coalesce(dev) {
+            Ok(coalesce) => {
+                // SAFETY: the core passes a zeroed struct to fill, which
+                // only this call writes.
+                let out = unsafe { &mut *out };
+                out.rx_coalesce_usecs = coalesce.usecs;
+                out.rx_max_coalesced_frames = coalesce.frames;
+                0
+            }
+            Err(err) => err.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called only by the network stack through the `net_device_ops`,
+    /// `ethtool_ops` or NAPI instance this module registered, for its own
+    /// netdev.
+    unsafe extern "C" fn set_coalesce(
+        raw: *mut bindings::net_device,
+        new: *mut bindings::ethtool_coalesce,
+        _kernel: *mut bindings::kernel_ethtool_coalesce,
+        _extack: *mut bindings::netlink_ext_ack,
+    ) -> c_int {
+        // SAFETY: as in `ndo_open`.
+        let dev = unsafe { Self::from_raw(raw) };
+        // SAFETY: the core passes the current values with the user's
+        // changes applied, for the duration of the call.
+        let new = unsafe { &*new };
+        let coalesce = Coalesce {
+            usecs: new.rx_coalesce_usecs,
+            frames: new.rx_max_coalesced_frames,
+        };
+        match T::set_coalesce(dev, coalesce) {
+            Ok(()) => 0,
+            Err(err) => err.to_errno(),
+        }
     }
 
     /// # Safety

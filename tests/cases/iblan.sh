@@ -12,7 +12,8 @@
 # iblan` (see second_lan), which rmmod and the device's deletion remove.
 # A bridge, a macvlan and a namespace's TCP flow over foreign MACs, learned
 # so that they stop flooding (see bridged_lan); an active-backup bond over
-# two LANs that fails over under ping (see bonded_lans). Over rxe only what depends
+# two LANs that fails over under ping (see bonded_lans); ethtool -C sets
+# the CQ's moderation, a value beyond the device's limit is refused. Over rxe only what depends
 # on the device:
 # the name service, ping, arping, raw frames, jumbo pings and the device
 # going away.
@@ -441,6 +442,21 @@ run_over() {
 	if [ "$scope" = full ]; then
 		bridged_lan
 		bonded_lans
+		step "$kind: receive interrupt coalescing with ethtool -C"
+		must ethtool -C iblan0 rx-usecs 64 rx-frames 16
+		coalesce=$(ethtool -c iblan0)
+		echo "$coalesce"
+		expect_match "$coalesce" '^rx-usecs:[[:space:]]+64$' "$kind: ethtool -c shows rx-usecs 64"
+		expect_match "$coalesce" '^rx-frames:[[:space:]]+16$' "$kind: ethtool -c shows rx-frames 16"
+		# Beyond the CQ's moderation period (4095 us), and a parameter
+		# iblan does not have.
+		must_fail 'Invalid argument' ethtool -C iblan0 rx-usecs 5000
+		must_fail 'unsupported parameter|Operation not supported' ethtool -C iblan0 tx-usecs 10
+		expect_match "$(ethtool -c iblan0)" '^rx-usecs:[[:space:]]+64$' "$kind: a refused change keeps rx-usecs"
+		barrier "$kind.coalesced" 3
+		for n in $others; do must ping -c 3 -W 5 "10.1.0.$n"; done
+		must ethtool -C iblan0 rx-usecs 0 rx-frames 0
+		barrier "$kind.coalesce-done" 3
 		step "$kind: a VLAN on top"
 		must modprobe 8021q
 		must ip link add link iblan0 name iblan0.7 type vlan id 7

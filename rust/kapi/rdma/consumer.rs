@@ -751,6 +751,15 @@ impl<H: CqHandler> Cq<H> {
         usize::try_from(got).unwrap_or(0)
     }
 
+    /// Moderates the CQ's events: one waits for `count` completions or
+    /// `period_us` microseconds, whichever comes first
+    /// (`rdma_set_cq_moderation`; `EOPNOTSUPP` from a device without it,
+    /// `EINVAL` beyond its limits).
+    pub fn set_moderation(&self, count: u16, period_us: u16) -> Result {
+        // SAFETY: a live CQ.
+        to_result(unsafe { bindings::rdma_set_cq_moderation(self.as_raw(), count, period_us) })
+    }
+
     /// Arms the CQ for its next completion. Returns `true` if completions
     /// arrived meanwhile, so the caller must poll again rather than wait.
     pub fn arm(&self) -> bool {

@@ -13,7 +13,9 @@
 use crate::forwarding::Forwarding;
 use crate::kapi::address_not_available;
 use crate::kapi::debugfs::{SeqOut, Show};
-use crate::kapi::ether::{EtherDevice, EtherDriver, EtherRegistration, LinkStats, TxOutcome};
+use crate::kapi::ether::{
+    Coalesce, EtherDevice, EtherDriver, EtherRegistration, LinkStats, TxOutcome,
+};
 use crate::kapi::netdev::{rtnl_lock, rtnl_try_lock, RtnlGuard};
 use crate::kapi::rdma::consumer::{
     Ah, Cq, CqHandler, DeviceRef, DmaBuffer, IbDevice, Ipv6Membership, Pd, UdQp, WorkCompletion,
@@ -394,6 +396,10 @@ pub(crate) struct LanDev {
     inbox: Pin<KBox<SpinLockIrq<Inbox>>>,
     sq_free: AtomicU32,
     frame_number: AtomicU32,
+    /// `ethtool -C` rx-usecs and rx-frames, the CQ's event moderation.
+    /// Changed under RTNL only.
+    coalesce_usecs: AtomicU32,
+    coalesce_frames: AtomicU32,
     stats: [AtomicU64; Stat::Count as usize],
     link: Link,
     ticker: DelayedWork<LanDev>,
@@ -592,6 +598,8 @@ impl LanDev {
             )?,
             sq_free: AtomicU32::new(SEND_DEPTH),
             frame_number: AtomicU32::new(0),
+            coalesce_usecs: AtomicU32::new(0),
+            coalesce_frames: AtomicU32::new(0),
             stats: [const { AtomicU64::new(0) }; Stat::Count as usize],
             link: Link::default(),
             ticker: DelayedWork::new(),
@@ -1592,6 +1600,31 @@ impl EtherDriver for LanDev {
     fn iflink(dev: &EtherDevice<Self>) -> Option<i32> {
         let parent = dev.data().parent_ifindex;
         (parent != 0).then_some(parent)
+    }
+
+    fn coalesce(dev: &EtherDevice<Self>) -> Result<Coalesce> {
+        let lan = dev.data();
+        Ok(Coalesce {
+            usecs: lan.coalesce_usecs.load(Ordering::Relaxed),
+            frames: lan.coalesce_frames.load(Ordering::Relaxed),
+        })
+    }
+
+    /// The one CQ takes the moderation: its events raise NAPI, which
+    /// handles sends and receives alike.
+    fn set_coalesce(dev: &EtherDevice<Self>, coalesce: Coalesce) -> Result {
+        let lan = dev.data();
+        let (Ok(usecs), Ok(frames)) = (
+            u16::try_from(coalesce.usecs),
+            u16::try_from(coalesce.frames),
+        ) else {
+            return Err(EINVAL);
+        };
+        lan.cq.set_moderation(frames, usecs)?;
+        lan.coalesce_usecs.store(coalesce.usecs, Ordering::Relaxed);
+        lan.coalesce_frames
+            .store(coalesce.frames, Ordering::Relaxed);
+        Ok(())
     }
 
     fn ethtool_stats(dev: &EtherDevice<Self>, out: &mut [u64]) {
