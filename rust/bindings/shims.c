@@ -260,11 +260,6 @@ u64 srnic_percpu_counter_sum(u64 *counters, unsigned int index)
 	return sum;
 }
 
-u64 srnic_now_ns(void)
-{
-	return ktime_get_ns();
-}
-
 struct scatterlist *srnic_umem_sgl(struct ib_umem *umem, unsigned int *nents)
 {
 	*nents = umem->sgt_append.sgt.nents;

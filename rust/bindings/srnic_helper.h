@@ -43,6 +43,7 @@
 #include <net/udp_tunnel.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_mad.h>
+#include <rdma/ib_pack.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>
@@ -123,7 +124,6 @@ u64 *srnic_percpu_counters_alloc(unsigned int count);
 void srnic_percpu_counters_free(u64 *counters);
 void srnic_percpu_counter_add(u64 *counters, unsigned int index, u64 value);
 u64 srnic_percpu_counter_sum(u64 *counters, unsigned int index);
-u64 srnic_now_ns(void);
 void srnic_wmb(void);
 struct scatterlist *srnic_umem_sgl(struct ib_umem *umem, unsigned int *nents);
 struct scatterlist *srnic_sg_next(struct scatterlist *sg);

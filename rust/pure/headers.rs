@@ -203,6 +203,91 @@ const fn op(
     }
 }
 
+/// Every opcode srnic sends or accepts, named once (IBA table 35 and the
+/// IBA 1.5 additions), as the kernel's `ib_pack.h` names them without its
+/// `IB_OPCODE_` prefix; the table below and the drivers use these, and the
+/// drivers check them against the kernel's values when they are built.
+pub mod opcode {
+    /// RC send first.
+    pub const RC_SEND_FIRST: u8 = 0x00;
+    /// RC send middle.
+    pub const RC_SEND_MIDDLE: u8 = 0x01;
+    /// RC send last.
+    pub const RC_SEND_LAST: u8 = 0x02;
+    /// RC send last with immediate.
+    pub const RC_SEND_LAST_WITH_IMMEDIATE: u8 = 0x03;
+    /// RC send only.
+    pub const RC_SEND_ONLY: u8 = 0x04;
+    /// RC send only with immediate.
+    pub const RC_SEND_ONLY_WITH_IMMEDIATE: u8 = 0x05;
+    /// RC rdma write first.
+    pub const RC_RDMA_WRITE_FIRST: u8 = 0x06;
+    /// RC rdma write middle.
+    pub const RC_RDMA_WRITE_MIDDLE: u8 = 0x07;
+    /// RC rdma write last.
+    pub const RC_RDMA_WRITE_LAST: u8 = 0x08;
+    /// RC rdma write last with immediate.
+    pub const RC_RDMA_WRITE_LAST_WITH_IMMEDIATE: u8 = 0x09;
+    /// RC rdma write only.
+    pub const RC_RDMA_WRITE_ONLY: u8 = 0x0a;
+    /// RC rdma write only with immediate.
+    pub const RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE: u8 = 0x0b;
+    /// UC send first.
+    pub const UC_SEND_FIRST: u8 = 0x20;
+    /// UC send middle.
+    pub const UC_SEND_MIDDLE: u8 = 0x21;
+    /// UC send last.
+    pub const UC_SEND_LAST: u8 = 0x22;
+    /// UC send last with immediate.
+    pub const UC_SEND_LAST_WITH_IMMEDIATE: u8 = 0x23;
+    /// UC send only.
+    pub const UC_SEND_ONLY: u8 = 0x24;
+    /// UC send only with immediate.
+    pub const UC_SEND_ONLY_WITH_IMMEDIATE: u8 = 0x25;
+    /// UC rdma write first.
+    pub const UC_RDMA_WRITE_FIRST: u8 = 0x26;
+    /// UC rdma write middle.
+    pub const UC_RDMA_WRITE_MIDDLE: u8 = 0x27;
+    /// UC rdma write last.
+    pub const UC_RDMA_WRITE_LAST: u8 = 0x28;
+    /// UC rdma write last with immediate.
+    pub const UC_RDMA_WRITE_LAST_WITH_IMMEDIATE: u8 = 0x29;
+    /// UC rdma write only.
+    pub const UC_RDMA_WRITE_ONLY: u8 = 0x2a;
+    /// UC rdma write only with immediate.
+    pub const UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE: u8 = 0x2b;
+    /// RC rdma read request.
+    pub const RC_RDMA_READ_REQUEST: u8 = 0x0c;
+    /// RC rdma read response first.
+    pub const RC_RDMA_READ_RESPONSE_FIRST: u8 = 0x0d;
+    /// RC rdma read response middle.
+    pub const RC_RDMA_READ_RESPONSE_MIDDLE: u8 = 0x0e;
+    /// RC rdma read response last.
+    pub const RC_RDMA_READ_RESPONSE_LAST: u8 = 0x0f;
+    /// RC rdma read response only.
+    pub const RC_RDMA_READ_RESPONSE_ONLY: u8 = 0x10;
+    /// RC acknowledge.
+    pub const RC_ACKNOWLEDGE: u8 = 0x11;
+    /// RC atomic acknowledge.
+    pub const RC_ATOMIC_ACKNOWLEDGE: u8 = 0x12;
+    /// RC compare swap.
+    pub const RC_COMPARE_SWAP: u8 = 0x13;
+    /// RC fetch add.
+    pub const RC_FETCH_ADD: u8 = 0x14;
+    /// RC send last with invalidate.
+    pub const RC_SEND_LAST_WITH_INVALIDATE: u8 = 0x16;
+    /// RC send only with invalidate.
+    pub const RC_SEND_ONLY_WITH_INVALIDATE: u8 = 0x17;
+    /// RC flush.
+    pub const RC_FLUSH: u8 = 0x1c;
+    /// RC atomic write.
+    pub const RC_ATOMIC_WRITE: u8 = 0x1d;
+    /// UD send only.
+    pub const UD_SEND_ONLY: u8 = 0x64;
+    /// UD send only with immediate.
+    pub const UD_SEND_ONLY_WITH_IMMEDIATE: u8 = 0x65;
+}
+
 use Operation::*;
 use Position::*;
 use Transport::*;
@@ -227,33 +312,124 @@ macro_rules! connected {
     };
 }
 
-const RC_COMMON: [OpcodeInfo; 12] = connected!(0x00, Rc);
-const UC_COMMON: [OpcodeInfo; 12] = connected!(0x20, Uc);
+const RC_COMMON: [OpcodeInfo; 12] = connected!(opcode::RC_SEND_FIRST, Rc);
+const UC_COMMON: [OpcodeInfo; 12] = connected!(opcode::UC_SEND_FIRST, Uc);
 const RC_ONLY: [OpcodeInfo; 10] = [
-    op(0x0c, Rc, ReadRequest, Only, hdr::RETH, false),
-    op(0x0d, Rc, ReadResponse, First, hdr::AETH, true),
-    op(0x0e, Rc, ReadResponse, Middle, 0, true),
-    op(0x0f, Rc, ReadResponse, Last, hdr::AETH, true),
-    op(0x10, Rc, ReadResponse, Only, hdr::AETH, true),
-    op(0x11, Rc, Acknowledge, Only, hdr::AETH, false),
     op(
-        0x12,
+        opcode::RC_RDMA_READ_REQUEST,
+        Rc,
+        ReadRequest,
+        Only,
+        hdr::RETH,
+        false,
+    ),
+    op(
+        opcode::RC_RDMA_READ_RESPONSE_FIRST,
+        Rc,
+        ReadResponse,
+        First,
+        hdr::AETH,
+        true,
+    ),
+    op(
+        opcode::RC_RDMA_READ_RESPONSE_MIDDLE,
+        Rc,
+        ReadResponse,
+        Middle,
+        0,
+        true,
+    ),
+    op(
+        opcode::RC_RDMA_READ_RESPONSE_LAST,
+        Rc,
+        ReadResponse,
+        Last,
+        hdr::AETH,
+        true,
+    ),
+    op(
+        opcode::RC_RDMA_READ_RESPONSE_ONLY,
+        Rc,
+        ReadResponse,
+        Only,
+        hdr::AETH,
+        true,
+    ),
+    op(
+        opcode::RC_ACKNOWLEDGE,
+        Rc,
+        Acknowledge,
+        Only,
+        hdr::AETH,
+        false,
+    ),
+    op(
+        opcode::RC_ATOMIC_ACKNOWLEDGE,
         Rc,
         AtomicAcknowledge,
         Only,
         hdr::AETH | hdr::ATOMIC_ACK_ETH,
         false,
     ),
-    op(0x13, Rc, CompareSwap, Only, hdr::ATOMIC_ETH, false),
-    op(0x14, Rc, FetchAdd, Only, hdr::ATOMIC_ETH, false),
-    op(0x16, Rc, Send, Last, hdr::IETH, true),
+    op(
+        opcode::RC_COMPARE_SWAP,
+        Rc,
+        CompareSwap,
+        Only,
+        hdr::ATOMIC_ETH,
+        false,
+    ),
+    op(
+        opcode::RC_FETCH_ADD,
+        Rc,
+        FetchAdd,
+        Only,
+        hdr::ATOMIC_ETH,
+        false,
+    ),
+    op(
+        opcode::RC_SEND_LAST_WITH_INVALIDATE,
+        Rc,
+        Send,
+        Last,
+        hdr::IETH,
+        true,
+    ),
 ];
-const RC_SEND_ONLY_INV: OpcodeInfo = op(0x17, Rc, Send, Only, hdr::IETH, true);
-const RC_ATOMIC_WRITE: OpcodeInfo = op(0x1d, Rc, AtomicWrite, Only, hdr::RETH, true);
-const RC_FLUSH: OpcodeInfo = op(0x1c, Rc, Flush, Only, hdr::FETH | hdr::RETH, false);
+const RC_SEND_ONLY_INV: OpcodeInfo = op(
+    opcode::RC_SEND_ONLY_WITH_INVALIDATE,
+    Rc,
+    Send,
+    Only,
+    hdr::IETH,
+    true,
+);
+const RC_ATOMIC_WRITE: OpcodeInfo = op(
+    opcode::RC_ATOMIC_WRITE,
+    Rc,
+    AtomicWrite,
+    Only,
+    hdr::RETH,
+    true,
+);
+const RC_FLUSH: OpcodeInfo = op(
+    opcode::RC_FLUSH,
+    Rc,
+    Flush,
+    Only,
+    hdr::FETH | hdr::RETH,
+    false,
+);
 const UD_OPS: [OpcodeInfo; 2] = [
-    op(0x64, Ud, Send, Only, hdr::DETH, true),
-    op(0x65, Ud, Send, Only, hdr::DETH | hdr::IMM, true),
+    op(opcode::UD_SEND_ONLY, Ud, Send, Only, hdr::DETH, true),
+    op(
+        opcode::UD_SEND_ONLY_WITH_IMMEDIATE,
+        Ud,
+        Send,
+        Only,
+        hdr::DETH | hdr::IMM,
+        true,
+    ),
 ];
 
 /// What `opcode` carries, if srnic knows it.

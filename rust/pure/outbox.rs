@@ -7,6 +7,7 @@
 
 use super::aeth::Syndrome;
 use super::fifo::Fifo;
+use super::headers::opcode::RC_ACKNOWLEDGE;
 use super::psn::Psn;
 
 /// READs and atomics a responder takes at once (`max_dest_rd_atomic`; the
@@ -21,8 +22,6 @@ pub const BURST: u32 = 64;
 /// the waiting answers are given up (the requester's timer then asks
 /// again, or runs out of retries).
 const MAX_REFUSALS: u32 = 500;
-
-const RC_ACKNOWLEDGE: u8 = 0x11;
 
 /// A READ response, from packet `next` on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -820,7 +820,7 @@ impl WorkCompletion {
     /// Whether the receive's first 40 bytes hold an IPv4 header (in their
     /// last 20) rather than a GRH or IPv6 header.
     pub fn ipv4_header(&self) -> bool {
-        u32::from(self.0.network_hdr_type) == bindings::rdma_network_type_RDMA_NETWORK_IPV4
+        self.0.network_hdr_type == super::access::network::IPV4
     }
 }
 

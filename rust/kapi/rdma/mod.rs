@@ -3,11 +3,13 @@
 //! RDMA providers: devices registered with the RDMA core, their verbs, and
 //! `rdma link` types.
 
+pub mod access;
 mod attr;
 pub mod consumer;
 mod device;
 mod link;
 mod objects;
+mod opcodes;
 mod ops;
 pub mod queue;
 mod shared_id;
@@ -38,4 +40,4 @@ pub use shared_id::DriverIdPin;
 #[allow(unused_imports)]
 pub use udata::UserData;
 #[allow(unused_imports)]
-pub use umem::{UserMemory, UserRange, UserVerb, WRITING_ACCESS};
+pub use umem::{UserMemory, UserRange, UserVerb};

@@ -4,6 +4,7 @@
 //! [`Driver`] methods: argument checks the ABI needs, in-place creation and
 //! destruction of the driver's data, and the kernel's error conventions.
 
+use super::access::{LOCAL_WRITE, NEEDS_LOCAL_WRITE};
 use super::device::{Device, Driver};
 use super::objects::{Ah, Cq, Mr, MrKind, Mw, MwType, Qp, Srq};
 use super::queue::{response, QueueMapping};
@@ -26,10 +27,7 @@ fn err_ptr<P>(err: Error) -> *mut P {
 /// The access flags a region or window may have, and the rule that remote
 /// writes and atomics need local write.
 fn check_access(access: u32) -> Result {
-    let local_write = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
-    let needs_local_write = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
-        | bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
-    if access & needs_local_write != 0 && access & local_write == 0 {
+    if access & NEEDS_LOCAL_WRITE != 0 && access & LOCAL_WRITE == 0 {
         return Err(EINVAL);
     }
     Ok(())
@@ -691,7 +689,7 @@ impl<T: Driver> Device<T> {
         // rkey on a device with a local DMA lkey (`__ib_alloc_pd`): kernel
         // memory is the kernel's to write anyway, so local write goes with
         // it rather than the rule of registration verbs refusing it.
-        let access = access as u32 | bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
+        let access = access as u32 | LOCAL_WRITE;
         // SAFETY: the core passes a live PD of this device.
         unsafe { Self::new_mr(pd, MrKind::Dma, access) }.unwrap_or_else(err_ptr)
     }
@@ -795,7 +793,7 @@ impl<T: Driver> Device<T> {
         if mr_type != bindings::ib_mr_type_IB_MR_TYPE_MEM_REG {
             return err_ptr(EINVAL);
         }
-        let access = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
+        let access = LOCAL_WRITE;
         let kind = MrKind::FastReg {
             max_pages: max_num_sg,
         };

@@ -13,12 +13,7 @@ use kernel::prelude::*;
 const PAGE_SHIFT: u32 = bindings::SRNIC_PAGE_SHIFT;
 const PAGE_SIZE: u64 = bindings::SRNIC_PAGE_SIZE as u64;
 
-/// The access flags that need the pages pinned for writing: the core pins
-/// with `FOLL_WRITE` exactly when one of them is set (`ib_access_writable`).
-pub const WRITING_ACCESS: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE
-    | bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
-    | bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC
-    | bindings::ib_access_flags_IB_ACCESS_MW_BIND;
+use super::access::WRITING_ACCESS;
 
 /// Pinned user pages backing `[start, start + length)` of a process.
 ///

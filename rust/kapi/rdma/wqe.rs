@@ -37,8 +37,7 @@ unsafe impl Pod for bindings::rxe_recv_wqe {}
 const SEND_HEADER: usize = size_of::<bindings::rxe_send_wqe>();
 const RECV_HEADER: usize = size_of::<bindings::rxe_recv_wqe>();
 const SGE_SIZE: usize = size_of::<bindings::rxe_sge>();
-const IB_SEND_INLINE: u32 = bindings::ib_send_flags_IB_SEND_INLINE as u32;
-const IB_SEND_SIGNALED: u32 = bindings::ib_send_flags_IB_SEND_SIGNALED as u32;
+use super::access::send::{INLINE as IB_SEND_INLINE, SIGNALED as IB_SEND_SIGNALED};
 /// What a kernel FLUSH asks for: the core's work requests cannot say, so
 /// the whole region of the rkey, made visible to every later reader.
 const KERNEL_FLUSH_PLACEMENT: u8 = crate::pure::headers::placement::GLOBAL;

@@ -328,3 +328,154 @@ fn flush_wire_layout() {
     longer.extend([0u8; 4]);
     assert_eq!(headers::parse(&longer), Err(ParseError::BadPad));
 }
+
+/// Every named opcode means in the table what its name says.
+#[test]
+fn opcode_names_match_the_table() {
+    use headers::opcode::*;
+    use Operation::*;
+    use Position::*;
+    let named = [
+        (RC_SEND_FIRST, Transport::Rc, Send, First, 0),
+        (RC_SEND_MIDDLE, Transport::Rc, Send, Middle, 0),
+        (RC_SEND_LAST, Transport::Rc, Send, Last, 0),
+        (
+            RC_SEND_LAST_WITH_IMMEDIATE,
+            Transport::Rc,
+            Send,
+            Last,
+            hdr::IMM,
+        ),
+        (RC_SEND_ONLY, Transport::Rc, Send, Only, 0),
+        (
+            RC_SEND_ONLY_WITH_IMMEDIATE,
+            Transport::Rc,
+            Send,
+            Only,
+            hdr::IMM,
+        ),
+        (RC_RDMA_WRITE_FIRST, Transport::Rc, Write, First, hdr::RETH),
+        (RC_RDMA_WRITE_MIDDLE, Transport::Rc, Write, Middle, 0),
+        (RC_RDMA_WRITE_LAST, Transport::Rc, Write, Last, 0),
+        (
+            RC_RDMA_WRITE_LAST_WITH_IMMEDIATE,
+            Transport::Rc,
+            Write,
+            Last,
+            hdr::IMM,
+        ),
+        (RC_RDMA_WRITE_ONLY, Transport::Rc, Write, Only, hdr::RETH),
+        (
+            RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+            Transport::Rc,
+            Write,
+            Only,
+            hdr::RETH | hdr::IMM,
+        ),
+        (UC_SEND_FIRST, Transport::Uc, Send, First, 0),
+        (
+            UC_SEND_ONLY_WITH_IMMEDIATE,
+            Transport::Uc,
+            Send,
+            Only,
+            hdr::IMM,
+        ),
+        (UC_RDMA_WRITE_FIRST, Transport::Uc, Write, First, hdr::RETH),
+        (
+            UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+            Transport::Uc,
+            Write,
+            Only,
+            hdr::RETH | hdr::IMM,
+        ),
+        (
+            RC_RDMA_READ_REQUEST,
+            Transport::Rc,
+            ReadRequest,
+            Only,
+            hdr::RETH,
+        ),
+        (
+            RC_RDMA_READ_RESPONSE_FIRST,
+            Transport::Rc,
+            ReadResponse,
+            First,
+            hdr::AETH,
+        ),
+        (
+            RC_RDMA_READ_RESPONSE_MIDDLE,
+            Transport::Rc,
+            ReadResponse,
+            Middle,
+            0,
+        ),
+        (
+            RC_RDMA_READ_RESPONSE_LAST,
+            Transport::Rc,
+            ReadResponse,
+            Last,
+            hdr::AETH,
+        ),
+        (
+            RC_RDMA_READ_RESPONSE_ONLY,
+            Transport::Rc,
+            ReadResponse,
+            Only,
+            hdr::AETH,
+        ),
+        (RC_ACKNOWLEDGE, Transport::Rc, Acknowledge, Only, hdr::AETH),
+        (
+            RC_ATOMIC_ACKNOWLEDGE,
+            Transport::Rc,
+            AtomicAcknowledge,
+            Only,
+            hdr::AETH | hdr::ATOMIC_ACK_ETH,
+        ),
+        (
+            RC_COMPARE_SWAP,
+            Transport::Rc,
+            CompareSwap,
+            Only,
+            hdr::ATOMIC_ETH,
+        ),
+        (RC_FETCH_ADD, Transport::Rc, FetchAdd, Only, hdr::ATOMIC_ETH),
+        (
+            RC_SEND_LAST_WITH_INVALIDATE,
+            Transport::Rc,
+            Send,
+            Last,
+            hdr::IETH,
+        ),
+        (
+            RC_SEND_ONLY_WITH_INVALIDATE,
+            Transport::Rc,
+            Send,
+            Only,
+            hdr::IETH,
+        ),
+        (RC_FLUSH, Transport::Rc, Flush, Only, hdr::FETH | hdr::RETH),
+        (RC_ATOMIC_WRITE, Transport::Rc, AtomicWrite, Only, hdr::RETH),
+        (UD_SEND_ONLY, Transport::Ud, Send, Only, hdr::DETH),
+        (
+            UD_SEND_ONLY_WITH_IMMEDIATE,
+            Transport::Ud,
+            Send,
+            Only,
+            hdr::DETH | hdr::IMM,
+        ),
+    ];
+    for (code, transport, operation, position, extra) in named {
+        let info = opcode_info(code).unwrap_or_else(|| panic!("{code:#04x} is not in the table"));
+        assert_eq!(
+            (
+                info.opcode,
+                info.transport,
+                info.operation,
+                info.position,
+                info.headers
+            ),
+            (code, transport, operation, position, extra),
+            "opcode {code:#04x}"
+        );
+    }
+}

@@ -24,7 +24,7 @@ use crate::qp::{QpInner, SrnicQp, Upcalls};
 use crate::requester::{local_status, now_ns, wqe_state};
 use crate::transport::{Hop, Packet};
 
-const IB_SEND_SIGNALED: u32 = bindings::ib_send_flags_IB_SEND_SIGNALED as u32;
+use crate::kapi::rdma::access::send::SIGNALED as IB_SEND_SIGNALED;
 
 /// What the completer made of an answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use crate::device::{limits, SrnicDevice, FIRST_MW_INDEX};
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::AddressVector;
 use crate::kapi::rdma::{
-    Ah, Device, Mr, MrKind, Mw, MwType, Qp, UserMemory, UserVerb, WRITING_ACCESS,
+    access::WRITING_ACCESS, Ah, Device, Mr, MrKind, Mw, MwType, Qp, UserMemory, UserVerb,
 };
 use crate::kapi::sync::SpinLockIrq;
 use core::ptr::NonNull;
@@ -438,7 +438,7 @@ pub(crate) fn invalidate(
     Ok(())
 }
 
-const PAGE_SIZE: u64 = crate::bindings::SRNIC_PAGE_SIZE as u64;
+const PAGE_SIZE: u64 = kernel::page::PAGE_SIZE as u64;
 
 impl SrnicMr {
     /// Whether `[iova, iova + len)` lies in the region.
@@ -546,10 +546,7 @@ fn release_binding(dev: &Device<SrnicDevice>, guard: &RcuReadGuard, binding: Opt
     }
 }
 
-const MW_BIND: u32 = crate::bindings::ib_access_flags_IB_ACCESS_MW_BIND;
-const LOCAL_WRITE: u32 = crate::bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
-const NEEDS_LOCAL_WRITE: u32 = crate::bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE
-    | crate::bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+use crate::kapi::rdma::access::{LOCAL_WRITE, MW_BIND, NEEDS_LOCAL_WRITE};
 
 /// Executes a BIND_MW work request of QP `qp_num` in protection domain
 /// `pd`: the window gets the new rkey and its view of the region (a

@@ -26,13 +26,12 @@ use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::QpState;
 use crate::kapi::rdma::Qp;
 use crate::pure::aeth::{NakCode, Syndrome};
+use crate::pure::headers::opcode::RC_ACKNOWLEDGE;
 use crate::pure::outbox::{Answer, Entry, BURST};
 use crate::qp::SrnicQp;
 use crate::responder;
 use crate::transport::{Hop, Packet};
 use crate::wire;
-
-const RC_ACKNOWLEDGE: u8 = 0x11;
 
 /// How long to wait after a refused transmit, in milliseconds.
 const RETRY_MS: u32 = 1;

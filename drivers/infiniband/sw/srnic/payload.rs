@@ -17,8 +17,7 @@ use crate::kapi::rdma::queue::Queue;
 use crate::kapi::rdma::{wqe, Device};
 use crate::memory::{lookup_mr, Span};
 
-/// `IB_ACCESS_LOCAL_WRITE`: what a local key needs to receive data.
-pub(crate) const LOCAL_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
+pub(crate) use crate::kapi::rdma::access::LOCAL_WRITE;
 
 /// The key that means "kernel virtual address" to kernel consumers
 /// (`local_dma_lkey`); never valid for a user QP.

@@ -44,16 +44,15 @@ pub(crate) mod local_status {
     pub(crate) const UNSUPPORTED: u32 = 2;
 }
 
-const IB_SEND_FENCE: u32 = bindings::ib_send_flags_IB_SEND_FENCE as u32;
-const IB_SEND_SOLICITED: u32 = bindings::ib_send_flags_IB_SEND_SOLICITED as u32;
-const IB_SEND_INLINE: u32 = bindings::ib_send_flags_IB_SEND_INLINE as u32;
+use crate::kapi::rdma::access::send::{
+    FENCE as IB_SEND_FENCE, INLINE as IB_SEND_INLINE, SOLICITED as IB_SEND_SOLICITED,
+};
 
 /// Opcodes of the requests that are not SEND or WRITE.
-const RC_READ_REQUEST: u8 = 0x0c;
-const RC_COMPARE_SWAP: u8 = 0x13;
-const RC_FETCH_ADD: u8 = 0x14;
-const RC_ATOMIC_WRITE: u8 = 0x1d;
-const RC_FLUSH: u8 = 0x1c;
+use crate::pure::headers::opcode::{
+    RC_ATOMIC_WRITE, RC_COMPARE_SWAP, RC_FETCH_ADD, RC_FLUSH, RC_RDMA_READ_REQUEST, UD_SEND_ONLY,
+    UD_SEND_ONLY_WITH_IMMEDIATE,
+};
 
 /// Per-QP requester state.
 #[derive(Default)]
@@ -66,7 +65,7 @@ pub(crate) struct Requester {
     pub(crate) sent: u32,
     /// Reads and atomics sent and not yet answered.
     pub(crate) rd_atomic: u32,
-    /// An RNR NAK asked for quiet until this time (`srnic_now_ns`).
+    /// An RNR NAK asked for quiet until this time (`now_ns`).
     pub(crate) rnr_until: Option<u64>,
     /// RNR NAKs still tolerated for the oldest WQE.
     pub(crate) rnr_left: u8,
@@ -153,10 +152,10 @@ impl Requester {
     }
 }
 
-/// Nanoseconds of a monotonic clock.
+/// Nanoseconds of the monotonic clock (`ktime_get`).
 pub(crate) fn now_ns() -> u64 {
-    // SAFETY: reads the clock; callable in any context.
-    unsafe { bindings::srnic_now_ns() }
+    // The monotonic clock starts at boot and never goes back.
+    u64::try_from(kernel::time::Ktime::ktime_get().to_ns()).unwrap_or(0)
 }
 
 /// The payload bytes of a path MTU (`enum ib_mtu`, validated by modify).
@@ -370,8 +369,6 @@ pub(crate) fn wqe_sges<'a>(
 const QKEY_FROM_QP: u32 = 0x8000_0000;
 /// The Q_Key of QP1.
 pub(crate) const GSI_QKEY: u32 = 0x8001_0000;
-const UD_SEND_ONLY: u8 = 0x64;
-const UD_SEND_ONLY_WITH_IMM: u8 = 0x65;
 /// UDP header bytes.
 const UDP_LEN: usize = 8;
 
@@ -404,7 +401,7 @@ fn build_datagram<'a>(
     };
     let with_imm = wqe.wr.opcode == opcode::SEND_WITH_IMM;
     let code = if with_imm {
-        UD_SEND_ONLY_WITH_IMM
+        UD_SEND_ONLY_WITH_IMMEDIATE
     } else {
         UD_SEND_ONLY
     };
@@ -493,7 +490,7 @@ fn build<'a>(
             // The remote address is the peer's to check against its
             // region; a sum past 2^64 wraps to an address no region
             // covers, and the peer refuses it.
-            let packet = Packet::new(RC_READ_REQUEST, dest, psn)?.with_reth(
+            let packet = Packet::new(RC_RDMA_READ_REQUEST, dest, psn)?.with_reth(
                 va.wrapping_add(u64::from(at)),
                 rkey,
                 rest,

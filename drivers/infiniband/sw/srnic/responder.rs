@@ -11,11 +11,13 @@
 //! re-executed. A request that breaks the rules is NAKed, and the QP goes
 //! to ERR.
 
-use crate::bindings;
 use crate::counters::Counter;
 use crate::cq::SrnicCq;
 use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
+use crate::kapi::rdma::access::{
+    network, FLUSH_GLOBAL, FLUSH_PERSISTENT, REMOTE_ATOMIC, REMOTE_READ, REMOTE_WRITE,
+};
 use crate::kapi::rdma::verbs::{QpState, WcOpcode, WcStatus};
 use crate::kapi::rdma::wqe::RecvCopy;
 use crate::kapi::rdma::Qp;
@@ -33,18 +35,12 @@ use crate::pure::wr::QpType;
 use crate::qp::{QpInner, SrnicQp, Upcalls};
 use crate::transport::{Hop, Packet};
 
-const REMOTE_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
-const REMOTE_READ: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
-const REMOTE_ATOMIC: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
-const FLUSH_GLOBAL: u32 = bindings::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL;
-const FLUSH_PERSISTENT: u32 = bindings::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT;
-
-const RC_ACKNOWLEDGE: u8 = 0x11;
-const RC_ATOMIC_ACKNOWLEDGE: u8 = 0x12;
-const RC_READ_RESPONSE_FIRST: u8 = 0x0d;
-const RC_READ_RESPONSE_MIDDLE: u8 = 0x0e;
-const RC_READ_RESPONSE_LAST: u8 = 0x0f;
-const RC_READ_RESPONSE_ONLY: u8 = 0x10;
+use crate::pure::headers::opcode::{
+    RC_ACKNOWLEDGE, RC_ATOMIC_ACKNOWLEDGE, RC_RDMA_READ_RESPONSE_FIRST as RC_READ_RESPONSE_FIRST,
+    RC_RDMA_READ_RESPONSE_LAST as RC_READ_RESPONSE_LAST,
+    RC_RDMA_READ_RESPONSE_MIDDLE as RC_READ_RESPONSE_MIDDLE,
+    RC_RDMA_READ_RESPONSE_ONLY as RC_READ_RESPONSE_ONLY,
+};
 
 /// Where the receive WQE of the message in progress came from.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -641,9 +637,9 @@ fn complete_receive(
         wc.with_grh = true;
         wc.vlan_id = packet.vlan;
         wc.network_hdr_type = if ip.is_ipv4() {
-            bindings::rdma_network_type_RDMA_NETWORK_IPV4 as u8
+            network::IPV4
         } else {
-            bindings::rdma_network_type_RDMA_NETWORK_IPV6 as u8
+            network::IPV6
         };
     }
     if let Some(imm) = packet.hdr.imm {

@@ -34,6 +34,7 @@ use crate::kapi::skb::SkBuff;
 use crate::kapi::udp::{self, Family, Route, UdpReceiver, UdpTunnel};
 use crate::payload::{self, CopyError, Extent, PieceError};
 use crate::pure::grh::{ipv4_mapped, is_ipv4_mapped, udp_header, IpHeader, GRH_LEN};
+use crate::pure::headers::opcode::RC_FLUSH;
 use crate::pure::headers::{self, pad_for, Transport, ICRC_LEN};
 use crate::pure::icrc::{
     icrc_ipv4, icrc_ipv6, rxe_flush_icrc, Icrc, IPV4_HEADER_LEN, UDP_HEADER_LEN,
@@ -49,7 +50,7 @@ use kernel::sync::{Arc, Mutex};
 pub(crate) const ROCE_PORT: u16 = 4791;
 
 /// The kernel's page size.
-const PAGE_SIZE: usize = crate::bindings::SRNIC_PAGE_SIZE;
+const PAGE_SIZE: usize = kernel::page::PAGE_SIZE;
 
 /// Room before the IP header for the link layer (Ethernet, VLAN tags).
 const LINK_HEADROOM: u32 = 64;
@@ -903,9 +904,6 @@ impl UdpReceiver for Neighbourhood {
         // `skb` is freed here: the engine has copied what it keeps.
     }
 }
-
-/// The RC FLUSH opcode, whose ICRC rxe computes its own way.
-const RC_FLUSH: u8 = 0x1c;
 
 /// The transport packet (BTH to ICRC) of a received datagram whose ICRC
 /// checks, its IP header, and whether the ICRC was rxe's FLUSH variant;
