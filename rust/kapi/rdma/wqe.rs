@@ -140,7 +140,7 @@ fn encode_av(av: &AddressVector) -> bindings::rxe_av {
 /// The destination a kernel UD WQE carries (see [`write_kernel_send`]);
 /// `None` if it carries none. Only for WQEs of kernel QPs: a user WQE's
 /// `av` is whatever the process wrote.
-pub fn kernel_ud_av(wqe: &bindings::rxe_send_wqe) -> Option<AddressVector> {
+fn kernel_ud_av(wqe: &bindings::rxe_send_wqe) -> Option<AddressVector> {
     // SAFETY: every view of these unions is plain bytes and integers, so
     // any bit pattern is a valid value of the field read.
     let (raw, dgid, sgid) = unsafe {
@@ -593,18 +593,354 @@ pub fn recv_wr_id(queue: &Queue, index: u32) -> Result<u64> {
 }
 
 /// Reads the send WQE header in slot `index` of a kernel-owned work ring.
-pub fn read_send(queue: &Queue, index: u32) -> Result<bindings::rxe_send_wqe> {
-    queue.read(index, 0)
+pub fn read_send(queue: &Queue, index: u32) -> Result<WorkWqe> {
+    queue.read(index, 0).map(WorkWqe)
 }
 
 /// Stores the transport's per-WQE state back into slot `index`.
-pub fn write_send(queue: &Queue, index: u32, wqe: &bindings::rxe_send_wqe) -> Result {
-    queue.write(index, 0, wqe)
+pub fn write_send(queue: &Queue, index: u32, wqe: &WorkWqe) -> Result {
+    queue.write(index, 0, &wqe.0)
 }
 
 /// SGE `n` of the send WQE in slot `index`.
-pub fn send_sge(queue: &Queue, index: u32, n: u32) -> Result<bindings::rxe_sge> {
-    queue.read(index, SEND_HEADER + n as usize * SGE_SIZE)
+pub fn send_sge(queue: &Queue, index: u32, n: u32) -> Result<Sge> {
+    queue
+        .read(index, SEND_HEADER + n as usize * SGE_SIZE)
+        .map(Sge)
+}
+
+/// A scatter/gather element of a WQE: `length` bytes at `addr` under the
+/// local key `lkey`, all unchecked until the key is looked up.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub struct Sge(bindings::rxe_sge);
+
+impl Sge {
+    /// The address (the region's IOVA, or a kernel address under the
+    /// local DMA key).
+    pub fn addr(&self) -> u64 {
+        self.0.addr
+    }
+
+    /// The byte count.
+    pub fn length(&self) -> u32 {
+        self.0.length
+    }
+
+    /// The local key.
+    pub fn lkey(&self) -> u32 {
+        self.0.lkey
+    }
+}
+
+/// A remote buffer a WQE names: an address in the peer's region or window
+/// of key `rkey`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Remote {
+    /// The remote address.
+    pub addr: u64,
+    /// The remote key.
+    pub rkey: u32,
+}
+
+/// A memory window bind a WQE asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MwBind {
+    /// The window's current key.
+    pub mw_rkey: u32,
+    /// Its key once bound.
+    pub new_rkey: u32,
+    /// The region it binds to.
+    pub mr_lkey: u32,
+    /// The first address the window covers.
+    pub addr: u64,
+    /// Its length.
+    pub length: u64,
+    /// The access it grants.
+    pub access: u32,
+}
+
+/// What a send WQE asks for: its opcode with the fields the opcode gives
+/// meaning to (the one view of the WQE's unions the opcode selects).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendOp {
+    /// SEND, with immediate data (big endian, as on the wire) or a key to
+    /// invalidate at the peer.
+    Send {
+        /// `IB_WR_SEND_WITH_IMM`'s immediate data.
+        imm: Option<u32>,
+        /// `IB_WR_SEND_WITH_INV`'s key.
+        invalidate: Option<u32>,
+    },
+    /// RDMA WRITE, with immediate data or not.
+    Write {
+        /// Where.
+        remote: Remote,
+        /// `IB_WR_RDMA_WRITE_WITH_IMM`'s immediate data.
+        imm: Option<u32>,
+    },
+    /// RDMA READ into the WQE's SGEs.
+    Read {
+        /// From where.
+        remote: Remote,
+    },
+    /// Atomic compare and swap.
+    CompareSwap {
+        /// The 8-byte target.
+        remote: Remote,
+        /// The value expected there.
+        compare: u64,
+        /// The value stored if it is.
+        swap: u64,
+    },
+    /// Atomic fetch and add.
+    FetchAdd {
+        /// The 8-byte target.
+        remote: Remote,
+        /// The addend.
+        add: u64,
+    },
+    /// ATOMIC WRITE of the WQE's 8 bytes.
+    AtomicWrite {
+        /// The 8-byte target.
+        remote: Remote,
+    },
+    /// FLUSH of a remote range.
+    Flush {
+        /// Its start.
+        remote: Remote,
+        /// Its length.
+        length: u32,
+        /// The placement type (FETH).
+        placement: u8,
+        /// The selectivity level (FETH).
+        selectivity: u8,
+    },
+    /// Local invalidation of a key.
+    LocalInvalidate {
+        /// The key.
+        rkey: u32,
+    },
+    /// Fast registration of a region (kernel WQEs only).
+    RegMr {
+        /// The region's new key.
+        key: u32,
+        /// Its access.
+        access: u32,
+    },
+    /// Binding a memory window.
+    BindMw(MwBind),
+    /// Any other opcode (the number).
+    Other(u32),
+}
+
+/// A UD WQE's destination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UdDest {
+    /// The remote QPN.
+    pub remote_qpn: u32,
+    /// Its Q_Key (high bit set: the QP's own).
+    pub remote_qkey: u32,
+    /// A user AH by number (0: none).
+    pub ah_num: u32,
+}
+
+/// A send WQE of a kernel-owned work ring, copied out of it: the work
+/// request, and the state the requester and completer keep for it there.
+///
+/// # Invariants
+///
+/// The work ring is the kernel's own (user WQEs are copied and checked into
+/// it once), so its fields hold what the kernel wrote.
+#[repr(transparent)]
+pub struct WorkWqe(bindings::rxe_send_wqe);
+
+impl WorkWqe {
+    /// `IB_WR_*` opcode.
+    pub fn opcode(&self) -> u32 {
+        self.0.wr.opcode
+    }
+
+    /// The WR's ID.
+    pub fn wr_id(&self) -> u64 {
+        self.0.wr.wr_id
+    }
+
+    /// `IB_SEND_*` flags.
+    pub fn send_flags(&self) -> u32 {
+        self.0.wr.send_flags
+    }
+
+    /// The message length: the sum of the SGEs, or the inline bytes.
+    pub fn length(&self) -> u32 {
+        self.0.dma.length
+    }
+
+    /// How many SGEs follow the header.
+    pub fn num_sge(&self) -> u32 {
+        self.0.dma.num_sge
+    }
+
+    /// The operation and its fields.
+    pub fn op(&self) -> SendOp {
+        let wr = &self.0.wr;
+        // SAFETY (every union read below): the unions' views are plain
+        // integers of `repr(C)` structs, so any bit pattern is a valid
+        // value of the view read; the opcode says which view holds
+        // meaning. The kernel-only `reg.mr` pointer is never read.
+        let rdma = || {
+            // SAFETY: see above.
+            let r = unsafe { wr.wr.rdma };
+            Remote {
+                addr: r.remote_addr,
+                rkey: r.rkey,
+            }
+        };
+        // SAFETY: see above; both views are 32 bits.
+        let (imm, invalidate) = unsafe { (wr.ex.imm_data, wr.ex.invalidate_rkey) };
+        match wr.opcode {
+            opcode::SEND => SendOp::Send {
+                imm: None,
+                invalidate: None,
+            },
+            opcode::SEND_WITH_IMM => SendOp::Send {
+                imm: Some(imm),
+                invalidate: None,
+            },
+            opcode::SEND_WITH_INV => SendOp::Send {
+                imm: None,
+                invalidate: Some(invalidate),
+            },
+            opcode::RDMA_WRITE => SendOp::Write {
+                remote: rdma(),
+                imm: None,
+            },
+            opcode::RDMA_WRITE_WITH_IMM => SendOp::Write {
+                remote: rdma(),
+                imm: Some(imm),
+            },
+            opcode::RDMA_READ => SendOp::Read { remote: rdma() },
+            opcode::ATOMIC_WRITE => SendOp::AtomicWrite { remote: rdma() },
+            opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD => {
+                // SAFETY: see above.
+                let a = unsafe { wr.wr.atomic };
+                let remote = Remote {
+                    addr: a.remote_addr,
+                    rkey: a.rkey,
+                };
+                if wr.opcode == opcode::ATOMIC_CMP_AND_SWP {
+                    SendOp::CompareSwap {
+                        remote,
+                        compare: a.compare_add,
+                        swap: a.swap,
+                    }
+                } else {
+                    SendOp::FetchAdd {
+                        remote,
+                        add: a.compare_add,
+                    }
+                }
+            }
+            opcode::FLUSH => {
+                // SAFETY: see above.
+                let f = unsafe { wr.wr.flush };
+                SendOp::Flush {
+                    remote: Remote {
+                        addr: f.remote_addr,
+                        rkey: f.rkey,
+                    },
+                    length: f.length,
+                    placement: f.type_,
+                    selectivity: f.level,
+                }
+            }
+            opcode::LOCAL_INV => SendOp::LocalInvalidate { rkey: invalidate },
+            opcode::REG_MR => {
+                // SAFETY: see above; `key` and `access` only.
+                let (key, access) = unsafe { (wr.wr.reg.key, wr.wr.reg.access) };
+                SendOp::RegMr { key, access }
+            }
+            opcode::BIND_MW => {
+                // SAFETY: see above.
+                let mw = unsafe { wr.wr.mw };
+                SendOp::BindMw(MwBind {
+                    mw_rkey: mw.mw_rkey,
+                    new_rkey: mw.rkey,
+                    mr_lkey: mw.mr_lkey,
+                    addr: mw.addr,
+                    length: mw.length,
+                    access: mw.access,
+                })
+            }
+            other => SendOp::Other(other),
+        }
+    }
+
+    /// The destination of a UD WQE (meaningful on UD and GSI QPs only).
+    pub fn ud(&self) -> UdDest {
+        // SAFETY: plain integers in every view of the union.
+        let ud = unsafe { self.0.wr.wr.ud };
+        UdDest {
+            remote_qpn: ud.remote_qpn,
+            remote_qkey: ud.remote_qkey,
+            ah_num: ud.ah_num,
+        }
+    }
+
+    /// The address vector a kernel UD WQE carries; see [`kernel_ud_av`].
+    pub fn kernel_ud_av(&self) -> Option<AddressVector> {
+        kernel_ud_av(&self.0)
+    }
+
+    /// The transport's progress through the WQE (driver-defined values).
+    pub fn state(&self) -> u32 {
+        self.0.state
+    }
+
+    /// Sets [`Self::state`].
+    pub fn set_state(&mut self, state: u32) {
+        self.0.state = state;
+    }
+
+    /// A local operation's outcome (driver-defined values).
+    pub fn status(&self) -> u32 {
+        self.0.status
+    }
+
+    /// Sets [`Self::status`].
+    pub fn set_status(&mut self, status: u32) {
+        self.0.status = status;
+    }
+
+    /// The PSN of the WQE's first packet.
+    pub fn first_psn(&self) -> u32 {
+        self.0.first_psn
+    }
+
+    /// Sets [`Self::first_psn`].
+    pub fn set_first_psn(&mut self, psn: u32) {
+        self.0.first_psn = psn;
+    }
+
+    /// The PSN of its last packet.
+    pub fn last_psn(&self) -> u32 {
+        self.0.last_psn
+    }
+
+    /// Sets [`Self::last_psn`].
+    pub fn set_last_psn(&mut self, psn: u32) {
+        self.0.last_psn = psn;
+    }
+
+    /// Whether it took one of the QP's READ/atomic slots.
+    pub fn has_rd_atomic(&self) -> bool {
+        self.0.has_rd_atomic != 0
+    }
+
+    /// Sets [`Self::has_rd_atomic`].
+    pub fn set_has_rd_atomic(&mut self, taken: bool) {
+        self.0.has_rd_atomic = u32::from(taken);
+    }
 }
 
 /// Where the `len` inline bytes of the send WQE in slot `index` lie.
@@ -619,7 +955,7 @@ pub struct RecvCopy {
     /// The sum of the SGE lengths.
     pub length: u32,
     /// The scatter list (capacity reserved for the largest).
-    pub sges: KVec<bindings::rxe_sge>,
+    pub sges: KVec<Sge>,
 }
 
 impl RecvCopy {
@@ -650,7 +986,7 @@ impl RecvCopy {
             let sge: bindings::rxe_sge = queue.read(index, RECV_HEADER + n * SGE_SIZE)?;
             total = total.checked_add(sge.length).ok_or(EINVAL)?;
             // Within the reserved capacity: does not allocate.
-            self.sges.push(sge, GFP_ATOMIC)?;
+            self.sges.push(Sge(sge), GFP_ATOMIC)?;
         }
         self.wr_id = wqe.wr_id;
         self.length = total;

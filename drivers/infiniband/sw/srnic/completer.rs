@@ -8,12 +8,12 @@
 //! requester wait and resend; other NAKs complete the WQE in error and
 //! move the QP to ERR, which flushes the rest.
 
-use crate::bindings;
 use crate::counters::Counter;
 use crate::cq::SrnicCq;
 use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::{QpState, WcOpcode, WcStatus};
+use crate::kapi::rdma::wqe::WorkWqe;
 use crate::kapi::rdma::{wqe, Qp};
 use crate::payload::{self, CopyError};
 use crate::pure::aeth::{rnr_timer_us, NakCode, Syndrome, RNR_RETRY_FOREVER};
@@ -74,7 +74,7 @@ pub(crate) fn unanswered_sent(qp: &Qp<SrnicDevice>) {
     {
         let mut state = this.state.lock();
         while let Some((_, wqe)) = oldest_sent(qp, &state) {
-            if wqe.state != wqe_state::SENT {
+            if wqe.state() != wqe_state::SENT {
                 break;
             }
             complete_oldest(qp, &mut state, &wqe, WcStatus::Success, &mut upcalls);
@@ -193,7 +193,7 @@ fn handle(
             // what is missing).
             acknowledge(qp, state, before(psn), upcalls);
             let first_of_oldest =
-                oldest_sent(qp, state).is_some_and(|(_, wqe)| Psn::new(wqe.first_psn) == psn);
+                oldest_sent(qp, state).is_some_and(|(_, wqe)| Psn::new(wqe.first_psn()) == psn);
             if psn != state.requester.acked && !first_of_oldest {
                 // The peer is still answering: the rest of a stream past a
                 // gap, or a replay of data already here that an earlier
@@ -226,7 +226,7 @@ fn handle(
 }
 
 /// The oldest WQE the requester has (at least partly) sent, with its slot.
-fn oldest_sent(qp: &Qp<SrnicDevice>, state: &QpInner) -> Option<(u32, bindings::rxe_send_wqe)> {
+fn oldest_sent(qp: &Qp<SrnicDevice>, state: &QpInner) -> Option<(u32, WorkWqe)> {
     let this: &SrnicQp = qp;
     let index = state.sq.consumer;
     let started = index != state.requester.index || state.requester.sent > 0;
@@ -252,15 +252,15 @@ fn is_read_or_atomic(op: u32) -> bool {
 /// `psn`, and the executed local operations among them, in order.
 fn acknowledge(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn, upcalls: &mut Upcalls) {
     while let Some((_, wqe)) = oldest_sent(qp, state) {
-        if wqe.state == wqe_state::DONE {
+        if wqe.state() == wqe_state::DONE {
             if !retire_local(qp, state, &wqe, upcalls) {
                 return;
             }
             continue;
         }
-        let covered = wqe.state == wqe_state::SENT
-            && !is_read_or_atomic(wqe.wr.opcode)
-            && !psn.is_before(Psn::new(wqe.last_psn));
+        let covered = wqe.state() == wqe_state::SENT
+            && !is_read_or_atomic(wqe.opcode())
+            && !psn.is_before(Psn::new(wqe.last_psn()));
         if !covered {
             return;
         }
@@ -335,7 +335,7 @@ pub(crate) fn check_timeout(qp: &Qp<SrnicDevice>) -> bool {
                     false
                 } else {
                     state.requester.retry_left -= 1;
-                    if oldest_sent(qp, &state).is_some_and(|(_, w)| w.wr.opcode == opcode::FLUSH) {
+                    if oldest_sent(qp, &state).is_some_and(|(_, w)| w.opcode() == opcode::FLUSH) {
                         // Perhaps the peer dropped it for its ICRC: the
                         // other kind goes next (see `Requester`).
                         state.requester.rxe_flush_icrc = !state.requester.rxe_flush_icrc;
@@ -362,7 +362,7 @@ pub(crate) fn check_timeout(qp: &Qp<SrnicDevice>) -> bool {
 /// by the requester after it executes one).
 pub(crate) fn retire(qp: &Qp<SrnicDevice>, state: &mut QpInner, upcalls: &mut Upcalls) {
     while let Some((_, wqe)) = oldest_sent(qp, state) {
-        if wqe.state != wqe_state::DONE || !retire_local(qp, state, &wqe, upcalls) {
+        if wqe.state() != wqe_state::DONE || !retire_local(qp, state, &wqe, upcalls) {
             return;
         }
     }
@@ -373,12 +373,12 @@ pub(crate) fn retire(qp: &Qp<SrnicDevice>, state: &mut QpInner, upcalls: &mut Up
 fn retire_local(
     qp: &Qp<SrnicDevice>,
     state: &mut QpInner,
-    wqe: &bindings::rxe_send_wqe,
+    wqe: &WorkWqe,
     upcalls: &mut Upcalls,
 ) -> bool {
-    let status = match wqe.status {
+    let status = match wqe.status() {
         local_status::SUCCESS => WcStatus::Success,
-        _ if wqe.wr.opcode == opcode::BIND_MW => WcStatus::MemoryWindowBindError,
+        _ if wqe.opcode() == opcode::BIND_MW => WcStatus::MemoryWindowBindError,
         local_status::PROTECTION => WcStatus::LocalProtectionError,
         _ => WcStatus::LocalQpOperationError,
     };
@@ -396,19 +396,19 @@ fn retire_local(
 fn complete_oldest(
     qp: &Qp<SrnicDevice>,
     state: &mut QpInner,
-    wqe: &bindings::rxe_send_wqe,
+    wqe: &WorkWqe,
     status: WcStatus,
     upcalls: &mut Upcalls,
 ) {
     let this: &SrnicQp = qp;
     let signaled =
-        status != WcStatus::Success || this.sq_sig_all || wqe.wr.send_flags & IB_SEND_SIGNALED != 0;
+        status != WcStatus::Success || this.sq_sig_all || wqe.send_flags() & IB_SEND_SIGNALED != 0;
     if signaled {
-        let mut wc = qp.completion(wqe.wr.wr_id, status, WcOpcode::of_send(wqe.wr.opcode));
-        wc.byte_len = wqe.dma.length;
+        let mut wc = qp.completion(wqe.wr_id(), status, WcOpcode::of_send(wqe.opcode()));
+        wc.byte_len = wqe.length();
         upcalls.send.merge(SrnicCq::push(qp.send_cq(), &wc, false));
     }
-    if wqe.has_rd_atomic != 0 {
+    if wqe.has_rd_atomic() {
         state.requester.rd_atomic = state.requester.rd_atomic.saturating_sub(1);
     }
     let next = this.work.geometry().next(state.sq.consumer);
@@ -440,7 +440,7 @@ fn fail_oldest(qp: &Qp<SrnicDevice>, state: &mut QpInner, status: WcStatus, upca
 pub(crate) fn fail_local(
     qp: &Qp<SrnicDevice>,
     state: &mut QpInner,
-    wqe: &bindings::rxe_send_wqe,
+    wqe: &WorkWqe,
     status: WcStatus,
     upcalls: &mut Upcalls,
 ) {
@@ -454,7 +454,7 @@ fn resend_from(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn) {
     let Some((index, wqe)) = oldest_sent(qp, state) else {
         return;
     };
-    let first = Psn::new(wqe.first_psn);
+    let first = Psn::new(wqe.first_psn());
     let offset = psn.distance_from(first);
     let mtu = state.segment_bytes();
     qp.device().counters.inc(Counter::Resends);
@@ -462,7 +462,7 @@ fn resend_from(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn) {
     req.rewind(index);
     // One-packet requests are always sent again whole.
     let one_packet = matches!(
-        wqe.wr.opcode,
+        wqe.opcode(),
         opcode::ATOMIC_CMP_AND_SWP
             | opcode::ATOMIC_FETCH_AND_ADD
             | opcode::ATOMIC_WRITE
@@ -476,7 +476,7 @@ fn resend_from(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn) {
         req.sent = u32::try_from(offset)
             .ok()
             .and_then(|packets| packets.checked_mul(mtu))
-            .map_or(wqe.dma.length, |bytes| bytes.min(wqe.dma.length));
+            .map_or(wqe.length(), |bytes| bytes.min(wqe.length()));
         req.psn = psn;
     } else {
         req.psn = first;
@@ -521,8 +521,8 @@ fn read_response(
         return false;
     };
     let psn = packet.psn();
-    let first = Psn::new(wqe.first_psn);
-    if matches!(wqe.wr.opcode, opcode::ATOMIC_WRITE | opcode::FLUSH) {
+    let first = Psn::new(wqe.first_psn());
+    if matches!(wqe.opcode(), opcode::ATOMIC_WRITE | opcode::FLUSH) {
         // Their answer is an empty READ response.
         if psn != first || packet.hdr.payload_len != 0 {
             return false;
@@ -531,13 +531,13 @@ fn read_response(
         complete_oldest(qp, state, &wqe, WcStatus::Success, upcalls);
         return true;
     }
-    let count = Psn::new(wqe.last_psn)
+    let count = Psn::new(wqe.last_psn())
         .distance_from(first)
         .checked_add(1)
         .and_then(|count| u32::try_from(count).ok())
         .filter(|count| *count > 0);
-    let awaited = wqe.wr.opcode == opcode::RDMA_READ
-        && count.is_some_and(|count| psn.is_within(first, count));
+    let awaited =
+        wqe.opcode() == opcode::RDMA_READ && count.is_some_and(|count| psn.is_within(first, count));
     if !awaited {
         // Not the response awaited (a duplicate, or out of order).
         return false;
@@ -551,11 +551,9 @@ fn read_response(
     let len = u32::try_from(packet.hdr.payload_len).ok();
     let ends = packet.hdr.info.ends_message();
     let placed = offset.zip(len).and_then(|(offset, len)| {
-        let end = offset
-            .checked_add(len)
-            .filter(|end| *end <= wqe.dma.length)?;
+        let end = offset.checked_add(len).filter(|end| *end <= wqe.length())?;
         let well_sized = if ends {
-            end == wqe.dma.length
+            end == wqe.length()
         } else {
             len == mtu
         };
@@ -606,10 +604,10 @@ fn atomic_acknowledge(
         return false;
     };
     let atomic = matches!(
-        wqe.wr.opcode,
+        wqe.opcode(),
         opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD
     );
-    if !atomic || packet.psn() != Psn::new(wqe.first_psn) {
+    if !atomic || packet.psn() != Psn::new(wqe.first_psn()) {
         return false;
     }
     let Some(original) = packet.hdr.atomic_ack else {

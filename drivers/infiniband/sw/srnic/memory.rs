@@ -478,16 +478,6 @@ struct MwBinding {
     qp_num: Option<u32>,
 }
 
-/// A BIND_MW work request.
-pub(crate) struct BindRequest {
-    pub(crate) mw_rkey: u32,
-    pub(crate) new_rkey: u32,
-    pub(crate) mr_lkey: u32,
-    pub(crate) addr: u64,
-    pub(crate) length: u64,
-    pub(crate) access: u32,
-}
-
 impl SrnicMw {
     pub(crate) fn create(
         _dev: &Device<SrnicDevice>,
@@ -547,6 +537,7 @@ fn release_binding(dev: &Device<SrnicDevice>, guard: &RcuReadGuard, binding: Opt
 }
 
 use crate::kapi::rdma::access::{LOCAL_WRITE, MW_BIND, NEEDS_LOCAL_WRITE};
+use crate::kapi::rdma::wqe::MwBind;
 
 /// Executes a BIND_MW work request of QP `qp_num` in protection domain
 /// `pd`: the window gets the new rkey and its view of the region (a
@@ -556,7 +547,7 @@ pub(crate) fn bind_window(
     guard: &RcuReadGuard,
     pd: usize,
     qp_num: u32,
-    request: &BindRequest,
+    request: &MwBind,
 ) -> core::result::Result<(), KeyError> {
     let mw = lookup_mw(dev, guard, request.mw_rkey).ok_or(KeyError::NoRegion)?;
     if mw.pd_id() != pd || request.new_rkey >> 8 != request.mw_rkey >> 8 {

@@ -10,11 +10,11 @@
 //! the caller's RCU read-side section: a region deregistered meanwhile
 //! simply fails the copy.
 
-use crate::bindings;
 use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::queue::Queue;
-use crate::kapi::rdma::{wqe, Device};
+use crate::kapi::rdma::wqe::{self, Sge};
+use crate::kapi::rdma::Device;
 use crate::memory::{lookup_mr, Span};
 
 pub(crate) use crate::kapi::rdma::access::LOCAL_WRITE;
@@ -33,11 +33,11 @@ pub(crate) enum SgeList<'a> {
         count: u32,
     },
     /// Already copied out of its ring.
-    Copied(&'a [bindings::rxe_sge]),
+    Copied(&'a [Sge]),
 }
 
 impl SgeList<'_> {
-    fn get(&self, n: u32) -> Option<bindings::rxe_sge> {
+    fn get(&self, n: u32) -> Option<Sge> {
         match self {
             Self::Work {
                 queue,
@@ -110,7 +110,7 @@ impl Extent<'_> {
                 let mut n = 0;
                 let sge = loop {
                     let sge = sges.get(n)?;
-                    let end = start + u64::from(sge.length);
+                    let end = start + u64::from(sge.length());
                     if at < end {
                         break sge;
                     }
@@ -118,16 +118,16 @@ impl Extent<'_> {
                     n += 1;
                 };
                 let within = at - start;
-                let left = u64::from(sge.length) - within;
-                let addr = sge.addr.checked_add(within)?;
-                if sge.lkey == LOCAL_DMA_LKEY {
+                let left = u64::from(sge.length()) - within;
+                let addr = sge.addr().checked_add(within)?;
+                if sge.lkey() == LOCAL_DMA_LKEY {
                     if !kernel {
                         return None;
                     }
                     // A kernel virtual address, owned by the kernel consumer.
                     return Some((addr as usize as *mut u8, want.min(left as usize)));
                 }
-                let mr = lookup_mr(dev, guard, sge.lkey)?;
+                let mr = lookup_mr(dev, guard, sge.lkey())?;
                 if mr.pd_id() != *pd {
                     return None;
                 }

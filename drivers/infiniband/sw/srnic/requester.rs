@@ -11,12 +11,12 @@
 //! The transport state of a WQE lives in its work-ring slot: the PSNs of
 //! its first and last packet, and whether it is sent or done.
 
-use crate::bindings;
 use crate::completer;
 use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::QpState;
 use crate::kapi::rdma::verbs::WcStatus;
+use crate::kapi::rdma::wqe::{SendOp, WorkWqe};
 use crate::kapi::rdma::{wqe, Qp};
 use crate::memory;
 use crate::payload::{Extent, SgeList};
@@ -27,17 +27,17 @@ use crate::pure::wr::{opcode, request_opcode, QpType};
 use crate::qp::{QpInner, SrnicQp, Upcalls};
 use crate::transport::Packet;
 
-/// `wqe.state` of a send WQE in the work ring.
+/// `wqe.state()` of a send WQE in the work ring.
 pub(crate) mod wqe_state {
     /// Not (completely) sent yet.
     pub(crate) const PENDING: u32 = 0;
     /// Every packet sent; the answer is awaited.
     pub(crate) const SENT: u32 = 1;
-    /// A local operation, executed; its outcome is in `wqe.status`.
+    /// A local operation, executed; its outcome is in `wqe.status()`.
     pub(crate) const DONE: u32 = 2;
 }
 
-/// `wqe.status` of a local operation.
+/// `wqe.status()` of a local operation.
 pub(crate) mod local_status {
     pub(crate) const SUCCESS: u32 = 0;
     pub(crate) const PROTECTION: u32 = 1;
@@ -131,11 +131,11 @@ impl Requester {
 
     /// Accounts for a one-packet request its responder answers (an atomic
     /// or ATOMIC WRITE) at the current PSN; moves on to `next_index`.
-    fn sent_one_answered(&mut self, wqe: &mut bindings::rxe_send_wqe, next_index: u32) {
-        wqe.first_psn = self.psn.get();
-        wqe.last_psn = self.psn.get();
-        wqe.state = wqe_state::SENT;
-        wqe.has_rd_atomic = 1;
+    fn sent_one_answered(&mut self, wqe: &mut WorkWqe, next_index: u32) {
+        wqe.set_first_psn(self.psn.get());
+        wqe.set_last_psn(self.psn.get());
+        wqe.set_state(wqe_state::SENT);
+        wqe.set_has_rd_atomic(true);
         self.psn = self.psn.next();
         self.rd_atomic = self.rd_atomic.saturating_add(1);
         self.index = next_index;
@@ -198,10 +198,10 @@ pub(crate) fn next_packet<'a>(
             return None;
         }
         let mut wqe = wqe::read_send(&this.work, index).ok()?;
-        let op = wqe.wr.opcode;
+        let op = wqe.opcode();
         let starting = state.requester.sent == 0;
         if starting {
-            if wqe.wr.send_flags & IB_SEND_FENCE != 0 && state.requester.rd_atomic > 0 {
+            if wqe.send_flags() & IB_SEND_FENCE != 0 && state.requester.rd_atomic > 0 {
                 return None;
             }
             match op {
@@ -284,62 +284,33 @@ pub(crate) fn next_packet<'a>(
 }
 
 /// Executes a local operation; the outcome goes into the WQE.
-fn execute_local(
-    qp: &Qp<SrnicDevice>,
-    _state: &QpInner,
-    guard: &RcuReadGuard,
-    wqe: &mut bindings::rxe_send_wqe,
-) {
+fn execute_local(qp: &Qp<SrnicDevice>, _state: &QpInner, guard: &RcuReadGuard, wqe: &mut WorkWqe) {
     let dev = qp.device();
     let pd = qp.pd_id();
-    let outcome = match wqe.wr.opcode {
-        opcode::REG_MR => {
-            // SAFETY: plain integers in every view of the union; REG_MR
-            // WQEs come only from kernel posts.
-            let (key, access) = unsafe { (wqe.wr.wr.reg.key, wqe.wr.wr.reg.access) };
-            memory::fast_register(dev, guard, pd, key, access)
-        }
-        opcode::LOCAL_INV => {
-            // SAFETY: both views of the union are 32 bits.
-            let key = unsafe { wqe.wr.ex.invalidate_rkey };
-            memory::invalidate(dev, guard, pd, key)
-        }
-        opcode::BIND_MW => {
-            // SAFETY: plain integers in every view of the union.
-            let mw = unsafe { wqe.wr.wr.mw };
-            let request = memory::BindRequest {
-                mw_rkey: mw.mw_rkey,
-                new_rkey: mw.rkey,
-                mr_lkey: mw.mr_lkey,
-                addr: mw.addr,
-                length: mw.length,
-                access: mw.access,
-            };
-            memory::bind_window(dev, guard, pd, qp.qp_num(), &request)
-        }
+    let outcome = match wqe.op() {
+        // REG_MR WQEs come only from kernel posts.
+        SendOp::RegMr { key, access } => memory::fast_register(dev, guard, pd, key, access),
+        SendOp::LocalInvalidate { rkey } => memory::invalidate(dev, guard, pd, rkey),
+        SendOp::BindMw(request) => memory::bind_window(dev, guard, pd, qp.qp_num(), &request),
         _ => {
-            wqe.status = local_status::UNSUPPORTED;
-            wqe.state = wqe_state::DONE;
+            wqe.set_status(local_status::UNSUPPORTED);
+            wqe.set_state(wqe_state::DONE);
             return;
         }
     };
-    wqe.status = match outcome {
+    wqe.set_status(match outcome {
         Ok(()) => local_status::SUCCESS,
         Err(_) => local_status::PROTECTION,
-    };
-    wqe.state = wqe_state::DONE;
+    });
+    wqe.set_state(wqe_state::DONE);
 }
 
 /// Where the data of the send WQE in slot `index` is: its inline bytes,
 /// or its SGEs.
-fn wqe_data<'a>(
-    qp: &'a Qp<SrnicDevice>,
-    index: u32,
-    wqe: &bindings::rxe_send_wqe,
-) -> Option<Extent<'a>> {
+fn wqe_data<'a>(qp: &'a Qp<SrnicDevice>, index: u32, wqe: &WorkWqe) -> Option<Extent<'a>> {
     let this: &'a SrnicQp = qp;
-    if wqe.wr.send_flags & IB_SEND_INLINE != 0 {
-        let length = wqe.dma.length;
+    if wqe.send_flags() & IB_SEND_INLINE != 0 {
+        let length = wqe.length();
         let data = wqe::send_inline(&this.work, index, length).ok()?;
         return Some(Extent::Inline { data, len: length });
     }
@@ -347,18 +318,14 @@ fn wqe_data<'a>(
 }
 
 /// The SGEs of the send WQE in slot `index`, under the QP's PD.
-pub(crate) fn wqe_sges<'a>(
-    qp: &'a Qp<SrnicDevice>,
-    index: u32,
-    wqe: &bindings::rxe_send_wqe,
-) -> Extent<'a> {
+pub(crate) fn wqe_sges<'a>(qp: &'a Qp<SrnicDevice>, index: u32, wqe: &WorkWqe) -> Extent<'a> {
     let this: &'a SrnicQp = qp;
     Extent::Local {
         dev: qp.device(),
         sges: SgeList::Work {
             queue: &this.work,
             index,
-            count: wqe.dma.num_sge,
+            count: wqe.num_sge(),
         },
         pd: qp.pd_id(),
         kernel: !this.user,
@@ -378,19 +345,18 @@ fn build_datagram<'a>(
     state: &mut QpInner,
     guard: &'a RcuReadGuard,
     index: u32,
-    wqe: &mut bindings::rxe_send_wqe,
+    wqe: &mut WorkWqe,
 ) -> Result<Packet<'a>, WcStatus> {
     let this: &'a SrnicQp = qp;
     let dev = qp.device();
     let mtu = crate::pure::mtu::active_mtu_for_netdev(dev.netdev().mtu())
         .map(|m| m.bytes())
         .unwrap_or(0);
-    let length = wqe.dma.length;
+    let length = wqe.length();
     if length > mtu {
         return Err(WcStatus::LocalLengthError);
     }
-    // SAFETY: plain integers in every view of the union.
-    let ud = unsafe { wqe.wr.wr.ud };
+    let ud = wqe.ud();
     let qkey = if qp.qp_type() == QpType::Gsi {
         // QP1 speaks only to QP1s, with their well-known Q_Key.
         GSI_QKEY
@@ -399,7 +365,11 @@ fn build_datagram<'a>(
     } else {
         ud.remote_qkey
     };
-    let with_imm = wqe.wr.opcode == opcode::SEND_WITH_IMM;
+    let imm = match wqe.op() {
+        SendOp::Send { imm, .. } => imm,
+        _ => None,
+    };
+    let with_imm = imm.is_some();
     let code = if with_imm {
         UD_SEND_ONLY_WITH_IMMEDIATE
     } else {
@@ -412,11 +382,8 @@ fn build_datagram<'a>(
         qkey,
         src_qp: qp.qp_num(),
     });
-    if with_imm {
-        // SAFETY: both views of the union are 32 bits.
-        packet.hdr.imm = Some(unsafe { wqe.wr.ex.imm_data });
-    }
-    packet.hdr.bth.solicited = wqe.wr.send_flags & IB_SEND_SOLICITED != 0;
+    packet.hdr.imm = imm;
+    packet.hdr.bth.solicited = wqe.send_flags() & IB_SEND_SOLICITED != 0;
     if length > 0 {
         let extent = wqe_data(qp, index, wqe).ok_or(WcStatus::LocalQpOperationError)?;
         packet = packet.with_payload(extent, 0, length);
@@ -433,7 +400,7 @@ fn build_datagram<'a>(
     } else if this.user {
         None
     } else {
-        wqe::kernel_ud_av(wqe)
+        wqe.kernel_ud_av()
     };
     if let Some(av) = av {
         let length = usize::try_from(length).map_err(|_| WcStatus::LocalLengthError)?;
@@ -453,9 +420,9 @@ fn build_datagram<'a>(
             ip_payload_len: u16::try_from(ip_payload_len).unwrap_or(u16::MAX),
         });
     }
-    wqe.first_psn = psn.get();
-    wqe.last_psn = psn.get();
-    wqe.state = wqe_state::SENT;
+    wqe.set_first_psn(psn.get());
+    wqe.set_last_psn(psn.get());
+    wqe.set_state(wqe_state::SENT);
     state.requester.psn = psn.next();
     state.requester.index = this.work.geometry().next(index);
     state.requester.sent = 0;
@@ -468,7 +435,7 @@ fn build<'a>(
     qp: &'a Qp<SrnicDevice>,
     state: &mut QpInner,
     index: u32,
-    wqe: &mut bindings::rxe_send_wqe,
+    wqe: &mut WorkWqe,
     unreliable: bool,
 ) -> Option<Packet<'a>> {
     let this: &'a SrnicQp = qp;
@@ -476,13 +443,10 @@ fn build<'a>(
     let dest = state.attrs.dest_qp_num;
     let req = &mut state.requester;
     let psn = req.psn;
-    let op = wqe.wr.opcode;
     let next_index = this.work.geometry().next(index);
-    let length = wqe.dma.length;
-    match op {
-        opcode::RDMA_READ => {
-            // SAFETY: plain integers in every view of the union.
-            let (va, rkey) = unsafe { (wqe.wr.wr.rdma.remote_addr, wqe.wr.wr.rdma.rkey) };
+    let length = wqe.length();
+    match wqe.op() {
+        SendOp::Read { remote } => {
             // After lost responses, only the rest is asked for again.
             let at = req.sent.min(length);
             let rest = length.checked_sub(at)?;
@@ -491,60 +455,59 @@ fn build<'a>(
             // region; a sum past 2^64 wraps to an address no region
             // covers, and the peer refuses it.
             let packet = Packet::new(RC_RDMA_READ_REQUEST, dest, psn)?.with_reth(
-                va.wrapping_add(u64::from(at)),
-                rkey,
+                remote.addr.wrapping_add(u64::from(at)),
+                remote.rkey,
                 rest,
             );
             if at == 0 {
-                wqe.first_psn = psn.get();
-                wqe.last_psn = psn.add(packets.checked_sub(1)?).get();
+                wqe.set_first_psn(psn.get());
+                wqe.set_last_psn(psn.add(packets.checked_sub(1)?).get());
             }
-            wqe.state = wqe_state::SENT;
-            wqe.has_rd_atomic = 1;
+            wqe.set_state(wqe_state::SENT);
+            wqe.set_has_rd_atomic(true);
             req.psn = psn.add(packets);
             req.rd_atomic = req.rd_atomic.saturating_add(1);
             req.index = next_index;
             req.sent = 0;
             Some(packet)
         }
-        opcode::ATOMIC_WRITE => {
+        SendOp::AtomicWrite { remote } => {
             // Eight bytes with a RETH, answered like a READ.
-            // SAFETY: plain integers in every view of the union.
-            let (va, rkey) = unsafe { (wqe.wr.wr.rdma.remote_addr, wqe.wr.wr.rdma.rkey) };
             let mut packet = Packet::new(RC_ATOMIC_WRITE, dest, psn)?
-                .with_reth(va, rkey, length)
+                .with_reth(remote.addr, remote.rkey, length)
                 .with_payload(wqe_data(qp, index, wqe)?, 0, length);
             packet.hdr.bth.ack_req = true;
             req.sent_one_answered(wqe, next_index);
             Some(packet)
         }
-        opcode::FLUSH => {
+        SendOp::Flush {
+            remote,
+            length,
+            placement,
+            selectivity,
+        } => {
             // FETH and RETH, no payload, answered like a READ: it takes
             // one PSN and one read/atomic slot, and is sent again whole.
-            // SAFETY: plain integers in every view of the union.
-            let f = unsafe { wqe.wr.wr.flush };
             let mut packet =
-                Packet::new(RC_FLUSH, dest, psn)?.with_reth(f.remote_addr, f.rkey, f.length);
+                Packet::new(RC_FLUSH, dest, psn)?.with_reth(remote.addr, remote.rkey, length);
             packet.hdr.feth = Some(Feth {
-                placement: f.type_,
-                selectivity: f.level,
+                placement,
+                selectivity,
             });
             packet.rxe_flush_icrc = req.rxe_flush_icrc;
             packet.hdr.bth.ack_req = true;
             req.sent_one_answered(wqe, next_index);
             Some(packet)
         }
-        opcode::ATOMIC_CMP_AND_SWP | opcode::ATOMIC_FETCH_AND_ADD => {
-            // SAFETY: plain integers in every view of the union.
-            let a = unsafe { wqe.wr.wr.atomic };
-            let (code, swap_add, compare) = if op == opcode::ATOMIC_CMP_AND_SWP {
-                (RC_COMPARE_SWAP, a.swap, a.compare_add)
-            } else {
-                (RC_FETCH_ADD, a.compare_add, 0)
+        op @ (SendOp::CompareSwap { remote, .. } | SendOp::FetchAdd { remote, .. }) => {
+            let (code, swap_add, compare) = match op {
+                SendOp::CompareSwap { compare, swap, .. } => (RC_COMPARE_SWAP, swap, compare),
+                SendOp::FetchAdd { add, .. } => (RC_FETCH_ADD, add, 0),
+                _ => return None,
             };
             let mut packet = Packet::new(code, dest, psn)?.with_atomic(AtomicEth {
-                va: a.remote_addr,
-                rkey: a.rkey,
+                va: remote.addr,
+                rkey: remote.rkey,
                 swap_add,
                 compare,
             });
@@ -552,46 +515,40 @@ fn build<'a>(
             req.sent_one_answered(wqe, next_index);
             Some(packet)
         }
-        _ => {
+        op => {
             let at = req.sent;
             let size = length.saturating_sub(at).min(mtu);
             let end = at.checked_add(size)?;
             let first = at == 0;
             let last = end >= length;
-            let code = request_opcode(unreliable, op, first, last)?;
+            let code = request_opcode(unreliable, wqe.opcode(), first, last)?;
             let mut packet = Packet::new(code, dest, psn)?;
             if first {
-                wqe.first_psn = psn.get();
-                if matches!(op, opcode::RDMA_WRITE | opcode::RDMA_WRITE_WITH_IMM) {
-                    // SAFETY: plain integers in every view of the union.
-                    let (va, rkey) = unsafe { (wqe.wr.wr.rdma.remote_addr, wqe.wr.wr.rdma.rkey) };
-                    packet = packet.with_reth(va, rkey, length);
+                wqe.set_first_psn(psn.get());
+                if let SendOp::Write { remote, .. } = op {
+                    packet = packet.with_reth(remote.addr, remote.rkey, length);
                 }
             }
             if size > 0 {
                 packet = packet.with_payload(wqe_data(qp, index, wqe)?, u64::from(at), size);
             }
             if last {
-                // SAFETY: both views of the union are 32 bits.
-                let ex = unsafe { wqe.wr.ex.imm_data };
                 match op {
-                    opcode::SEND_WITH_IMM | opcode::RDMA_WRITE_WITH_IMM => {
-                        packet.hdr.imm = Some(ex)
+                    SendOp::Send { imm, invalidate } => {
+                        packet.hdr.imm = imm;
+                        packet.hdr.ieth = invalidate;
                     }
-                    opcode::SEND_WITH_INV => {
-                        // SAFETY: as above.
-                        packet.hdr.ieth = Some(unsafe { wqe.wr.ex.invalidate_rkey })
-                    }
+                    SendOp::Write { imm, .. } => packet.hdr.imm = imm,
                     _ => {}
                 }
                 packet.hdr.bth.ack_req = true;
-                packet.hdr.bth.solicited = wqe.wr.send_flags & IB_SEND_SOLICITED != 0;
-                wqe.last_psn = psn.get();
-                wqe.state = wqe_state::SENT;
+                packet.hdr.bth.solicited = wqe.send_flags() & IB_SEND_SOLICITED != 0;
+                wqe.set_last_psn(psn.get());
+                wqe.set_state(wqe_state::SENT);
                 req.index = next_index;
                 req.sent = 0;
             } else {
-                wqe.state = wqe_state::PENDING;
+                wqe.set_state(wqe_state::PENDING);
                 req.sent = end;
             }
             req.psn = psn.next();
