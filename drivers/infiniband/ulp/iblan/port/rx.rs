@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A LAN port's completions and receive path: NAPI polling, receive
+//! buffers, whole frames and reassembly, the Ethernet receive filter and
+//! learning where foreign MACs sit.
+
+use super::*;
+
+/// Completion events wake the port's NAPI.
+pub(super) struct Events {
+    pub(super) netdev: AtomicPtr<EtherDevice<LanDev>>,
+}
+
+impl CqHandler for Events {
+    fn completion(&self) {
+        let dev = self.netdev.load(Ordering::Acquire);
+        // SAFETY: set once the netdev is registered and cleared before it
+        // goes; the CQ (and so this handler) is destroyed before the netdev
+        // is freed.
+        if let Some(dev) = unsafe { dev.as_ref() } {
+            dev.napi_schedule();
+        }
+    }
+}
+
+/// Open reassemblies and their buffers.
+pub(super) struct Reassembly {
+    pub(super) table: Reassembler<KVec<ReassemblySlot>>,
+    pub(super) buffers: KVec<KVec<u8>>,
+}
+
+/// Copies a fragment's payload to its place in a reassembly buffer.
+fn copy_into(buffers: &mut KVec<KVec<u8>>, slot: usize, offset: usize, payload: &[u8]) {
+    if let Some(out) = buffers
+        .get_mut(slot)
+        .and_then(|b| b.get_mut(offset..))
+        .and_then(|b| b.get_mut(..payload.len()))
+    {
+        out.copy_from_slice(payload);
+    }
+}
+
+/// The MAC address at `at` in `frame`.
+pub(super) fn mac_at(frame: &[u8], at: usize) -> Option<[u8; 6]> {
+    frame.get(at..at + 6)?.try_into().ok()
+}
+
+impl LanDev {
+    pub(super) fn post_receive(&self, index: usize) -> Result {
+        let buffer = self.rx.get(index).ok_or(EINVAL)?;
+        // What the CPU read, or cached, of the last datagram must not hide
+        // the next one the device writes.
+        buffer.for_device();
+        self.count(Stat::DmaSyncsForDevice);
+        self.qp
+            .post_recv(WR_RECV_BASE + index as u64, buffer.sge(buffer.len()))
+    }
+
+    pub(super) fn completion(&self, dev: &EtherDevice<LanDev>, wc: &WorkCompletion) {
+        let id = wc.wr_id();
+        if id >= WR_SKB_MIN || id == WR_ANNOUNCE {
+            // Retired peers whose sends are all done may go (see
+            // `release_retired`).
+            self.sends_completed.fetch_add(1, Ordering::AcqRel);
+            if id == WR_ANNOUNCE {
+                self.announce_busy.store(false, Ordering::Release);
+            } else {
+                self.send_done(id, 1);
+            }
+            self.send_slot_freed(dev);
+        } else if let Some(index) = id.checked_sub(WR_RECV_BASE) {
+            let index = index as usize;
+            if !self.running.load(Ordering::Acquire) {
+                // Down or going: receives wait (or are flushed at teardown).
+                return;
+            }
+            if !wc.ok() {
+                // A local error: the buffer goes back, nothing to deliver.
+                self.count(Stat::RxErrors);
+                let _ = self.post_receive(index);
+                return;
+            }
+            self.count(Stat::RxDatagrams);
+            if let Some(buffer) = self.rx.get(index) {
+                // Only what the device wrote comes over (from a bounce
+                // buffer, or out of stale cache lines).
+                let bytes = buffer.for_cpu(wc.byte_len() as usize);
+                self.count(Stat::RxDmaSyncs);
+                self.received(dev, bytes, wc.ipv4_header());
+            }
+            if self.post_receive(index).is_err() {
+                self.count(Stat::RxErrors);
+            }
+        }
+    }
+
+    /// One datagram: GRH area, then an iblan fragment or announcement.
+    pub(super) fn received(&self, dev: &EtherDevice<LanDev>, bytes: &[u8], ipv4: bool) {
+        let Some((grh, payload)) = crate::pure::split_checked(bytes, GRH_LEN) else {
+            self.count(Stat::RxMalformed);
+            return;
+        };
+        let mut sgid = [0u8; 16];
+        if ipv4 {
+            // An IPv4 header in the area's last 20 bytes: source at 12.
+            sgid[10] = 0xff;
+            sgid[11] = 0xff;
+            if let Some(src) = grh.get(32..36) {
+                sgid[12..].copy_from_slice(src);
+            }
+        } else if let Some(src) = grh.get(8..24) {
+            sgid.copy_from_slice(src);
+        }
+        match lan::classify_datagram(payload) {
+            Ok(Datagram::Announcement(_)) => {
+                let mut inbox = self.inbox.lock();
+                let at = inbox.count;
+                if let (Some(slot), Ok(copy)) = (
+                    inbox.pending.get_mut(at),
+                    <[u8; ANNOUNCE_LEN]>::try_from(payload),
+                ) {
+                    *slot = copy;
+                    inbox.count += 1;
+                }
+                drop(inbox);
+                if self.running.load(Ordering::Acquire) {
+                    self.ticker.schedule(0);
+                }
+            }
+            Ok(Datagram::Fragment { header, payload }) => {
+                self.fragment(dev, &sgid, &header, payload);
+            }
+            Err(_) => self.count(Stat::RxMalformed),
+        }
+    }
+
+    pub(super) fn fragment(
+        &self,
+        dev: &EtherDevice<LanDev>,
+        sgid: &[u8; 16],
+        header: &lan::FragmentHeader,
+        payload: &[u8],
+    ) {
+        if header.count == 1 {
+            self.deliver(dev, sgid, payload);
+            return;
+        }
+        // Reassemblies are keyed by the sender's slot in the peer table,
+        // which the GID names uniquely (QPNs repeat across nodes).
+        let sender = {
+            let peers = self.peers.lock();
+            peers.find(|e| &e.peer.gid == sgid)
+        };
+        let Some(sender) = sender else {
+            self.count(Stat::RxUnknownSender);
+            return;
+        };
+        let mut guard = self.reassembly.lock();
+        let reassembly = &mut *guard;
+        let now = now_ms();
+        let mut expired = 0;
+        reassembly.table.expire(now, |_| expired += 1);
+        self.add(Stat::RxSarExpired, expired);
+        match reassembly
+            .table
+            .accept(sender as u16, header, payload.len(), now)
+        {
+            Step::Deliver => {
+                drop(guard);
+                self.deliver(dev, sgid, payload);
+            }
+            Step::Copy {
+                slot,
+                offset,
+                evicted,
+                ..
+            } => {
+                if evicted.is_some() {
+                    self.count(Stat::RxSarEvicted);
+                }
+                copy_into(&mut reassembly.buffers, slot, offset, payload);
+            }
+            Step::Complete {
+                slot,
+                offset,
+                total_len,
+            } => {
+                copy_into(&mut reassembly.buffers, slot, offset, payload);
+                // The frame is copied out under the lock, which keeps the
+                // slot's buffer, and handed up after it: the stack must
+                // not run with interrupts off (it may transmit at once).
+                let skb = reassembly
+                    .buffers
+                    .get(slot)
+                    .and_then(|b| b.get(..total_len))
+                    .and_then(|frame| self.frame_skb(dev, frame));
+                drop(guard);
+                if let Some(skb) = skb {
+                    self.count(Stat::RxReassembled);
+                    self.hand_up(dev, sgid, skb);
+                }
+            }
+            Step::Drop { reason, .. } => self.count(match reason {
+                lan::DropReason::Duplicate => Stat::RxSarDuplicate,
+                _ => Stat::RxSarInconsistent,
+            }),
+        }
+    }
+
+    /// Hands one whole frame from the node `sgid` to the stack.
+    pub(super) fn deliver(&self, dev: &EtherDevice<LanDev>, sgid: &[u8; 16], frame: &[u8]) {
+        if let Some(skb) = self.frame_skb(dev, frame) {
+            self.hand_up(dev, sgid, skb);
+        }
+    }
+
+    /// Hands a whole received frame from the node `sgid` to the stack as
+    /// an Ethernet port does: a unicast to another MAC only in promiscuous
+    /// mode (a bridge port, a macvlan's lower device), counted in the link
+    /// statistics; a foreign source MAC is learned behind its node.
+    pub(super) fn hand_up(&self, dev: &EtherDevice<LanDev>, sgid: &[u8; 16], skb: SkBuff) {
+        let frame = skb.data();
+        let (Some(dest), Some(source)) = (mac_at(frame, 0), mac_at(frame, 6)) else {
+            self.count(Stat::RxMalformed);
+            return;
+        };
+        let len = frame.len() as u64;
+        let multicast = dest[0] & 1 != 0;
+        if !multicast && dest != dev.mac() && !dev.as_netdev().is_promiscuous() {
+            self.count(Stat::RxNotForUs);
+            return;
+        }
+        if lan::classify_mac(&source, self.config.vendor, self.config.lan) == MacKind::Foreign {
+            self.learn_source(sgid, &source);
+        }
+        if multicast {
+            self.link.rx_multicast.fetch_add(1, Ordering::Relaxed);
+        }
+        self.link.rx_packets.fetch_add(1, Ordering::Relaxed);
+        self.link.rx_bytes.fetch_add(len, Ordering::Relaxed);
+        dev.receive(skb);
+    }
+
+    /// Learns that foreign MAC `source` sits behind the node `sgid`.
+    pub(super) fn learn_source(&self, sgid: &[u8; 16], source: &[u8; 6]) {
+        let lid = self
+            .peers
+            .lock()
+            .iter()
+            .find(|e| &e.peer.gid == sgid)
+            .map(|e| e.peer.lid);
+        // A frame from a node not (or no longer) known teaches nothing.
+        let Some(lid) = lid else {
+            return;
+        };
+        match self.forwarding.learn(source, lid) {
+            Learned::New | Learned::Replaced => self.count(Stat::FdbLearned),
+            Learned::Moved => self.count(Stat::FdbMoved),
+            Learned::Refreshed | Learned::Ignored => {}
+        }
+    }
+
+    /// An skb holding a copy of `frame` (its single copy on receive);
+    /// `None` if it is dropped.
+    pub(super) fn frame_skb(&self, dev: &EtherDevice<LanDev>, frame: &[u8]) -> Option<SkBuff> {
+        if frame.len() < 14 {
+            self.count(Stat::RxMalformed);
+            return None;
+        }
+        let Some(mut skb) = dev.alloc_rx_skb(frame.len() as u32) else {
+            self.count(Stat::RxAlloc);
+            self.link.rx_dropped.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        match skb.put(frame.len() as u32) {
+            Ok(room) => room.copy_from_slice(frame),
+            Err(_) => {
+                self.count(Stat::RxAlloc);
+                return None;
+            }
+        }
+        Some(skb)
+    }
+
+    pub(super) fn poll(&self, dev: &EtherDevice<LanDev>, budget: u32) -> u32 {
+        let mut done = 0;
+        let mut batch: [WorkCompletion; 16] = Default::default();
+        while done < budget {
+            let got = self.cq.poll(&mut batch);
+            for wc in batch.iter().take(got) {
+                self.completion(dev, wc);
+            }
+            done += got as u32;
+            if got < batch.len() {
+                break;
+            }
+        }
+        done.min(budget)
+    }
+
+    /// Reclaims every posted WR after the QP moved to ERR.
+    pub(super) fn drain(&self, dev: &EtherDevice<LanDev>) {
+        let _ = self.qp.flush();
+        let mut batch: [WorkCompletion; 16] = Default::default();
+        // Flushing is asynchronous on soft devices: wait up to ~2 s.
+        for _ in 0..2000 {
+            let got = self.cq.poll(&mut batch);
+            for wc in batch.iter().take(got) {
+                self.completion(dev, wc);
+            }
+            if got == 0 {
+                if self.sq_free.load(Ordering::Acquire) == SEND_DEPTH {
+                    break;
+                }
+                sleep_ms(1);
+            }
+        }
+    }
+}
