@@ -353,7 +353,7 @@ pub(crate) fn check_timeout(qp: &Qp<SrnicDevice>) -> bool {
     upcalls.run(qp);
     this.after_upcalls(qp);
     if resent {
-        crate::transport::run_requester(qp);
+        crate::requester::run(qp);
     }
     running
 }

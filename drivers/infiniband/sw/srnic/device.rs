@@ -513,7 +513,7 @@ impl Driver for SrnicDevice {
     /// QP's own CPU.
     fn qp_work(qp: &Qp<Self>) {
         crate::outbox::run(qp);
-        let waiting = crate::transport::kick_waiting(qp);
+        let waiting = crate::requester::kick_waiting(qp);
         let timing = crate::completer::check_timeout(qp);
         let sweeping = SrnicQp::sweep(qp);
         if waiting || timing {

@@ -372,7 +372,7 @@ impl SrnicQp {
         upcalls.run(qp);
         this.schedule_sweep(qp);
         // Leaving SQD, or RNR retries granted again: work may be waiting.
-        crate::transport::run_requester(qp);
+        crate::requester::run(qp);
         Ok(())
     }
 
@@ -577,7 +577,7 @@ impl SrnicQp {
         })();
         upcalls.run(qp);
         // What was queued before a failing WR goes out too.
-        crate::transport::run_requester_after_post(qp);
+        crate::requester::run_after_post(qp);
         result
     }
 
@@ -657,7 +657,7 @@ impl SrnicQp {
         })();
         upcalls.run(qp);
         this.schedule_sweep(qp);
-        crate::transport::run_requester(qp);
+        crate::requester::run(qp);
         result
     }
 

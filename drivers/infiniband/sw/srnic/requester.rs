@@ -12,6 +12,7 @@
 //! its first and last packet, and whether it is sent or done.
 
 use crate::completer;
+use crate::counters::Counter;
 use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::QpState;
@@ -21,11 +22,14 @@ use crate::kapi::rdma::{wqe, Qp};
 use crate::memory;
 use crate::payload::{Extent, SgeList};
 use crate::pure::grh::IpHeader;
+use crate::pure::headers::Transport;
 use crate::pure::headers::{AtomicEth, Deth, Feth, BTH_LEN, DETH_LEN, ICRC_LEN, IMM_LEN};
 use crate::pure::psn::{packets_for, Psn};
 use crate::pure::wr::{opcode, request_opcode, QpType};
 use crate::qp::{QpInner, SrnicQp, Upcalls};
-use crate::transport::Packet;
+use crate::transport::{self, Packet};
+use crate::wire;
+use core::sync::atomic::Ordering;
 
 /// `wqe.state()` of a send WQE in the work ring.
 pub(crate) mod wqe_state {
@@ -554,5 +558,134 @@ fn build<'a>(
             req.psn = psn.next();
             Some(packet)
         }
+    }
+}
+
+/// Packets one run of a requester sends at most: the caller may be a
+/// doorbell or a softirq, neither of which may run for long.
+const PACKET_BUDGET: u32 = 64;
+/// Payload bytes one run of a requester moves at most: packets between
+/// QPs of this node carry up to 64 KiB each, and a doorbell must not copy
+/// a whole long message before it returns. The answer to a READ on this
+/// node is charged piece by piece; what the budget leaves of it waits in
+/// the responder's outbox for that QP's own work.
+pub(crate) const BYTE_BUDGET: usize = 1024 * 1024;
+
+/// Runs the requester of `qp` until it has nothing to send (or has to wait
+/// for a response or a timer), or its budget is spent, in which case the
+/// QP's own work goes on with it (on the QP's CPU). If another CPU is running
+/// it, leaves that CPU a note to look again instead.
+pub(crate) fn run(qp: &Qp<SrnicDevice>) {
+    let this: &SrnicQp = qp;
+    qp.device().counters.inc(Counter::RequesterRuns);
+    if this.requester_busy.swap(true, Ordering::AcqRel) {
+        this.requester_again.store(true, Ordering::Release);
+        return;
+    }
+    let mut budget = PACKET_BUDGET;
+    let mut bytes_left = BYTE_BUDGET;
+    let mut sender = wire::Sender::new(qp.device()).through(this.egress());
+    let mut queue_full = false;
+    loop {
+        this.requester_again.store(false, Ordering::Release);
+        loop {
+            if budget == 0 || queue_full {
+                break;
+            }
+            budget -= 1;
+            let guard = RcuReadGuard::new();
+            let mut upcalls = Upcalls::default();
+            let packet = next_packet(qp, &guard, &mut upcalls);
+            upcalls.run(qp);
+            match packet {
+                Some(packet) => {
+                    // Datagrams and UC messages are done once sent: their
+                    // payload has been read, and no answer will come.
+                    let done = packet.hdr.deth.is_some()
+                        || (packet.hdr.info.transport == Transport::Uc
+                            && packet.hdr.info.ends_message());
+                    bytes_left = bytes_left.saturating_sub(packet.hdr.payload_len);
+                    // A READ on this node is answered within the send, as
+                    // far as the budget goes.
+                    queue_full = transport::send(
+                        qp.device(),
+                        &guard,
+                        &mut sender,
+                        qp,
+                        packet,
+                        &mut bytes_left,
+                    );
+                    if bytes_left == 0 {
+                        budget = 0;
+                    }
+                    if done {
+                        completer::unanswered_sent(qp);
+                    }
+                }
+                None => break,
+            }
+        }
+        // Out before another CPU may send for this QP, so that the packets
+        // leave in PSN order. A refused list is like one lost on the wire:
+        // the retransmission timer is running.
+        if sender.flush() == Err(wire::SendError::Refused) {
+            queue_full = true;
+        }
+        this.requester_busy.store(false, Ordering::Release);
+        if queue_full {
+            // The device queue is full: the QP's work goes on in a moment,
+            // rather than this run building lists it would refuse too.
+            this.requester_pending.store(true, Ordering::Release);
+            qp.run_work_after(QUEUE_FULL_WAIT_MS);
+            break;
+        }
+        if budget == 0 {
+            // The QP's own work goes on with it, on the QP's CPU. Queued
+            // only now that this CPU has let go: a run that found the
+            // requester busy would leave just a note, which nobody reads
+            // once this run has stopped.
+            this.requester_pending.store(true, Ordering::Release);
+            qp.run_work_soon();
+            break;
+        }
+        if !this.requester_again.load(Ordering::Acquire)
+            || this.requester_busy.swap(true, Ordering::AcqRel)
+        {
+            break;
+        }
+    }
+}
+
+/// Runs the requester after a post: at once, or, when the poster holds
+/// interrupts off, from the QP's own work (sending enables bottom halves,
+/// which must wait until interrupts are on again).
+pub(crate) fn run_after_post(qp: &Qp<SrnicDevice>) {
+    if crate::kapi::sync::irqs_disabled() {
+        let this: &SrnicQp = qp;
+        this.requester_pending.store(true, Ordering::Release);
+        qp.run_work_soon();
+    } else {
+        run(qp);
+    }
+}
+
+/// How long a requester waits after the device queue refused its packets.
+const QUEUE_FULL_WAIT_MS: u32 = 1;
+
+/// Restarts `qp`'s requester if an RNR wait has ended; whether it is still
+/// waiting (the QP's own work calls this).
+pub(crate) fn kick_waiting(qp: &Qp<SrnicDevice>) -> bool {
+    let this: &SrnicQp = qp;
+    if this.requester_pending.swap(false, Ordering::AcqRel) {
+        run(qp);
+    }
+    let until = this.state.lock().requester.rnr_until;
+    match until {
+        Some(until) if now_ns() < until => true,
+        Some(_) => {
+            run(qp);
+            false
+        }
+        None => false,
     }
 }

@@ -12,8 +12,8 @@
 //! its payload is copied once, from the sender's memory into the
 //! receiver's.
 //!
-//! Each QP's requester runs on one CPU at a time (`requester_busy`); the
-//! roles of one QP share its lock, and no role holds a lock while another
+//! Each QP's requester (`requester::run`) runs on one CPU at a time
+//! (`requester_busy`); the roles of one QP share its lock, and no role holds a lock while another
 //! QP's role runs, so two QPs sending to each other cannot deadlock.
 
 use crate::completer;
@@ -24,11 +24,11 @@ use crate::kapi::rdma::{Device, Qp};
 use crate::outbox;
 use crate::payload::Extent;
 use crate::pure::grh::IpHeader;
+use crate::pure::headers::Operation;
 use crate::pure::headers::{self, Aeth, AtomicEth, Bth, Reth};
-use crate::pure::headers::{Operation, Transport};
 use crate::pure::mcast::MULTICAST_QPN;
 use crate::pure::psn::Psn;
-use crate::qp::{SrnicQp, Upcalls};
+use crate::qp::SrnicQp;
 use crate::requester;
 use crate::responder::{self, Reply};
 use crate::wire;
@@ -140,121 +140,10 @@ impl<'a> Packet<'a> {
     }
 }
 
-/// Packets one run of a requester sends at most: the caller may be a
-/// doorbell or a softirq, neither of which may run for long.
-const REQUESTER_BUDGET: u32 = 64;
-/// Payload bytes one run of a requester moves at most: packets between
-/// QPs of this node carry up to 64 KiB each, and a doorbell must not copy
-/// a whole long message before it returns. The answer to a READ on this
-/// node is charged piece by piece; what the budget leaves of it waits in
-/// the responder's outbox for that QP's own work.
-pub(crate) const REQUESTER_BYTE_BUDGET: usize = 1024 * 1024;
-
-/// Runs the requester of `qp` until it has nothing to send (or has to wait
-/// for a response or a timer), or its budget is spent, in which case the
-/// QP's own work goes on with it (on the QP's CPU). If another CPU is running
-/// it, leaves that CPU a note to look again instead.
-pub(crate) fn run_requester(qp: &Qp<SrnicDevice>) {
-    let this: &SrnicQp = qp;
-    qp.device().counters.inc(Counter::RequesterRuns);
-    if this.requester_busy.swap(true, Ordering::AcqRel) {
-        this.requester_again.store(true, Ordering::Release);
-        return;
-    }
-    let mut budget = REQUESTER_BUDGET;
-    let mut bytes_left = REQUESTER_BYTE_BUDGET;
-    let mut sender = wire::Sender::new(qp.device()).through(this.egress());
-    let mut queue_full = false;
-    loop {
-        this.requester_again.store(false, Ordering::Release);
-        loop {
-            if budget == 0 || queue_full {
-                break;
-            }
-            budget -= 1;
-            let guard = RcuReadGuard::new();
-            let mut upcalls = Upcalls::default();
-            let packet = requester::next_packet(qp, &guard, &mut upcalls);
-            upcalls.run(qp);
-            match packet {
-                Some(packet) => {
-                    // Datagrams and UC messages are done once sent: their
-                    // payload has been read, and no answer will come.
-                    let done = packet.hdr.deth.is_some()
-                        || (packet.hdr.info.transport == Transport::Uc
-                            && packet.hdr.info.ends_message());
-                    bytes_left = bytes_left.saturating_sub(packet.hdr.payload_len);
-                    // A READ on this node is answered within the send, as
-                    // far as the budget goes.
-                    queue_full = send(
-                        qp.device(),
-                        &guard,
-                        &mut sender,
-                        qp,
-                        packet,
-                        &mut bytes_left,
-                    );
-                    if bytes_left == 0 {
-                        budget = 0;
-                    }
-                    if done {
-                        completer::unanswered_sent(qp);
-                    }
-                }
-                None => break,
-            }
-        }
-        // Out before another CPU may send for this QP, so that the packets
-        // leave in PSN order. A refused list is like one lost on the wire:
-        // the retransmission timer is running.
-        if sender.flush() == Err(wire::SendError::Refused) {
-            queue_full = true;
-        }
-        this.requester_busy.store(false, Ordering::Release);
-        if queue_full {
-            // The device queue is full: the QP's work goes on in a moment,
-            // rather than this run building lists it would refuse too.
-            this.requester_pending.store(true, Ordering::Release);
-            qp.run_work_after(QUEUE_FULL_WAIT_MS);
-            break;
-        }
-        if budget == 0 {
-            // The QP's own work goes on with it, on the QP's CPU. Queued
-            // only now that this CPU has let go: a run that found the
-            // requester busy would leave just a note, which nobody reads
-            // once this run has stopped.
-            this.requester_pending.store(true, Ordering::Release);
-            qp.run_work_soon();
-            break;
-        }
-        if !this.requester_again.load(Ordering::Acquire)
-            || this.requester_busy.swap(true, Ordering::AcqRel)
-        {
-            break;
-        }
-    }
-}
-
-/// Runs the requester after a post: at once, or, when the poster holds
-/// interrupts off, from the QP's own work (sending enables bottom halves,
-/// which must wait until interrupts are on again).
-pub(crate) fn run_requester_after_post(qp: &Qp<SrnicDevice>) {
-    if crate::kapi::sync::irqs_disabled() {
-        let this: &SrnicQp = qp;
-        this.requester_pending.store(true, Ordering::Release);
-        qp.run_work_soon();
-    } else {
-        run_requester(qp);
-    }
-}
-
-/// How long a requester waits after the device queue refused its packets.
-const QUEUE_FULL_WAIT_MS: u32 = 1;
-
 /// Sends a request `source`'s requester made: over the wire, or straight
 /// to its destination on this node, where the pieces of a READ response
 /// are charged to `bytes_left`. Whether the device queue was full.
-fn send(
+pub(crate) fn send(
     dev: &Device<SrnicDevice>,
     guard: &RcuReadGuard,
     sender: &mut wire::Sender<'_>,
@@ -317,7 +206,7 @@ pub(crate) fn receive_from_wire(
             // resend; one the completer refused (forged, stale) changed
             // nothing and makes the requester do nothing.
             if completer::receive(dest, guard, &packet) != completer::Outcome::Rejected {
-                run_requester(dest);
+                requester::run(dest);
             }
         }
         _ => {
@@ -445,22 +334,4 @@ fn count_hop(from: &Device<SrnicDevice>, to: &Device<SrnicDevice>, packet: &Pack
     from.counters.add(Counter::SentBytes, bytes);
     to.counters.inc(Counter::ReceivedPackets);
     to.counters.add(Counter::ReceivedBytes, bytes);
-}
-
-/// Restarts `qp`'s requester if an RNR wait has ended; whether it is still
-/// waiting (the QP's own work calls this).
-pub(crate) fn kick_waiting(qp: &Qp<SrnicDevice>) -> bool {
-    let this: &SrnicQp = qp;
-    if this.requester_pending.swap(false, Ordering::AcqRel) {
-        run_requester(qp);
-    }
-    let until = this.state.lock().requester.rnr_until;
-    match until {
-        Some(until) if crate::requester::now_ns() < until => true,
-        Some(_) => {
-            run_requester(qp);
-            false
-        }
-        None => false,
-    }
 }
