@@ -1215,74 +1215,6 @@ static void memory_setup(void)
 		FAIL("drop privileges: %s", strerror(errno));
 }
 
-/* A stale window key meets a window of another PD: window numbers are
- * handed out cyclically, so allocating and freeing windows in another PD
- * comes back to the old window's number. Bound there to that PD's region
- * and keyed to the stale key's very value, the window must still refuse a
- * QP of the caller's PD, and the region must stay as it was. */
-static void stale_window_key(uint32_t stale)
-{
-	struct ibv_pd *own_pd = pd, *other = ibv_alloc_pd(ctx);
-	unsigned char *victim = aligned_alloc(4096, VICTIM_LEN), expect[VICTIM_LEN];
-	struct rc_side c, d, e, f;
-	struct ibv_mw *reuse = NULL;
-	unsigned int allocations = 0, binds = 0;
-
-	if (!other || !victim)
-		FAIL("ibv_alloc_pd/aligned_alloc: %s", strerror(errno));
-	memset(victim, 0x5a, VICTIM_LEN);
-	memset(expect, 0x5a, VICTIM_LEN);
-	struct ibv_mr *victim_mr = ibv_reg_mr(other, victim, VICTIM_LEN, IBV_ACCESS_LOCAL_WRITE |
-					      IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
-	if (!victim_mr)
-		FAIL("ibv_reg_mr in the other PD: %s", strerror(errno));
-	pd = other;
-	rc_pair(&c, &d, ALL_ACCESS, 7);
-	pd = own_pd;
-	double started = now();
-	while (!reuse && allocations++ < (1u << 17)) {
-		struct ibv_mw *w = ibv_alloc_mw(other, IBV_MW_TYPE_1);
-
-		if (!w)
-			FAIL("ibv_alloc_mw: %s", strerror(errno));
-		if (w->rkey >> 8 == stale >> 8)
-			reuse = w;
-		else
-			ibv_dealloc_mw(w);
-	}
-	CHECK(reuse != NULL, "a window of another PD came back to the stale key's number %#x "
-	      "(%u allocations, %.1f s)", stale >> 8, allocations, now() - started);
-	while (reuse->rkey != stale && binds++ < 512) {
-		struct ibv_mw_bind bind = {
-			.wr_id = 40, .send_flags = IBV_SEND_SIGNALED,
-			.bind_info = { .mr = victim_mr, .addr = (uintptr_t)victim,
-				       .length = VICTIM_LEN,
-				       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE },
-		};
-		if (ibv_bind_mw(d.qp, reuse, &bind))
-			FAIL("ibv_bind_mw in the other PD: %s", strerror(errno));
-		struct ibv_wc wc = rc_wait(d.cq, "bind in the other PD");
-		if (wc.status != IBV_WC_SUCCESS)
-			FAIL("bind in the other PD: %s", ibv_wc_status_str(wc.status));
-	}
-	CHECK(reuse->rkey == stale, "the other PD's window took the stale key %#x itself (%u binds)",
-	      stale, binds);
-	rc_pair(&e, &f, ALL_ACCESS, 7);
-	fill(e.buf, VICTIM_LEN, 13);
-	enum ibv_wc_status status = write_to(&e, 41, (uintptr_t)victim, stale, VICTIM_LEN);
-	CHECK(status == IBV_WC_REM_ACCESS_ERR && !memcmp(victim, expect, VICTIM_LEN),
-	      "the stale key writes nothing into the other PD's region through its window (%s)",
-	      ibv_wc_status_str(status));
-	rc_free(&e);
-	rc_free(&f);
-	ibv_dealloc_mw(reuse);
-	rc_free(&c);
-	rc_free(&d);
-	ibv_dereg_mr(victim_mr);
-	ibv_dealloc_pd(other);
-	free(victim);
-}
-
 static void memory_test(void)
 {
 	struct rc_side a, b;
@@ -1435,7 +1367,6 @@ static void memory_test(void)
 	ret = ibv_dereg_mr(bound);
 	CHECK(!ret, "the region deregisters once its window is gone (%s)",
 	      ret ? strerror(ret) : "ok");
-	stale_window_key(window_rkey);
 	rc_free(&a);
 	rc_free(&b);
 	munmap(anon, VICTIM_LEN);
