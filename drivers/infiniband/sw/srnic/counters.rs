@@ -11,7 +11,6 @@ use crate::kapi::rdma::{counter_desc, CounterNames};
 /// transport retries, ICRC errors and malformed packets come with the
 /// RoCEv2 wire; loopback has none, and they read zero.
 #[derive(Clone, Copy, Debug)]
-#[allow(dead_code)]
 pub(crate) enum Counter {
     SentPackets,
     SentBytes,
