@@ -106,10 +106,6 @@ echo "$dev: GID $vlan_gid is $vlan_me on eth0.42"
 step "ibv_rc_pingpong -s 65536 -n 20 on the VLAN's GIDs, server on a"
 serve_on a vlanpingpong timeout 120 ibv_rc_pingpong -g "$vlan_gid" -c -s 65536 -n 20
 
-# listening_cm PORT: whether an rdma_cm ID listens on PORT.
-listening_cm() {
-	rdma res show cm_id | grep LISTEN | grep -q "src-addr-port $1\|:$1 "
-}
 # The passive side finds the GID a connection request came to by its
 # address and VLAN, the active side resolves its route through eth0.42.
 for vm in a b; do

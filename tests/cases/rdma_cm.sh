@@ -34,11 +34,6 @@ no_mad_errors() {
 sleep 2
 no_mad_errors "after rdma link add"
 
-# listening_cm PORT: whether an rdma_cm ID listens on PORT.
-listening_cm() {
-	rdma res show cm_id | grep LISTEN | grep -q "src-addr-port $1\|:$1 "
-}
-
 # expect_pings OUTPUT COUNT WHAT: rping -v printed COUNT echoed payloads.
 expect_pings() {
 	expect_eq "$(printf '%s\n' "$1" | grep -c 'ping data: rdma-ping-')" "$2" "$3"

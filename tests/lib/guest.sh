@@ -70,6 +70,12 @@ listening() {
 	return 1
 }
 
+# listening_cm PORT: whether an rdma_cm ID listens on PORT (an rping or
+# the like is ready for its client).
+listening_cm() {
+	rdma res show cm_id | grep LISTEN | grep -q "src-addr-port $1\|:$1 "
+}
+
 # wait_until SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
 wait_until() {
 	read -r _up _ < /proc/uptime
