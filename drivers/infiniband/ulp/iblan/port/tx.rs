@@ -107,11 +107,8 @@ impl LanDev {
             self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
             return TxOutcome::Sent;
         };
-        let cb = skb.control_block();
-        cb[0].store(u64::from(posts), Ordering::Relaxed);
-        cb[1].store(mapping.dma(), Ordering::Relaxed);
-        cb[2].store(total as u64, Ordering::Relaxed);
-        let wr_id = skb.into_raw() as u64;
+        InFlight::of(&skb).start(posts, mapping.dma(), total);
+        let wr_id = skb.into_wr_id();
         let mut posted = 0u32;
         'peers: for peer in peers.selected(targets) {
             for index in 0..fragments {
@@ -171,22 +168,17 @@ impl LanDev {
     /// `done` posts of the skb at `wr_id` completed; the last one unmaps
     /// and frees it.
     pub(super) fn send_done(&self, wr_id: u64, done: u32) {
-        let raw = wr_id as *mut crate::bindings::sk_buff;
         // SAFETY: `wr_id` is the skb `transmit` gave up to its posts, which
         // hold it until the last of them completes (the count in its
-        // control block).
-        let Some(skb) = (unsafe { SkBuff::from_raw(raw) }) else {
+        // control block); until then it is given up again at once.
+        let Some(skb) = (unsafe { SkBuff::from_wr_id(wr_id) }) else {
             return;
         };
-        let cb = skb.control_block();
-        let before = cb[0].fetch_sub(u64::from(done), Ordering::AcqRel);
-        if before > u64::from(done) {
+        let Some((dma, len)) = InFlight::of(&skb).complete(done) else {
             // Others still hold it.
-            let _ = skb.into_raw();
+            let _ = skb.into_wr_id();
             return;
-        }
-        let dma = cb[1].load(Ordering::Relaxed);
-        let len = cb[2].load(Ordering::Relaxed) as usize;
+        };
         // SAFETY: `transmit` mapped the skb's data with these values and
         // stored them in its control block before the first post; this is
         // the completion of the last post, so the device is done with them.
@@ -233,5 +225,51 @@ impl Drop for SendSlots<'_> {
         if self.reserved > 0 {
             self.free.fetch_add(self.reserved, Ordering::AcqRel);
         }
+    }
+}
+
+/// A frame's skb while its sends are in flight, as its control block
+/// keeps it: how many posts still hold it, and its mapping to undo after
+/// the last.
+struct InFlight<'a>(&'a [AtomicU64; 6]);
+
+impl<'a> InFlight<'a> {
+    const POSTS: usize = 0;
+    const DMA: usize = 1;
+    const LEN: usize = 2;
+
+    fn of(skb: &'a SkBuff) -> Self {
+        Self(skb.control_block())
+    }
+
+    fn word(&self, at: usize) -> Option<&AtomicU64> {
+        self.0.get(at)
+    }
+
+    /// `posts` sends will hold the skb, whose data is mapped at `dma`.
+    fn start(&self, posts: u32, dma: u64, len: usize) {
+        for (at, value) in [
+            (Self::POSTS, u64::from(posts)),
+            (Self::DMA, dma),
+            (Self::LEN, len as u64),
+        ] {
+            if let Some(word) = self.word(at) {
+                word.store(value, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// `done` more sends completed: the mapping to undo if they were the
+    /// last.
+    fn complete(&self, done: u32) -> Option<(u64, usize)> {
+        let before = self
+            .word(Self::POSTS)?
+            .fetch_sub(u64::from(done), Ordering::AcqRel);
+        if before > u64::from(done) {
+            return None;
+        }
+        let dma = self.word(Self::DMA)?.load(Ordering::Relaxed);
+        let len = self.word(Self::LEN)?.load(Ordering::Relaxed) as usize;
+        Some((dma, len))
     }
 }
