@@ -131,7 +131,8 @@ pub(crate) struct LanDev {
     /// Changed under RTNL only.
     coalesce_usecs: AtomicU32,
     coalesce_frames: AtomicU32,
-    stats: [AtomicU64; Stat::Count as usize],
+    /// On the heap: the port's data is built on the stack.
+    stats: KBox<[AtomicU64; Stat::Count as usize]>,
     link: Link,
     ticker: DelayedWork<LanDev>,
     /// On the port's own LAN port: the ifindex of its child in each LAN
@@ -317,7 +318,10 @@ impl LanDev {
             frame_number: AtomicU32::new(0),
             coalesce_usecs: AtomicU32::new(0),
             coalesce_frames: AtomicU32::new(0),
-            stats: [const { AtomicU64::new(0) }; Stat::Count as usize],
+            stats: KBox::new(
+                [const { AtomicU64::new(0) }; Stat::Count as usize],
+                GFP_KERNEL,
+            )?,
             link: Link::default(),
             ticker: DelayedWork::new(),
             pd,
