@@ -48,9 +48,11 @@ impl SkBuff {
     ///
     /// # Safety
     ///
-    /// `wr_id` came from [`Self::into_wr_id`], and the skb has not been
-    /// taken back since, or the caller gives it up again
-    /// ([`Self::into_wr_id`]) before any other taker may run.
+    /// `wr_id` came from [`Self::into_wr_id`] and the skb is not freed yet.
+    /// Several holders (the completions of several posts) may take it back
+    /// at once only if they agree, as a count in its control block does,
+    /// on the one that frees it; every other gives it up again with
+    /// [`Self::into_wr_id`] and touches it no more.
     pub unsafe fn from_wr_id(wr_id: u64) -> Option<Self> {
         NonNull::new(wr_id as *mut bindings::sk_buff).map(Self)
     }

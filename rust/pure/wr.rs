@@ -196,23 +196,25 @@ fn sge_total(
 /// (`op`, an `IB_WR_*` number) at its place in the message; `None` for
 /// other operations, and for SEND_WITH_INV on UC, which has none.
 pub fn request_opcode(uc: bool, op: u32, first: bool, last: bool) -> Option<u8> {
+    use super::headers::opcode as wire;
     use opcode::*;
-    let low = match (op, first, last) {
-        (SEND | SEND_WITH_IMM | SEND_WITH_INV, true, false) => 0x00,
-        (SEND | SEND_WITH_IMM | SEND_WITH_INV, false, false) => 0x01,
-        (SEND, false, true) => 0x02,
-        (SEND_WITH_IMM, false, true) => 0x03,
-        (SEND, true, true) => 0x04,
-        (SEND_WITH_IMM, true, true) => 0x05,
-        (SEND_WITH_INV, false, true) if !uc => 0x16,
-        (SEND_WITH_INV, true, true) if !uc => 0x17,
-        (RDMA_WRITE | RDMA_WRITE_WITH_IMM, true, false) => 0x06,
-        (RDMA_WRITE | RDMA_WRITE_WITH_IMM, false, false) => 0x07,
-        (RDMA_WRITE, false, true) => 0x08,
-        (RDMA_WRITE_WITH_IMM, false, true) => 0x09,
-        (RDMA_WRITE, true, true) => 0x0a,
-        (RDMA_WRITE_WITH_IMM, true, true) => 0x0b,
+    let rc = match (op, first, last) {
+        (SEND | SEND_WITH_IMM | SEND_WITH_INV, true, false) => wire::RC_SEND_FIRST,
+        (SEND | SEND_WITH_IMM | SEND_WITH_INV, false, false) => wire::RC_SEND_MIDDLE,
+        (SEND, false, true) => wire::RC_SEND_LAST,
+        (SEND_WITH_IMM, false, true) => wire::RC_SEND_LAST_WITH_IMMEDIATE,
+        (SEND, true, true) => wire::RC_SEND_ONLY,
+        (SEND_WITH_IMM, true, true) => wire::RC_SEND_ONLY_WITH_IMMEDIATE,
+        (SEND_WITH_INV, false, true) if !uc => wire::RC_SEND_LAST_WITH_INVALIDATE,
+        (SEND_WITH_INV, true, true) if !uc => wire::RC_SEND_ONLY_WITH_INVALIDATE,
+        (RDMA_WRITE | RDMA_WRITE_WITH_IMM, true, false) => wire::RC_RDMA_WRITE_FIRST,
+        (RDMA_WRITE | RDMA_WRITE_WITH_IMM, false, false) => wire::RC_RDMA_WRITE_MIDDLE,
+        (RDMA_WRITE, false, true) => wire::RC_RDMA_WRITE_LAST,
+        (RDMA_WRITE_WITH_IMM, false, true) => wire::RC_RDMA_WRITE_LAST_WITH_IMMEDIATE,
+        (RDMA_WRITE, true, true) => wire::RC_RDMA_WRITE_ONLY,
+        (RDMA_WRITE_WITH_IMM, true, true) => wire::RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
         _ => return None,
     };
-    Some(if uc { 0x20 | low } else { low })
+    // UC's SEND and WRITE opcodes are RC's with UC's transport bits.
+    Some(if uc { rc | wire::UC_SEND_FIRST } else { rc })
 }

@@ -205,6 +205,7 @@ s.close()'
 		[ $(($(stat tx_foreign_direct) - direct_before)) -ge 500 ] ||
 			fail "$kind: fewer than 500 frames of 4 MiB went to one node ($(($(stat tx_foreign_direct) - direct_before)))"
 		must ip link del br0
+		must ip -n ns1 link del vn
 		must ip netns del ns1
 		;;
 	2)
@@ -214,6 +215,10 @@ s.close()'
 		cat $debug_dir/peers
 		vn_mac=$(cat "$shared/vn.mac")
 		grep -q "^fdb .* $vn_mac " $debug_dir/peers || fail "$kind: node b did not learn the bridged MAC $vn_mac"
+		# The macvlan goes first: a namespace is cleaned up later, in
+		# the background, and its macvlan would keep iblan0 busy for the
+		# bond that comes next.
+		must ip -n ns2 link del mv0
 		must ip netns del ns2
 		must ip addr del 10.9.0.2/24 dev iblan0
 		must ip addr del fd09::2/64 dev iblan0
@@ -257,6 +262,9 @@ bonded_lans() {
 		must ip link set lan5 down
 		wait_until 20 grep -q 'Currently Active Slave: iblan0' /proc/net/bonding/bond9 ||
 			{ cat /proc/net/bonding/bond9; fail "$kind: the bond did not fail over to iblan0"; }
+	fi
+	if [ "$me" = 1 ]; then
+		kill -0 $pinger 2> /dev/null || fail "$kind: the ping ended before the bond failed over (nothing measured)"
 	fi
 	if [ "$me" = 1 ]; then
 		wait $pinger
@@ -495,8 +503,12 @@ run_over() {
 		expect_eq "$posts" $((2 * frames)) "$kind: one post per peer for each of $frames fanned-out frames"
 		expect_eq "$(stat tx_copies)" 0 "$kind: no payload copies on send"
 		must send_raw "$b_mac" 88b5 "unicast-$kind"
+		# To a MAC nobody has: flooded, and dropped by every node's
+		# receive filter (no netdev is promiscuous now).
+		must send_raw 52:54:00:99:99:99 88b5 "stranger-$kind"
 		barrier "$kind.raw-sent" 3
 	else
+		not_for_us_before=$(stat rx_not_for_us_drops)
 		raw_frames 88b5 60 > /tmp/raw.$kind &
 		listener=$!
 		wait_until 60 grep -q '^listening' /tmp/raw.$kind || fail "$kind: the raw frame listener did not start"
@@ -513,6 +525,9 @@ run_over() {
 		else
 			expect_eq "$(grep -c "unicast-$kind" /tmp/raw.$kind)" 0 "$kind: the unicast frame stayed away from other nodes"
 		fi
+		expect_eq "$(grep -c "stranger-$kind" /tmp/raw.$kind)" 0 "$kind: a frame to another MAC reached a packet socket"
+		[ "$(stat rx_not_for_us_drops)" -gt "$not_for_us_before" ] ||
+			fail "$kind: the frame to another MAC was not dropped by the receive filter (rx_not_for_us_drops)"
 	fi
 
 	if [ "$scope" = full ]; then

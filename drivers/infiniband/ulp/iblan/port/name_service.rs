@@ -148,8 +148,13 @@ impl LanDev {
             let mut peers = self.peers.lock();
             match peers.find(|e| e.peer.gid == a.gid) {
                 Some(at) if a.leaving => {
+                    let lid = peers.get_mut(at).map(|e| e.peer.lid);
                     if peers.retire(at) {
                         self.count(Stat::NsLeft);
+                        // What sat behind the node is unknown again.
+                        if let Some(lid) = lid {
+                            self.forwarding.forget(lid);
+                        }
                     }
                     true
                 }
@@ -158,7 +163,12 @@ impl LanDev {
                     // that moved to another LID or QP keeps it.
                     if let Some(entry) = peers.get_mut(at) {
                         entry.last_seen_ms = now;
-                        entry.peer.lid = a.lid;
+                        if entry.peer.lid != a.lid {
+                            // The MACs learned behind its old LID would
+                            // go to whoever holds that LID next.
+                            self.forwarding.forget(entry.peer.lid);
+                            entry.peer.lid = a.lid;
+                        }
                         entry.peer.qpn = a.qpn;
                         entry.peer.qkey = a.qkey;
                     }

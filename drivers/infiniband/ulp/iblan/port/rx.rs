@@ -188,16 +188,23 @@ impl LanDev {
                 copy_into(&mut reassembly.buffers, slot, offset, payload);
                 // The frame is copied out under the lock, which keeps the
                 // slot's buffer, and handed up after it: the stack must
-                // not run with interrupts off (it may transmit at once).
-                let skb = reassembly
+                // not run with interrupts off (it may transmit at once),
+                // and learning takes locks that disable bottom halves.
+                let frame = reassembly
                     .buffers
                     .get(slot)
-                    .and_then(|b| b.get(..total_len))
-                    .and_then(|frame| self.frame_skb(dev, frame));
+                    .and_then(|b| b.get(..total_len));
+                let source = frame.and_then(|f| mac_at(f, 6));
+                let skb = frame
+                    .filter(|f| self.wanted(dev, f))
+                    .and_then(|f| self.frame_skb(dev, f));
                 drop(guard);
+                if let Some(source) = source {
+                    self.learn_source(sgid, &source);
+                }
                 if let Some(skb) = skb {
                     self.count(Stat::RxReassembled);
-                    self.hand_up(dev, sgid, skb);
+                    self.hand_up(dev, skb);
                 }
             }
             Step::Drop { reason, .. } => self.count(match reason {
@@ -207,33 +214,42 @@ impl LanDev {
         }
     }
 
-    /// Hands one whole frame from the node `sgid` to the stack.
+    /// Hands one whole frame from the node `sgid` to the stack, if the
+    /// netdev takes it.
     pub(super) fn deliver(&self, dev: &EtherDevice<LanDev>, sgid: &[u8; 16], frame: &[u8]) {
+        if let Some(source) = mac_at(frame, 6) {
+            self.learn_source(sgid, &source);
+        }
+        if !self.wanted(dev, frame) {
+            return;
+        }
         if let Some(skb) = self.frame_skb(dev, frame) {
-            self.hand_up(dev, sgid, skb);
+            self.hand_up(dev, skb);
         }
     }
 
-    /// Hands a whole received frame from the node `sgid` to the stack as
-    /// an Ethernet port does: a unicast to another MAC only in promiscuous
-    /// mode (a bridge port, a macvlan's lower device), counted in the link
-    /// statistics; a foreign source MAC is learned behind its node.
-    pub(super) fn hand_up(&self, dev: &EtherDevice<LanDev>, sgid: &[u8; 16], skb: SkBuff) {
-        let frame = skb.data();
-        let (Some(dest), Some(source)) = (mac_at(frame, 0), mac_at(frame, 6)) else {
+    /// Whether the netdev takes `frame`, as an Ethernet port's filter
+    /// decides before anything is copied: broadcast and multicast, unicast
+    /// to its own MAC, and any unicast in promiscuous mode (a bridge port,
+    /// a macvlan's lower device, packet capture).
+    fn wanted(&self, dev: &EtherDevice<LanDev>, frame: &[u8]) -> bool {
+        let Some(dest) = mac_at(frame, 0) else {
             self.count(Stat::RxMalformed);
-            return;
+            return false;
         };
+        if dest[0] & 1 != 0 || dest == dev.mac() || dev.as_netdev().is_promiscuous() {
+            return true;
+        }
+        self.count(Stat::RxNotForUs);
+        false
+    }
+
+    /// Hands a whole received frame to the stack, counted in the link
+    /// statistics.
+    fn hand_up(&self, dev: &EtherDevice<LanDev>, skb: SkBuff) {
+        let frame = skb.data();
         let len = frame.len() as u64;
-        let multicast = dest[0] & 1 != 0;
-        if !multicast && dest != dev.mac() && !dev.as_netdev().is_promiscuous() {
-            self.count(Stat::RxNotForUs);
-            return;
-        }
-        if lan::classify_mac(&source, self.config.vendor, self.config.lan) == MacKind::Foreign {
-            self.learn_source(sgid, &source);
-        }
-        if multicast {
+        if frame.first().is_some_and(|b| b & 1 != 0) {
             self.link.rx_multicast.fetch_add(1, Ordering::Relaxed);
         }
         self.link.rx_packets.fetch_add(1, Ordering::Relaxed);
@@ -241,8 +257,12 @@ impl LanDev {
         dev.receive(skb);
     }
 
-    /// Learns that foreign MAC `source` sits behind the node `sgid`.
+    /// Learns the node `sgid` as where `source` sits if it is a foreign
+    /// MAC (from every frame, taken or not, as a switch learns).
     pub(super) fn learn_source(&self, sgid: &[u8; 16], source: &[u8; 6]) {
+        if lan::classify_mac(source, self.config.vendor, self.config.lan) != MacKind::Foreign {
+            return;
+        }
         let lid = self
             .peers
             .lock()

@@ -31,16 +31,11 @@ impl LanDev {
             self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
             return TxOutcome::Sent;
         };
-        let lid = match lan::classify_mac(&mac, self.config.vendor, self.config.lan) {
+        let kind = lan::classify_mac(&mac, self.config.vendor, self.config.lan);
+        let foreign = kind == MacKind::Foreign;
+        let lid = match kind {
             MacKind::Unicast { lid } => Some(lid),
-            MacKind::Foreign => {
-                let behind = self.forwarding.lookup(&mac);
-                self.count(match behind {
-                    Some(_) => Stat::TxForeignDirect,
-                    None => Stat::TxForeignFloods,
-                });
-                behind
-            }
+            MacKind::Foreign => self.forwarding.lookup(&mac),
             MacKind::Broadcast | MacKind::Multicast => None,
         };
         // The table stays locked from the choice of peers to their last
@@ -48,7 +43,15 @@ impl LanDev {
         let mut peers = self.peers.lock();
         let (targets, peer_count) = peers.targets(lid);
         let fanout = matches!(targets, Targets::All);
-        if fanout && lid.is_some() {
+        if foreign {
+            // Whether the frame goes where its MAC was learned, or floods
+            // (never learned, aged out, or that node is gone).
+            self.count(if fanout {
+                Stat::TxForeignFloods
+            } else {
+                Stat::TxForeignDirect
+            });
+        } else if fanout && lid.is_some() {
             self.count(Stat::TxUnknownLidFloods);
         }
         if peer_count == 0 {
@@ -169,8 +172,9 @@ impl LanDev {
     /// and frees it.
     pub(super) fn send_done(&self, wr_id: u64, done: u32) {
         // SAFETY: `wr_id` is the skb `transmit` gave up to its posts, which
-        // hold it until the last of them completes (the count in its
-        // control block); until then it is given up again at once.
+        // hold it until the last of them completes: the count in its
+        // control block picks that one, and every other completion gives
+        // it up again at once without touching it.
         let Some(skb) = (unsafe { SkBuff::from_wr_id(wr_id) }) else {
             return;
         };
@@ -260,16 +264,14 @@ impl<'a> InFlight<'a> {
     }
 
     /// `done` more sends completed: the mapping to undo if they were the
-    /// last.
-    fn complete(&self, done: u32) -> Option<(u64, usize)> {
+    /// last. The mapping is read first: once the count drops, the last
+    /// holder (on another CPU) may free the skb.
+    fn complete(self, done: u32) -> Option<(u64, usize)> {
+        let dma = self.word(Self::DMA)?.load(Ordering::Relaxed);
+        let len = self.word(Self::LEN)?.load(Ordering::Relaxed) as usize;
         let before = self
             .word(Self::POSTS)?
             .fetch_sub(u64::from(done), Ordering::AcqRel);
-        if before > u64::from(done) {
-            return None;
-        }
-        let dma = self.word(Self::DMA)?.load(Ordering::Relaxed);
-        let len = self.word(Self::LEN)?.load(Ordering::Relaxed) as usize;
-        Some((dma, len))
+        (before <= u64::from(done)).then_some((dma, len))
     }
 }
