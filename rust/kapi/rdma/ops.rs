@@ -765,10 +765,11 @@ impl<T: Driver> Device<T> {
                 // The transport reaches pages by address inside RCU
                 // read-side sections: the replaced pages stay pinned until
                 // those have ended.
+                // This frame opens no read-side section, and the driver's
+                // ended when it returned (its guards are scoped values it
+                // cannot hand back).
                 // SAFETY: a verb callback runs in process context, and no
-                // read-side section is open here: this frame opens none,
-                // and the driver's ended when it returned (its guards are
-                // scoped values it cannot hand back).
+                // read-side section is open here.
                 unsafe { crate::kapi::rcu::synchronize() };
                 drop(replaced);
             }

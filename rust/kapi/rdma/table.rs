@@ -139,12 +139,13 @@ impl<T> ObjectTable<T> {
     pub fn remove(&self, id: u32) {
         // SAFETY: the xarray is initialised.
         unsafe { bindings::srnic_xa_erase(self.inner.xa.get(), id as usize) };
-        // SAFETY: not proven by type: `remove` is, like every function
-        // that sleeps (a mutex, an allocation that may wait), safe to call
-        // and documented to need process context outside a read-side
-        // section. Its callers are destroy verbs and teardown, which hold
-        // no guard; one that did would be reported by the kernel's
+        // Not proven by type: `remove` is, like every function that sleeps
+        // (a mutex, an allocation that may wait), safe to call and
+        // documented to need process context outside a read-side section;
+        // a caller holding a guard would be reported by the kernel's
         // `might_sleep` and lockdep checks (the debug kernel of the tests).
+        // SAFETY: its callers are destroy verbs and teardown, in process
+        // context and holding no guard.
         unsafe { rcu::synchronize() };
     }
 

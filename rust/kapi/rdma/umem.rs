@@ -92,10 +92,10 @@ impl UserMemory {
             return Err(EINVAL);
         }
         start.checked_add(length).ok_or(EINVAL)?;
+        // `ib_umem_get` pins from `current->mm` and checks the range against
+        // that address space and the pinning limit.
         // SAFETY: the device is live and this task runs a user verb in
-        // process context (`UserVerb`'s invariant), which is what
-        // `ib_umem_get` needs: it pins from `current->mm` and checks the
-        // range against that address space and the pinning limit.
+        // process context (`UserVerb`'s invariant), which that needs.
         let umem = from_err_ptr(unsafe {
             bindings::ib_umem_get(
                 verb.device.as_ptr(),

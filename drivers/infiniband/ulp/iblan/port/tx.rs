@@ -171,10 +171,10 @@ impl LanDev {
     /// `done` posts of the skb at `wr_id` completed; the last one unmaps
     /// and frees it.
     pub(super) fn send_done(&self, wr_id: u64, done: u32) {
+        // The count in the skb's control block picks the last completion;
+        // every other gives the skb up again at once without touching it.
         // SAFETY: `wr_id` is the skb `transmit` gave up to its posts, which
-        // hold it until the last of them completes: the count in its
-        // control block picks that one, and every other completion gives
-        // it up again at once without touching it.
+        // hold it until the last of them completes.
         let Some(skb) = (unsafe { SkBuff::from_wr_id(wr_id) }) else {
             return;
         };
