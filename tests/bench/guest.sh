@@ -3,7 +3,7 @@
 # VM, started by qemu/guest-init through the job's `script` stub, and works
 # through the plan the host wrote into the job directory:
 #
-#   /mnt/job/params   BENCH_MODE=loopback|wire, BENCH_KO, BENCH_PROGS, BENCH_QUICK
+#   /mnt/job/params   BENCH_MODE=loopback|wire|fastwire, BENCH_KO, BENCH_PROGS, BENCH_QUICK
 #   /mnt/job/plan     one measurement a line: ID DEVICE TEST SIZE QPS
 #
 # DEVICE is srnic, rxe or siw (loaded one at a time on eth0: rxe and srnic
@@ -15,7 +15,15 @@
 #
 # In loopback mode one VM runs both ends of every test against its own
 # address. In wire mode both VMs run the same plan in step: VM a runs the
-# servers, VM b the clients, meeting at files in /mnt/shared.
+# servers, VM b the clients, meeting at files in /mnt/shared. In fastwire
+# mode one VM runs the servers on one end of a veth pair (vnear,
+# 10.2.0.1) and the clients in the network namespace "far" on the other
+# (vfar, 10.2.0.2), each end with its own device: no emulated wire in
+# between, so the CPU each packet costs sets the pace. rxe (Linux 6.12)
+# opens its UDP sockets and looks up its routes in the initial namespace
+# only, so it cannot serve "far": its rows pair rxe's server with srnic's
+# client. Bandwidth rows of this mode note the kernel CPU time (system,
+# irq and softirq of /proc/stat, both vCPUs) per GiB moved.
 #
 # The recording VM (the only one, or b) appends one CSV line per
 # measurement to /mnt/job/results.csv:
@@ -39,7 +47,13 @@ mode=$BENCH_MODE
 quick=${BENCH_QUICK:-0}
 my_ip=${SRNIC_IP%/*}
 server_ip=10.0.0.1
-if [ "$mode" = loopback ] || [ "$SRNIC_VM" = b ]; then recorder=1; else recorder=0; fi
+# The carrier netdev of each end, the client's address, and what runs a
+# client command (in fastwire mode: in the far namespace).
+near_if=eth0 far_if=eth0 client_ip=$my_ip client_ns=()
+if [ "$mode" = fastwire ]; then
+	near_if=vnear far_if=vfar server_ip=10.2.0.1 client_ip=10.2.0.2 client_ns=(ip netns exec far)
+fi
+if [ "$mode" != wire ] || [ "$SRNIC_VM" = b ]; then recorder=1; else recorder=0; fi
 
 # Bounds: seconds for one perftest or iperf3 command, and the transfer
 # sizes behind the iteration counts.
@@ -60,8 +74,10 @@ min_iters=20
 # engine would not wait for the application either.
 bench_nice=(nice -n 19)
 [ "${BENCH_NICE:-1}" = 1 ] || bench_nice=()
-# For trying the harness itself on a slow kernel: smaller runs.
+# For trying the harness itself on a slow kernel, or for steadier figures:
+# smaller or larger runs.
 max_iters=${BENCH_MAX_ITERS:-$max_iters} lat_iters=${BENCH_LAT_ITERS:-$lat_iters}
+bw_bytes=${BENCH_BW_BYTES:-$bw_bytes}
 
 log() { echo "bench[$SRNIC_VM]: $*"; }
 
@@ -122,6 +138,33 @@ last_line() {
 # --- devices -------------------------------------------------------------
 
 ibdev= gid_args=() atomic_cap= comp_vectors=1
+# The client's device and GID when it is not the server's (fastwire).
+client_ibdev= client_gid_args=()
+
+# fastwire_setup: the veth pair between this namespace and "far".
+fastwire_setup() {
+	ip netns add far &&
+		ip link add vnear type veth peer name vfar netns far &&
+		ip addr add 10.2.0.1/24 dev vnear && ip link set vnear up &&
+		ip -n far addr add 10.2.0.2/24 dev vfar && ip -n far link set vfar up &&
+		ip -n far link set lo up
+}
+
+# far_device DEV TYPE: the client's device DEV of TYPE on vfar, in "far".
+far_device() {
+	local gid
+	client_ibdev=$1
+	ip netns exec far rdma link add "$1" type "$2" netdev vfar || return 1
+	if [ "$2" = siw ]; then
+		client_gid_args=(-R)
+		wait_until 60 grep -q ACTIVE "/sys/class/infiniband/$1/ports/1/state" ||
+			{ echo "$1 did not become ACTIVE"; return 1; }
+	else
+		wait_until 60 find_gid "$1" "$client_ip" || { echo "$1 has no RoCEv2 GID for $client_ip"; return 1; }
+		gid=$(find_gid "$1" "$client_ip")
+		client_gid_args=(-x "$gid")
+	fi
+}
 
 setup_device() {
 	local dev=$1 release
@@ -133,26 +176,49 @@ setup_device() {
 		# (guest-init installed the test kernel's build of it).
 		cp "$BENCH_KO" "/lib/modules/$release/extra/srnic.ko" || return 1
 		depmod -a && modprobe srnic &&
-			rdma link add srnic0 type srnic netdev eth0 || return 1
+			rdma link add srnic0 type srnic netdev "$near_if" || return 1
+		[ "$mode" != fastwire ] || far_device srnic1 srnic || return 1
 		;;
 	rxe)
 		ibdev=rxe0
-		modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0 || return 1
+		modprobe rdma_rxe && rdma link add rxe0 type rxe netdev "$near_if" || return 1
+		if [ "$mode" = fastwire ]; then
+			# rxe cannot reach "far" (see the top): srnic's client.
+			cp "$BENCH_KO" "/lib/modules/$release/extra/srnic.ko" && depmod -a &&
+				modprobe srnic && far_device srnic1 srnic || return 1
+		fi
 		;;
 	siw)
 		ibdev=siw0
-		modprobe siw && rdma link add siw0 type siw netdev eth0 || return 1
+		modprobe siw && rdma link add siw0 type siw netdev "$near_if" || return 1
+		[ "$mode" != fastwire ] || far_device siw1 siw || return 1
 		;;
 	iblan)
 		# Ethernet over srnic0's UD QPs: iperf3 runs on iblan0.
 		setup_device srnic || return 1
-		wait_until 60 sh -c "ip -6 addr show dev eth0 scope link | grep -q inet6" || return 1
+		wait_until 60 sh -c "ip -6 addr show dev $near_if scope link | grep -q inet6" || return 1
 		insmod "$(dirname "$BENCH_KO")/iblan.ko" || return 1
 		wait_until 30 ip link show iblan0 || { echo "no iblan0"; return 1; }
-		ip link set iblan0 up && ip addr add "10.1.0.${my_ip##*.}/24" dev iblan0 || return 1
-		wait_until 30 sh -c "ethtool -S iblan0 | grep -q 'ns_peers: [1-9]'" ||
-			{ ethtool -S iblan0; echo "iblan0 found no peer"; return 1; }
-		log "iblan: iblan0 up over srnic0"
+		local near_lan=iblan0 lan_ip="10.1.0.${my_ip##*.}"
+		if [ "$mode" = fastwire ]; then
+			# One LAN port per device: the one on srnic1 moves to "far".
+			wait_until 30 ip link show iblan1 || { echo "no iblan1"; return 1; }
+			local far_lan lan
+			for lan in iblan0 iblan1; do
+				case $(ethtool -i "$lan" | awk '$1 == "bus-info:" { print $2 }') in
+				srnic1:*) far_lan=$lan ;;
+				*) near_lan=$lan ;;
+				esac
+			done
+			[ -n "${far_lan:-}" ] || { ethtool -i iblan0; ethtool -i iblan1; echo "no LAN port on srnic1"; return 1; }
+			ip link set "$far_lan" netns far && ip -n far link set "$far_lan" up &&
+				ip -n far addr add 10.1.0.2/24 dev "$far_lan" || return 1
+			lan_ip=10.1.0.1
+		fi
+		ip link set "$near_lan" up && ip addr add "$lan_ip/24" dev "$near_lan" || return 1
+		wait_until 30 sh -c "ethtool -S $near_lan | grep -q 'ns_peers: [1-9]'" ||
+			{ ethtool -S "$near_lan"; echo "$near_lan found no peer"; return 1; }
+		log "iblan: $near_lan up over srnic0"
 		return 0
 		;;
 	*) echo "unknown device $dev"; return 1 ;;
@@ -164,8 +230,10 @@ setup_device() {
 			{ echo "$ibdev did not become ACTIVE"; return 1; }
 	else
 		local gid
-		wait_until 60 find_gid "$ibdev" "$my_ip" || { echo "$ibdev has no RoCEv2 GID for $my_ip"; return 1; }
-		gid=$(find_gid "$ibdev" "$my_ip")
+		local near_ip=$my_ip
+		[ "$mode" != fastwire ] || near_ip=$server_ip
+		wait_until 60 find_gid "$ibdev" "$near_ip" || { echo "$ibdev has no RoCEv2 GID for $near_ip"; return 1; }
+		gid=$(find_gid "$ibdev" "$near_ip")
 		gid_args=(-x "$gid")
 	fi
 	ibv_devinfo -v -d "$ibdev" > "$raw/devinfo-$dev.$SRNIC_VM.txt" 2>&1
@@ -181,6 +249,11 @@ teardown_device() {
 	local dev=$1
 	[ -z "$ibdev" ] || rdma statistic show link "$ibdev/1" 2>&1
 	[ -z "$ibdev" ] || [ ! -e "/sys/class/infiniband/$ibdev" ] || rdma link delete "$ibdev" 2>&1
+	if [ -n "$client_ibdev" ] && [ -e "/sys/class/infiniband/$client_ibdev" ]; then
+		rdma statistic show link "$client_ibdev/1" 2>&1
+		ip netns exec far rdma link delete "$client_ibdev" 2>&1
+	fi
+	client_ibdev= client_gid_args=()
 	case $dev in
 	iblan)
 		[ ! -e /sys/module/iblan ] || rmmod iblan
@@ -188,7 +261,10 @@ teardown_device() {
 		[ ! -e /sys/module/srnic ] || rmmod srnic
 		;;
 	srnic) [ ! -e /sys/module/srnic ] || rmmod srnic ;;
-	rxe) [ ! -e /sys/module/rdma_rxe ] || rmmod rdma_rxe ;;
+	rxe)
+		[ ! -e /sys/module/rdma_rxe ] || rmmod rdma_rxe
+		[ ! -e /sys/module/srnic ] || rmmod srnic
+		;;
 	siw) [ ! -e /sys/module/siw ] || rmmod siw ;;
 	esac
 	ibdev=
@@ -208,10 +284,16 @@ iters() {
 	echo "$n"
 }
 
-# perftest_args TEST SIZE QPS PORT: the arguments both ends share.
+# perftest_args TEST SIZE QPS PORT [client]: the arguments of one end (the
+# server's, or with "client" the client's: they differ in fastwire mode).
 perftest_args() {
 	local test=$1 size=$2 qps=$3 port=$4
-	args=(-d "$ibdev" "${gid_args[@]}" -F -p "$port" -n "$(iters "$test" "$size" "$qps")")
+	if [ "${5:-}" = client ] && [ -n "$client_ibdev" ]; then
+		args=(-d "$client_ibdev" "${client_gid_args[@]}")
+	else
+		args=(-d "$ibdev" "${gid_args[@]}")
+	fi
+	args+=(-F -p "$port" -n "$(iters "$test" "$size" "$qps")")
 	[ "$test" = atomic_bw ] || args+=(-s "$size")
 	[ "$qps" -le 1 ] || args+=(-q "$qps")
 }
@@ -249,6 +331,7 @@ judge() {
 		why="perftest reported $value"
 	fi
 	local note="$rel/${log##*/}"
+	[ -z "${extra_note:-}" ] || note="$extra_note; $note"
 	[ "${tries:-1}" -le 1 ] || note+="; try $tries of $attempts, earlier tries beside it"
 	if [ -n "${why:-}" ]; then
 		record "$dev" "$test" "$size" "$qps" "" "$unit" FAILED "$why ($note)"
@@ -320,9 +403,27 @@ profile_stop() {
 	rm -f /tmp/bench.perf.data
 }
 
-# Loopback: both ends in this VM.
+# kernel_ticks: the system, irq and softirq time of all CPUs so far, in
+# USER_HZ ticks (/proc/stat).
+kernel_ticks() {
+	awk '$1 == "cpu" { print $4 + $7 + $8; exit }' /proc/stat
+}
+
+# cpu_note TEST SIZE QPS TICKS: "cpu X s/GiB", the kernel CPU time of a
+# bandwidth run per GiB it moved (perftest's -n iterations of SIZE bytes
+# on each QP); its busy-polling client and server are user time and not
+# counted.
+cpu_note() {
+	local bytes=$(($(iters "$1" "$2" "$3") * $2 * $3))
+	[ "$bytes" -gt 0 ] || return 0
+	awk -v t="$4" -v hz="$(getconf CLK_TCK)" -v b="$bytes" \
+		'BEGIN { printf "cpu %.3g s/GiB", t / hz / (b / 1073741824) }'
+}
+
+# Loopback (and fastwire): both ends in this VM.
 loopback_perftest() {
-	local id=$1 dev=$2 test=$3 size=$4 qps=$5 tag=$6 port=$((18000 + $1)) bin spid rc att
+	local id=$1 dev=$2 test=$3 size=$4 qps=$5 tag=$6 port=$((18000 + $1)) bin spid rc att ticks cpu=
+	local extra_note=
 	bin=$(perftest_bin "$test")
 	for att in $(seq "$attempts"); do
 		tries=$att
@@ -336,8 +437,11 @@ loopback_perftest() {
 			return
 		fi
 		profile_start "$test"
-		timeout "$cmd_timeout" "${bench_nice[@]}" stdbuf -oL "$bin" "${args[@]}" "$server_ip" > "$raw/$tag.client.txt" 2>&1
+		perftest_args "$test" "$size" "$qps" "$port" client
+		ticks=$(kernel_ticks)
+		timeout "$cmd_timeout" "${client_ns[@]}" "${bench_nice[@]}" stdbuf -oL "$bin" "${args[@]}" "$server_ip" > "$raw/$tag.client.txt" 2>&1
 		rc=$?
+		ticks=$(($(kernel_ticks) - ticks))
 		profile_stop "$raw/$tag.profile.txt"
 		[ "$rc" = 0 ] || stop "$spid"
 		wait "$spid" 2>/dev/null
@@ -346,6 +450,7 @@ loopback_perftest() {
 		cp "$raw/$tag.server.txt" "$raw/$tag.server.try$att.txt"
 		port=$((port + 20000))
 	done
+	case $mode/$test in fastwire/*_bw) extra_note=$(cpu_note "$test" "$size" "$qps" "$ticks") ;; esac
 	judge "$dev" "$test" "$size" "$qps" "$rc" "$raw/$tag.client.txt"
 }
 
@@ -422,7 +527,7 @@ iperf_client() {
 	local test=$1 port=$2 tag=$3 dev=${4:-limit} rc value extra=() to=$server_ip
 	[ "$test" = iperf3_tcp ] || extra=(-u -b 0)
 	[ "$dev" != iblan ] || to=10.1.0.1
-	timeout 60 iperf3 -c "$to" -p "$port" -t "$iperf_secs" -J "${extra[@]}" > "$raw/$tag.client.json" 2>&1
+	timeout 60 "${client_ns[@]}" iperf3 -c "$to" -p "$port" -t "$iperf_secs" -J "${extra[@]}" > "$raw/$tag.client.json" 2>&1
 	rc=$?
 	value=$(python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
@@ -432,6 +537,22 @@ print("%.2f" % (d["end"]["sum_received"]["bits_per_second"] / 8 / 2**20))' "$raw
 	else
 		record "$dev" "$test" 0 1 "$value" MiB/s ok "$rel/$tag.client.json"
 	fi
+}
+
+# Fastwire: iperf3's server here, its client in "far" (over the veth, or
+# with DEVICE iblan over the LAN ports of srnic0 and srnic1).
+fastwire_iperf() {
+	local id=$1 dev=$2 test=$3 tag=$4 port=$((18000 + $1)) spid
+	timeout 120 stdbuf -oL iperf3 -s -1 -p "$port" > "$raw/$tag.server.txt" 2>&1 &
+	spid=$!
+	if ! wait_listen "$port" "$spid"; then
+		stop "$spid"
+		record "$dev" "$test" 0 1 "" MiB/s FAILED \
+			"the server never listened: $(last_line "$raw/$tag.server.txt") ($rel/$tag.server.txt)"
+		return
+	fi
+	iperf_client "$test" "$port" "$tag" "$dev"
+	reap "$spid"
 }
 
 # Wire: VM a serves, VM b measures; they meet at files named after the ID
@@ -536,6 +657,8 @@ measure() {
 		wire_measure "$id" "$dev" "$test" "$size" "$qps" "$tag"
 	elif [ "$test" = memcpy ]; then
 		memcpy_limit "$id" "$size" "$tag"
+	elif [[ $test = iperf3_* ]]; then
+		fastwire_iperf "$id" "$dev" "$test" "$tag"
 	elif [ "$test" = send_bw_2proc ]; then
 		loopback_2proc "$id" "$dev" "$test" "$size" "$qps" "$tag"
 	else
@@ -549,6 +672,10 @@ measure() {
 # --- the plan ------------------------------------------------------------
 
 current= device_error=
+if [ "$mode" = fastwire ]; then
+	fastwire_setup > "$raw/fastwire-setup.txt" 2>&1 ||
+		log "the veth pair failed: $(last_line "$raw/fastwire-setup.txt")"
+fi
 # The plan comes in on fd 3, so that no command of a measurement reads it.
 while read -r -u 3 id dev test size qps; do
 	[ -n "$id" ] || continue

@@ -39,7 +39,7 @@ const RETRY_MS: u32 = 1;
 /// Pieces of a READ response to a requester on this node one run hands
 /// over at most: as many bytes as a requester's run moves.
 const LOCAL_BURST: u32 =
-    (crate::requester::BYTE_BUDGET / crate::qp::LOCAL_SEGMENT_BYTES as usize) as u32;
+    (crate::requester::RUN_BUDGET.bytes / crate::qp::LOCAL_SEGMENT_BYTES as usize) as u32;
 
 /// `packet` as an answer, if it has no payload.
 pub(crate) fn answer_of(packet: &Packet<'_>) -> Option<Answer> {

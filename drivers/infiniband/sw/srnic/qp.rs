@@ -657,7 +657,7 @@ impl SrnicQp {
         })();
         upcalls.run(qp);
         this.schedule_sweep(qp);
-        crate::requester::run(qp);
+        crate::requester::run_after_post(qp);
         result
     }
 

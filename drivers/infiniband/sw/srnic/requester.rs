@@ -167,13 +167,28 @@ pub(crate) fn mtu_bytes(path_mtu: u32) -> u32 {
     256u32 << path_mtu.clamp(1, 5).saturating_sub(1)
 }
 
-/// The next request packet of `qp`, or `None` when it has nothing it may
-/// send now. Local operations met on the way are executed.
+/// What a requester's run finds to do next.
+// Moved once per packet, as an `Option<Packet>` would be; boxing the
+// packet would allocate per packet instead.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Next<'a> {
+    /// A request packet to send.
+    Send(Packet<'a>),
+    /// Nothing it may send now.
+    Wait,
+    /// A packet whose payload is larger than this run may carry: the QP's
+    /// own work sends it.
+    LeaveToWork,
+}
+
+/// The next request packet of `qp`, carrying at most `max_payload` bytes.
+/// Local operations met on the way are executed.
 pub(crate) fn next_packet<'a>(
     qp: &'a Qp<SrnicDevice>,
     guard: &'a RcuReadGuard,
     upcalls: &mut Upcalls,
-) -> Option<Packet<'a>> {
+    max_payload: u32,
+) -> Next<'a> {
     let this: &'a SrnicQp = qp;
     let (datagram, unreliable) = match qp.qp_type() {
         QpType::Rc => (false, false),
@@ -189,29 +204,33 @@ pub(crate) fn next_packet<'a>(
             _ => false,
         };
         if !sending {
-            return None;
+            return Next::Wait;
         }
         if let Some(until) = state.requester.rnr_until {
             if now_ns() < until {
-                return None;
+                return Next::Wait;
             }
             state.requester.rnr_until = None;
         }
         let index = state.requester.index;
         if index == state.sq.producer {
-            return None;
+            return Next::Wait;
         }
-        let mut wqe = wqe::read_send(&this.work, index).ok()?;
+        let Ok(mut wqe) = wqe::read_send(&this.work, index) else {
+            return Next::Wait;
+        };
         let op = wqe.opcode();
         let starting = state.requester.sent == 0;
         if starting {
             if wqe.send_flags() & IB_SEND_FENCE != 0 && state.requester.rd_atomic > 0 {
-                return None;
+                return Next::Wait;
             }
             match op {
                 opcode::LOCAL_INV | opcode::REG_MR | opcode::BIND_MW => {
                     execute_local(qp, &state, guard, &mut wqe);
-                    wqe::write_send(&this.work, index, &wqe).ok()?;
+                    if wqe::write_send(&this.work, index, &wqe).is_err() {
+                        return Next::Wait;
+                    }
                     state.requester.index = this.work.geometry().next(index);
                     completer::retire(qp, &mut state, upcalls);
                     continue;
@@ -223,7 +242,7 @@ pub(crate) fn next_packet<'a>(
                 | opcode::FLUSH => {
                     let depth = u32::from(state.attrs.max_rd_atomic).max(1);
                     if state.requester.rd_atomic >= depth {
-                        return None;
+                        return Next::Wait;
                     }
                 }
                 _ => {}
@@ -232,18 +251,25 @@ pub(crate) fn next_packet<'a>(
         if datagram {
             match build_datagram(qp, &mut state, guard, index, &mut wqe) {
                 Ok(packet) => {
-                    wqe::write_send(&this.work, index, &wqe).ok()?;
-                    return Some(packet);
+                    if wqe::write_send(&this.work, index, &wqe).is_err() {
+                        return Next::Wait;
+                    }
+                    return Next::Send(packet);
                 }
                 Err(status) => {
                     // Not sendable (too long for the MTU): the WQE fails
                     // and the QP with it.
-                    wqe::write_send(&this.work, index, &wqe).ok()?;
+                    if wqe::write_send(&this.work, index, &wqe).is_err() {
+                        return Next::Wait;
+                    }
                     state.requester.index = this.work.geometry().next(index);
                     completer::fail_local(qp, &mut state, &wqe, status, upcalls);
-                    return None;
+                    return Next::Wait;
                 }
             }
+        }
+        if payload_of_next(&state, &wqe) > max_payload {
+            return Next::LeaveToWork;
         }
         let req = &mut state.requester;
         let in_flight = req.psn.distance_from(req.acked);
@@ -253,7 +279,7 @@ pub(crate) fn next_packet<'a>(
         // again); the window limits new packets.
         let resending = req.psn.is_before(req.sent_end);
         if in_flight >= WINDOW || (in_flight >= window && !resending) {
-            return None;
+            return Next::Wait;
         }
         let last_resent = resending && req.psn.next() == req.sent_end;
         if in_flight <= 0 {
@@ -282,8 +308,23 @@ pub(crate) fn next_packet<'a>(
         if req.sent_end.is_before(req.psn) {
             req.sent_end = req.psn;
         }
-        wqe::write_send(&this.work, index, &wqe).ok()?;
-        return packet;
+        if wqe::write_send(&this.work, index, &wqe).is_err() {
+            return Next::Wait;
+        }
+        return packet.map_or(Next::Wait, Next::Send);
+    }
+}
+
+/// The payload bytes of the next packet of `wqe`, the WQE the requester
+/// is in (of an RC or UC QP).
+fn payload_of_next(state: &QpInner, wqe: &WorkWqe) -> u32 {
+    match wqe.op() {
+        SendOp::Send { .. } | SendOp::Write { .. } => wqe
+            .length()
+            .saturating_sub(state.requester.sent)
+            .min(state.segment_bytes()),
+        SendOp::AtomicWrite { .. } => wqe.length(),
+        _ => 0,
     }
 }
 
@@ -561,68 +602,98 @@ fn build<'a>(
     }
 }
 
-/// Packets one run of a requester sends at most: the caller may be a
-/// doorbell or a softirq, neither of which may run for long.
-const PACKET_BUDGET: u32 = 64;
-/// Payload bytes one run of a requester moves at most: packets between
-/// QPs of this node carry up to 64 KiB each, and a doorbell must not copy
-/// a whole long message before it returns. The answer to a READ on this
-/// node is charged piece by piece; what the budget leaves of it waits in
-/// the responder's outbox for that QP's own work.
-pub(crate) const BYTE_BUDGET: usize = 1024 * 1024;
+/// How much one run of a requester may send before the QP's own work (on
+/// the QP's CPU) goes on with the rest.
+#[derive(Clone, Copy)]
+pub(crate) struct Budget {
+    /// Packets: the caller may be a doorbell or a softirq, neither of which
+    /// may run for long.
+    packets: u32,
+    /// Payload bytes: packets between QPs of this node carry up to 64 KiB
+    /// each. The answer to a READ on this node is charged piece by piece;
+    /// what the budget leaves of it waits in the responder's outbox for
+    /// that QP's own work.
+    pub(crate) bytes: usize,
+    /// The largest payload one packet of this run may carry.
+    pub(crate) packet_bytes: u32,
+}
+
+impl Budget {
+    /// Whether a packet with `payload` bytes fits in what is left.
+    pub(crate) fn allows(&self, payload: usize) -> bool {
+        self.bytes > 0 && u32::try_from(payload).is_ok_and(|n| n <= self.packet_bytes)
+    }
+}
+
+/// The budget of a run from the QP's work or from an answer's softirq.
+pub(crate) const RUN_BUDGET: Budget = Budget {
+    packets: 64,
+    bytes: 1024 * 1024,
+    packet_bytes: u32::MAX,
+};
+
+/// The budget of a run from a post: a small packet goes out (or, on this
+/// node, is delivered) at once in the poster's context, which is the
+/// lowest latency; a large one is left to the QP's work, so that its copy
+/// runs on the QP's CPU while the poster goes on posting and polling, and
+/// the QPs of one process spread their copies over the CPUs. Packets on
+/// the wire (one path MTU) are always small.
+const POST_BUDGET: Budget = Budget {
+    packet_bytes: 16 * 1024,
+    ..RUN_BUDGET
+};
 
 /// Runs the requester of `qp` until it has nothing to send (or has to wait
 /// for a response or a timer), or its budget is spent, in which case the
 /// QP's own work goes on with it (on the QP's CPU). If another CPU is running
 /// it, leaves that CPU a note to look again instead.
 pub(crate) fn run(qp: &Qp<SrnicDevice>) {
+    run_within(qp, RUN_BUDGET)
+}
+
+fn run_within(qp: &Qp<SrnicDevice>, mut budget: Budget) {
     let this: &SrnicQp = qp;
     qp.device().counters.inc(Counter::RequesterRuns);
     if this.requester_busy.swap(true, Ordering::AcqRel) {
         this.requester_again.store(true, Ordering::Release);
         return;
     }
-    let mut budget = PACKET_BUDGET;
-    let mut bytes_left = BYTE_BUDGET;
     let mut sender = wire::Sender::new(qp.device()).through(this.egress());
     let mut queue_full = false;
+    let mut spent = false;
     loop {
         this.requester_again.store(false, Ordering::Release);
-        loop {
-            if budget == 0 || queue_full {
+        while !spent && !queue_full {
+            if budget.packets == 0 {
+                spent = true;
                 break;
             }
-            budget -= 1;
+            budget.packets -= 1;
             let guard = RcuReadGuard::new();
             let mut upcalls = Upcalls::default();
-            let packet = next_packet(qp, &guard, &mut upcalls);
+            let next = next_packet(qp, &guard, &mut upcalls, budget.packet_bytes);
             upcalls.run(qp);
-            match packet {
-                Some(packet) => {
-                    // Datagrams and UC messages are done once sent: their
-                    // payload has been read, and no answer will come.
-                    let done = packet.hdr.deth.is_some()
-                        || (packet.hdr.info.transport == Transport::Uc
-                            && packet.hdr.info.ends_message());
-                    bytes_left = bytes_left.saturating_sub(packet.hdr.payload_len);
-                    // A READ on this node is answered within the send, as
-                    // far as the budget goes.
-                    queue_full = transport::send(
-                        qp.device(),
-                        &guard,
-                        &mut sender,
-                        qp,
-                        packet,
-                        &mut bytes_left,
-                    );
-                    if bytes_left == 0 {
-                        budget = 0;
-                    }
-                    if done {
-                        completer::unanswered_sent(qp);
-                    }
+            let packet = match next {
+                Next::Send(packet) => packet,
+                Next::Wait => break,
+                Next::LeaveToWork => {
+                    spent = true;
+                    break;
                 }
-                None => break,
+            };
+            // Datagrams and UC messages are done once sent: their
+            // payload has been read, and no answer will come.
+            let done = packet.hdr.deth.is_some()
+                || (packet.hdr.info.transport == Transport::Uc && packet.hdr.info.ends_message());
+            budget.bytes = budget.bytes.saturating_sub(packet.hdr.payload_len);
+            // A READ on this node is answered within the send, as far as
+            // the budget goes.
+            queue_full = transport::send(qp.device(), &guard, &mut sender, qp, packet, &mut budget);
+            if budget.bytes == 0 {
+                spent = true;
+            }
+            if done {
+                completer::unanswered_sent(qp);
             }
         }
         // Out before another CPU may send for this QP, so that the packets
@@ -639,7 +710,7 @@ pub(crate) fn run(qp: &Qp<SrnicDevice>) {
             qp.run_work_after(QUEUE_FULL_WAIT_MS);
             break;
         }
-        if budget == 0 {
+        if spent {
             // The QP's own work goes on with it, on the QP's CPU. Queued
             // only now that this CPU has let go: a run that found the
             // requester busy would leave just a note, which nobody reads
@@ -656,16 +727,16 @@ pub(crate) fn run(qp: &Qp<SrnicDevice>) {
     }
 }
 
-/// Runs the requester after a post: at once, or, when the poster holds
-/// interrupts off, from the QP's own work (sending enables bottom halves,
-/// which must wait until interrupts are on again).
+/// Runs the requester after a post: at once within the post's budget, or,
+/// when the poster holds interrupts off, from the QP's own work (sending
+/// enables bottom halves, which must wait until interrupts are on again).
 pub(crate) fn run_after_post(qp: &Qp<SrnicDevice>) {
     if crate::kapi::sync::irqs_disabled() {
         let this: &SrnicQp = qp;
         this.requester_pending.store(true, Ordering::Release);
         qp.run_work_soon();
     } else {
-        run(qp);
+        run_within(qp, POST_BUDGET);
     }
 }
 

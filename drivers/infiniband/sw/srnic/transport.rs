@@ -29,7 +29,7 @@ use crate::pure::headers::{self, Aeth, AtomicEth, Bth, Reth};
 use crate::pure::mcast::MULTICAST_QPN;
 use crate::pure::psn::Psn;
 use crate::qp::SrnicQp;
-use crate::requester;
+use crate::requester::{self, Budget};
 use crate::responder::{self, Reply};
 use crate::wire;
 use core::sync::atomic::Ordering;
@@ -142,14 +142,14 @@ impl<'a> Packet<'a> {
 
 /// Sends a request `source`'s requester made: over the wire, or straight
 /// to its destination on this node, where the pieces of a READ response
-/// are charged to `bytes_left`. Whether the device queue was full.
+/// are charged to `budget`. Whether the device queue was full.
 pub(crate) fn send(
     dev: &Device<SrnicDevice>,
     guard: &RcuReadGuard,
     sender: &mut wire::Sender<'_>,
     source: &Qp<SrnicDevice>,
     packet: Packet<'_>,
-    bytes_left: &mut usize,
+    budget: &mut Budget,
 ) -> bool {
     let datagram = packet.hdr.deth.is_some();
     let hop = match packet.ip {
@@ -163,9 +163,9 @@ pub(crate) fn send(
         source.run_work_after(completer::TIMER_TICK_MS);
     }
     match hop {
-        Hop::ThisDevice => deliver(dev, dev, guard, source, packet, bytes_left),
+        Hop::ThisDevice => deliver(dev, dev, guard, source, packet, budget),
         Hop::Device(ifindex) => match wire::neighbour(dev, guard, ifindex) {
-            Some(peer) => deliver(dev, peer, guard, source, packet, bytes_left),
+            Some(peer) => deliver(dev, peer, guard, source, packet, budget),
             // Gone: like a packet lost on the wire.
             None => dev.counters.inc(Counter::UnroutableDatagrams),
         },
@@ -225,16 +225,16 @@ pub(crate) fn receive_from_wire(
 
 /// Hands `packet`, which `source`'s requester on `dev` made, to its
 /// destination QP on `peer` (`dev` itself, or another device of this node),
-/// and the answers back: of a READ response, pieces while `bytes_left`
-/// lasts (charged per piece), and the rest through the destination's
-/// outbox, from its own work.
+/// and the answers back: of a READ response, the pieces `budget` allows
+/// (charged per piece), and the rest through the destination's outbox,
+/// from its own work.
 fn deliver(
     dev: &Device<SrnicDevice>,
     peer: &Device<SrnicDevice>,
     guard: &RcuReadGuard,
     source: &Qp<SrnicDevice>,
     packet: Packet<'_>,
-    bytes_left: &mut usize,
+    budget: &mut Budget,
 ) {
     count_hop(dev, peer, &packet);
     let Some(dest) = peer.qps.get(guard, packet.hdr.bth.dest_qp) else {
@@ -251,14 +251,14 @@ fn deliver(
         Reply::Read(read) => {
             let mut next = read.first();
             for answer in read.packets() {
-                if *bytes_left == 0 {
+                if !budget.allows(answer.hdr.payload_len) {
                     // The rest waits in the responder's outbox, so that
                     // one run (and one RCU read section) copies a bounded
                     // amount of a READ of up to 2 GiB.
                     responder::defer_read(dest, &read, next);
                     return;
                 }
-                *bytes_left = bytes_left.saturating_sub(answer.hdr.payload_len);
+                budget.bytes = budget.bytes.saturating_sub(answer.hdr.payload_len);
                 if !answer_to(peer, dev, guard, answer) {
                     return;
                 }
