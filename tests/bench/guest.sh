@@ -275,7 +275,7 @@ teardown_device() {
 # iters TEST SIZE QPS: the iteration count for a perftest run.
 iters() {
 	local n
-	case $2 in
+	case $1 in
 	*_lat) echo "$lat_iters"; return ;;
 	esac
 	n=$((bw_bytes / ($2 > 0 ? $2 : 8) / $3))
