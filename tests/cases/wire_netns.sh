@@ -3,9 +3,10 @@
 # socket, talking RC and UC over IPv4 and IPv6 GIDs (ibv_rc_pingpong and
 # ibv_uc_pingpong with data checked, perftest over UC; every size class
 # over IPv4, one run of each kind over IPv6); two devices of one
-# namespace reaching each other through the engine without the wire; and a
-# namespace deleted under its device, after which a new one gets a socket
-# again.
+# namespace reaching each other through the engine without the wire;
+# srnic's requester against rxe's responder through a veth that reorders;
+# and a namespace deleted under its device, after which a new one gets a
+# socket again.
 # cpus: 2
 # timeout: 1500
 load_srnic
@@ -85,6 +86,39 @@ for dev in srnic0 srnic1; do
 		expect_eq "$(counter_of $dev $name)" 0 "$dev counter $name"
 	done
 done
+
+step "srnic's requester against rxe's responder on a reordering wire"
+# Go-back-N against rxe: netem reorders srnic1's packets, so rxe NAKs
+# sequence errors while acknowledgements of the packets before them are
+# still on their way. A requester completing a message it was sending
+# again must go on at the next message's PSN, and a NAK past a message
+# must never make it send an empty last packet (rxe answers that with an
+# invalid request NAK, and the QP fails).
+must rdma link delete srnic0
+must modprobe rdma_rxe
+must rdma link add rxe0 type rxe netdev va
+r4=$(gid_index rxe0 10.1.0.1)
+must modprobe sch_netem
+must ip netns exec peer tc qdisc add dev vb root netem delay 1ms reorder 25% 50%
+naks_before=$(counter_of srnic1 sequence_naks_received)
+port=$((port + 1))
+timeout 120 ib_write_bw -d rxe0 -x "$r4" -p $port -F -s 4096 -n 2000 > /tmp/server.out 2>&1 &
+server=$!
+wait_until 60 listening $port || { cat /tmp/server.out; fail "the rxe0 server never listened"; }
+ip netns exec peer timeout 120 ib_write_bw -d srnic1 -x "$b4" -p $port -F -s 4096 -n 2000 10.1.0.1 \
+	> /tmp/client.out 2>&1 || { cat /tmp/client.out /tmp/server.out; rdma statistic show link srnic1/1;
+	fail "ib_write_bw from srnic1 to rxe0 through the reordering veth failed (expected go-back-N to recover)"; }
+wait $server || { cat /tmp/server.out; fail "the ib_write_bw server on rxe0 failed"; }
+cat /tmp/client.out
+rdma statistic show link srnic1/1
+rdma statistic show link rxe0/1
+expect_eq "$(counter_of srnic1 invalid_request_naks_received)" 0 "srnic1 counter invalid_request_naks_received"
+naks=$(($(counter_of srnic1 sequence_naks_received) - naks_before))
+[ "$naks" -gt 0 ] || fail "rxe0 sent srnic1 no sequence NAK: the reordering wire did not reorder"
+must ip netns exec peer tc qdisc del dev vb root
+must rdma link delete rxe0
+# The core lets go of the device after the link is gone.
+wait_until 30 rmmod rdma_rxe || fail "rdma_rxe stayed in use after rxe0 was deleted"
 
 step "two devices of one namespace, without the wire"
 must ip link add vc type veth peer name vd

@@ -18,7 +18,7 @@ use crate::kapi::rdma::{wqe, Qp};
 use crate::payload::{self, CopyError};
 use crate::pure::aeth::{rnr_timer_us, NakCode, Syndrome, RNR_RETRY_FOREVER};
 use crate::pure::headers::Operation;
-use crate::pure::psn::{Psn, PSN_MASK};
+use crate::pure::psn::{packets_for, Psn, PSN_MASK};
 use crate::pure::wr::{opcode, QpType};
 use crate::qp::{QpInner, SrnicQp, Upcalls};
 use crate::requester::{local_status, now_ns, wqe_state};
@@ -258,14 +258,35 @@ fn acknowledge(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn, upcalls: &mu
             }
             continue;
         }
-        let covered = wqe.state() == wqe_state::SENT
-            && !is_read_or_atomic(wqe.opcode())
-            && !psn.is_before(Psn::new(wqe.last_psn()));
-        if !covered {
+        let last = match is_read_or_atomic(wqe.opcode()) {
+            true => None,
+            false => last_packet_sent(state, &wqe),
+        };
+        let Some(last) = last.filter(|last| !psn.is_before(*last)) else {
             return;
+        };
+        let req = &mut state.requester;
+        if req.index == state.sq.consumer && req.psn.is_before(last.next()) {
+            // Being sent again after a loss, and the peer has all of it:
+            // the requester goes on with the next WQE at the PSN that WQE
+            // had, not from where this one's resend had got to.
+            req.psn = last.next();
         }
         complete_oldest(qp, state, &wqe, WcStatus::Success, upcalls);
     }
+}
+
+/// The PSN of the last packet of the SEND or WRITE `wqe`, if that packet has
+/// been sent at least once. A message sent again from its middle after a
+/// loss is pending once more, but its last packet went out before when its
+/// PSN is below the highest ever sent.
+fn last_packet_sent(state: &QpInner, wqe: &WorkWqe) -> Option<Psn> {
+    if wqe.state() == wqe_state::SENT {
+        return Some(Psn::new(wqe.last_psn()));
+    }
+    let packets = packets_for(wqe.length(), state.segment_bytes())?;
+    let last = Psn::new(wqe.first_psn()).add(packets.checked_sub(1)?);
+    last.is_before(state.requester.sent_end).then_some(last)
 }
 
 /// The peer has everything up to `psn`: the window moves and the
@@ -273,8 +294,9 @@ fn acknowledge(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn, upcalls: &mu
 fn progress(state: &mut QpInner, psn: Psn) {
     let next = psn.next();
     let req = &mut state.requester;
-    // Only forward, and never past what was sent.
-    if next.is_before(req.acked) || req.psn.is_before(next) {
+    // Only forward, and never past what was sent (ever: a requester
+    // sending again after a loss may be behind what the peer has).
+    if next.is_before(req.acked) || req.sent_end.is_before(next) {
         return;
     }
     if next != req.acked {
@@ -468,18 +490,20 @@ fn resend_from(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn) {
             | opcode::ATOMIC_WRITE
             | opcode::FLUSH
     );
-    if offset > 0 && !one_packet {
-        // Into the middle of a message: from that packet on (a READ asks
-        // again for the rest of its data).
-        // The PSN came in a NAK: a distance past the message's bytes
-        // resends from its end.
-        req.sent = u32::try_from(offset)
-            .ok()
-            .and_then(|packets| packets.checked_mul(mtu))
-            .map_or(wqe.length(), |bytes| bytes.min(wqe.length()));
-        req.psn = psn;
-    } else {
-        req.psn = first;
+    // Into the middle of a message: from that packet on (a READ asks
+    // again for the rest of its data). The PSN came in a NAK: one past the
+    // message's packets (which `acknowledge` would have completed) resends
+    // it whole rather than as an empty last packet.
+    let at = u32::try_from(offset)
+        .ok()
+        .and_then(|packets| packets.checked_mul(mtu))
+        .filter(|&bytes| bytes < wqe.length());
+    match at {
+        Some(at) if offset > 0 && !one_packet => {
+            req.sent = at;
+            req.psn = psn;
+        }
+        _ => req.psn = first,
     }
 }
 
