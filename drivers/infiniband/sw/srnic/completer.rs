@@ -258,9 +258,10 @@ fn acknowledge(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn, upcalls: &mu
             }
             continue;
         }
-        let last = match is_read_or_atomic(wqe.opcode()) {
-            true => None,
-            false => last_packet_sent(state, &wqe),
+        let last = if is_read_or_atomic(wqe.opcode()) {
+            None
+        } else {
+            last_packet_sent(state, &wqe)
         };
         let Some(last) = last.filter(|last| !psn.is_before(*last)) else {
             return;
