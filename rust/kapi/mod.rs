@@ -11,15 +11,14 @@
 //! #[path = "../../../../rust/bindings/mod.rs"]
 //! mod bindings;
 //! #[path = "../../../../rust/kapi/mod.rs"]
-//! mod kapi;
+//! #[macro_use]
+//! pub mod kapi;
 //! ```
 
-// This tree is library code compiled into each driver crate: `pub` marks its
-// API even though the including crate keeps the module itself private.
+// This tree is library code compiled into each driver crate, which declares
+// it `pub mod kapi`: its `pub` items are API (one driver may leave some
+// unused, as a library's users do), and an unused private item is an error.
 #![allow(unreachable_pub)]
-// Not every driver uses every item of the library (iblan uses no verbs
-// objects, and the transport's lookups come with the transport).
-#![allow(dead_code, unused_macros)]
 
 pub mod debugfs;
 pub mod ether;

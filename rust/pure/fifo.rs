@@ -28,14 +28,17 @@ impl<T: Copy, const N: usize> Fifo<T, N> {
         }
     }
 
+    /// Items queued.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether no item is queued.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// Whether all `N` slots hold an item.
     pub fn is_full(&self) -> bool {
         self.len >= N
     }
@@ -73,6 +76,7 @@ impl<T: Copy, const N: usize> Fifo<T, N> {
         self.slots.get(self.head).and_then(Option::as_ref)
     }
 
+    /// The oldest item, to change in place.
     pub fn front_mut(&mut self) -> Option<&mut T> {
         if self.is_empty() {
             return None;
@@ -107,6 +111,7 @@ impl<T: Copy, const N: usize> Fifo<T, N> {
         item
     }
 
+    /// Drops every item.
     pub fn clear(&mut self) {
         self.truncate(0);
     }

@@ -7,8 +7,6 @@
 
 // Library code compiled into each driver crate; `pub` is its API.
 #![allow(unreachable_pub)]
-// Shared by srnic and iblan; each uses part of it.
-#![allow(dead_code)]
 
 pub mod aeth;
 pub mod cq_event;

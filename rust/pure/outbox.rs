@@ -26,10 +26,15 @@ const MAX_REFUSALS: u32 = 500;
 /// A READ response, from packet `next` on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PendingRead {
+    /// The key the request named, checked again for every piece.
     pub rkey: u32,
+    /// Where the response's first byte is read from.
     pub va: u64,
+    /// Bytes in the whole response.
     pub length: u32,
+    /// The PSN of the response's first packet (the request's).
     pub psn: Psn,
+    /// The MSN the response's AETHs carry.
     pub msn: u32,
     /// Payload bytes per packet, as when the request came.
     pub mtu: u32,
@@ -51,10 +56,15 @@ impl PendingRead {
 /// empty READ response to an ATOMIC WRITE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Answer {
+    /// The BTH opcode of the answer.
     pub opcode: u8,
+    /// The PSN it answers.
     pub psn: Psn,
+    /// The AETH syndrome: ACK, RNR NAK or NAK and its code.
     pub syndrome: u8,
+    /// The AETH's MSN.
     pub msn: u32,
+    /// An atomic acknowledge's original value.
     pub original: Option<u64>,
 }
 
@@ -77,9 +87,12 @@ impl Answer {
     }
 }
 
+/// One answer waiting to leave.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Entry {
+    /// A READ response, sent in bursts.
     Read(PendingRead),
+    /// An answer of one packet.
     Answer(Answer),
 }
 
@@ -95,6 +108,7 @@ impl Entry {
 /// What one CPU sends of the oldest entry, outside the QP lock.
 #[derive(Clone, Copy, Debug)]
 pub struct Burst {
+    /// The entry the burst sends (a copy: the QP lock is not held).
     pub entry: Entry,
     /// For a READ response: the packet after the last one to send.
     pub until: u32,
@@ -123,6 +137,7 @@ impl Default for Outbox {
 }
 
 impl Outbox {
+    /// An outbox with nothing waiting.
     pub const fn new() -> Self {
         Self {
             entries: Fifo::new(),
@@ -138,6 +153,7 @@ impl Outbox {
         self.entries.len()
     }
 
+    /// Whether no answer waits.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

@@ -57,10 +57,6 @@ impl UserData {
         NonNull::new(raw).map(|raw| Self { raw })
     }
 
-    pub(crate) fn as_raw(&self) -> *mut bindings::ib_udata {
-        self.raw.as_ptr()
-    }
-
     fn raw(&self) -> &bindings::ib_udata {
         // SAFETY: valid for the verb, see `from_raw`.
         unsafe { self.raw.as_ref() }

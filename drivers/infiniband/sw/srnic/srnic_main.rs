@@ -10,9 +10,9 @@
 mod bindings;
 #[path = "../../../../rust/kapi/mod.rs"]
 #[macro_use]
-mod kapi;
+pub mod kapi;
 #[path = "../../../../rust/pure/mod.rs"]
-mod pure;
+pub mod pure;
 
 mod completer;
 mod counters;

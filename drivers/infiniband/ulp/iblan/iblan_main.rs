@@ -12,9 +12,9 @@
 mod bindings;
 #[path = "../../../../rust/kapi/mod.rs"]
 #[macro_use]
-mod kapi;
+pub mod kapi;
 #[path = "../../../../rust/pure/mod.rs"]
-mod pure;
+pub mod pure;
 
 mod forwarding;
 mod params;
