@@ -19,6 +19,12 @@ pub struct ModuleGlobal<T> {
 // sound when `T` is `Sync` and `Send`.
 unsafe impl<T: Send + Sync> Sync for ModuleGlobal<T> {}
 
+impl<T> Default for ModuleGlobal<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<T> ModuleGlobal<T> {
     /// An empty global.
     pub const fn new() -> Self {

@@ -53,6 +53,12 @@ unsafe impl<T: HasDelayedWork> Sync for DelayedWork<T> {}
 // SAFETY: as above.
 unsafe impl<T: HasDelayedWork> Send for DelayedWork<T> {}
 
+impl<T: HasDelayedWork> Default for DelayedWork<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<T: HasDelayedWork> DelayedWork<T> {
     /// Not initialised yet: [`Self::init`] it in its final place.
     pub const fn new() -> Self {

@@ -249,6 +249,12 @@ pub struct Client<H: ClientHandler> {
 // written before registration.
 unsafe impl<H: ClientHandler> Sync for Client<H> {}
 
+impl<H: ClientHandler> Default for Client<H> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<H: ClientHandler> Client<H> {
     /// An unregistered client.
     pub const fn new() -> Self {

@@ -27,7 +27,7 @@ use crate::kapi::netdev::NetDevice;
 use core::ops::Deref;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, Ordering};
-use kernel::error::{from_result, to_result};
+use kernel::error::{from_result, to_result, VTABLE_DEFAULT_ERROR};
 use kernel::ffi::{c_char, c_int};
 use kernel::fmt;
 use kernel::init::PinInit;
@@ -73,6 +73,15 @@ pub const fn counter_desc(name: &CStr) -> bindings::rdma_stat_desc {
 
 /// The verbs a driver implements for its devices. Every device has exactly
 /// one port, numbered 1.
+///
+/// The verbs every RDMA device has are required. The others are optional,
+/// as in the core's `ib_device_ops`: the ops table offers a verb only if
+/// the driver's `#[vtable] impl` defines it (`HAS_*`), and the core answers
+/// `EOPNOTSUPP` for the rest. One verb stands for its group: `create_srq`
+/// for the SRQ verbs, `map_mr_pages` for fast registration (`alloc_mr`,
+/// `map_mr_sg`), `create_mw` for memory windows, `read_counters` for the
+/// port's counters.
+#[vtable]
 pub trait Driver: Sized + Send + Sync + 'static {
     /// Device attributes, as `ibv_query_device` reports them.
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttributes>;
@@ -118,17 +127,21 @@ pub trait Driver: Sized + Send + Sync + 'static {
     fn destroy_cq(cq: &Cq<Self>);
     /// Resizes a CQ keeping its unpolled completions; returns the entries
     /// it now holds.
-    fn resize_cq(cq: &Cq<Self>, cqe: u32, user: Option<&UserData>) -> Result<u32>;
+    fn resize_cq(_cq: &Cq<Self>, _cqe: u32, _user: Option<&UserData>) -> Result<u32> {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Moves completions to a kernel consumer's array.
     fn poll_cq(cq: &Cq<Self>, out: &mut PollOutput);
     /// Arms a kernel CQ; returns whether completions are already waiting.
     fn req_notify_cq(cq: &Cq<Self>, arm: CqArm) -> bool;
     /// Sets a CQ's event moderation: its event waits for `count` CQEs or
     /// `period_us` microseconds, whichever comes first (0 and 0: none).
-    fn modify_cq(cq: &Cq<Self>, count: u16, period_us: u16) -> Result;
+    fn modify_cq(_cq: &Cq<Self>, _count: u16, _period_us: u16) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// The moderation wait set with [`Cq::start_moderation_timer`] ended
     /// (hard-IRQ context).
-    fn cq_moderation_expired(cq: &Cq<Self>);
+    fn cq_moderation_expired(_cq: &Cq<Self>) {}
 
     /// Creates a QP: returns the capabilities it really has and its data.
     /// A user QP also writes the ABI's response.
@@ -145,9 +158,13 @@ pub trait Driver: Sized + Send + Sync + 'static {
     fn destroy_qp(qp: &Qp<Self>);
     /// Attaches QP `qp` to multicast group `mgid` (the core allows only UD
     /// QPs to ask).
-    fn attach_mcast(qp: &Qp<Self>, mgid: &[u8; 16]) -> Result;
+    fn attach_mcast(_qp: &Qp<Self>, _mgid: &[u8; 16]) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Detaches QP `qp` from multicast group `mgid`.
-    fn detach_mcast(qp: &Qp<Self>, mgid: &[u8; 16]) -> Result;
+    fn detach_mcast(_qp: &Qp<Self>, _mgid: &[u8; 16]) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Changes a QP's state and attributes.
     fn modify_qp(qp: &Qp<Self>, modify: &QpModify) -> Result;
     /// A QP's attributes.
@@ -161,19 +178,32 @@ pub trait Driver: Sized + Send + Sync + 'static {
 
     /// Creates an SRQ; returns its real attributes and data. A user SRQ
     /// also writes the ABI's response.
+    ///
+    /// The default is never called (the ops table leaves the SRQ verbs
+    /// out), but its body needs a type: the data's own.
     fn create_srq(
-        dev: &Device<Self>,
-        attrs: &SrqAttributes,
-        user: Option<&UserData>,
-    ) -> Result<(SrqAttributes, impl PinInit<Self::Srq, Error>)>;
+        _dev: &Device<Self>,
+        _attrs: &SrqAttributes,
+        _user: Option<&UserData>,
+    ) -> Result<(SrqAttributes, impl PinInit<Self::Srq, Error>)> {
+        Err::<(SrqAttributes, Self::Srq), _>(EINVAL)
+    }
     /// Releases what `create_srq` accounted for, before the data drops.
-    fn destroy_srq(srq: &Srq<Self>);
+    fn destroy_srq(_srq: &Srq<Self>) {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Resizes an SRQ or arms its limit.
-    fn modify_srq(srq: &Srq<Self>, modify: &SrqModify, user: Option<&UserData>) -> Result;
+    fn modify_srq(_srq: &Srq<Self>, _modify: &SrqModify, _user: Option<&UserData>) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// An SRQ's attributes.
-    fn query_srq(srq: &Srq<Self>) -> SrqAttributes;
+    fn query_srq(_srq: &Srq<Self>) -> SrqAttributes {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Posts a kernel caller's receive WRs to an SRQ.
-    fn post_srq_recv(srq: &Srq<Self>, wrs: &mut RecvChain<'_>) -> Result;
+    fn post_srq_recv(_srq: &Srq<Self>, _wrs: &mut RecvChain<'_>) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
 
     /// Creates an address handle, for a user process if `user`.
     fn create_ah(
@@ -203,19 +233,28 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// process `verb` runs for. Returns the memory the MR no longer uses:
     /// the caller releases it once no RCU reader can still reach it.
     fn rereg_mr(
-        mr: &Mr<Self>,
-        verb: &UserVerb<'_>,
-        memory: Option<(UserMemory, u64)>,
-        access: Option<u32>,
-    ) -> Result<Option<UserMemory>>;
+        _mr: &Mr<Self>,
+        _verb: &UserVerb<'_>,
+        _memory: Option<(UserMemory, u64)>,
+        _access: Option<u32>,
+    ) -> Result<Option<UserMemory>> {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// An MR's current access flags.
     fn mr_access(mr: &Mr<Self>) -> u32;
     /// Takes an MR out of service before its data drops; an error keeps
     /// it registered (the core reports it to the caller).
     fn destroy_mr(mr: &Mr<Self>) -> Result;
     /// Sets the pages of a fast-registration MR from the core's page walk.
-    fn map_mr_pages(mr: &Mr<Self>, pages: &[u64], page_size: u32, iova: u64, length: u64)
-        -> Result;
+    fn map_mr_pages(
+        _mr: &Mr<Self>,
+        _pages: &[u64],
+        _page_size: u32,
+        _iova: u64,
+        _length: u64,
+    ) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
 
     /// Deferred upkeep the driver asked for with
     /// [`Device::schedule_maintenance`]; runs in process context, never
@@ -234,12 +273,19 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// counters of `port` now.
     fn read_counters(_dev: &Device<Self>, _port: u32, _values: &mut [u64]) {}
 
-    /// Creates a memory window.
-    fn create_mw(dev: &Device<Self>, mw_type: MwType) -> Result<impl PinInit<Self::Mw, Error>>;
+    /// Creates a memory window. The default is never called (the ops table
+    /// leaves the window verbs out), but its body needs a type.
+    fn create_mw(_dev: &Device<Self>, _mw_type: MwType) -> Result<impl PinInit<Self::Mw, Error>> {
+        Err::<Self::Mw, _>(EINVAL)
+    }
     /// Makes an MW reachable by key; returns its rkey.
-    fn publish_mw(mw: &Mw<Self>) -> Result<u32>;
+    fn publish_mw(_mw: &Mw<Self>) -> Result<u32> {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Takes an MW out of service before its data drops.
-    fn destroy_mw(mw: &Mw<Self>);
+    fn destroy_mw(_mw: &Mw<Self>) {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
 }
 
 /// How to set up a device at registration.
@@ -689,6 +735,15 @@ impl<T: Driver> Device<T> {
         }
     }
 
+    /// `callback` if the driver offers the verb behind it.
+    fn offered<F>(offered: bool, callback: F) -> Option<F> {
+        if offered {
+            Some(callback)
+        } else {
+            None
+        }
+    }
+
     fn ops_table(module: &'static ThisModule) -> bindings::ib_device_ops {
         bindings::ib_device_ops {
             owner: module.as_ptr().cast(),
@@ -696,8 +751,8 @@ impl<T: Driver> Device<T> {
             uverbs_abi_ver: RXE_UVERBS_ABI_VERSION,
             query_device: Some(Self::query_device_cb),
             query_port: Some(Self::query_port_cb),
-            alloc_hw_port_stats: Some(Self::alloc_hw_port_stats_cb),
-            get_hw_stats: Some(Self::get_hw_stats_cb),
+            alloc_hw_port_stats: Self::offered(T::HAS_READ_COUNTERS, Self::alloc_hw_port_stats_cb),
+            get_hw_stats: Self::offered(T::HAS_READ_COUNTERS, Self::get_hw_stats_cb),
             get_vector_affinity: Some(Self::get_vector_affinity_cb),
             get_port_immutable: Some(Self::get_port_immutable_cb),
             get_link_layer: Some(Self::get_link_layer_cb),
@@ -713,10 +768,10 @@ impl<T: Driver> Device<T> {
             mmap_free: Some(Self::mmap_free_cb),
             create_cq: Some(Self::create_cq_cb),
             destroy_cq: Some(Self::destroy_cq_cb),
-            resize_cq: Some(Self::resize_cq_cb),
+            resize_cq: Self::offered(T::HAS_RESIZE_CQ, Self::resize_cq_cb),
             poll_cq: Some(Self::poll_cq_cb),
             req_notify_cq: Some(Self::req_notify_cq_cb),
-            modify_cq: Some(Self::modify_cq_cb),
+            modify_cq: Self::offered(T::HAS_MODIFY_CQ, Self::modify_cq_cb),
             fill_res_cq_entry: Some(Self::fill_res_cq_entry_cb),
             create_qp: Some(Self::create_qp_cb),
             modify_qp: Some(Self::modify_qp_cb),
@@ -724,25 +779,25 @@ impl<T: Driver> Device<T> {
             destroy_qp: Some(Self::destroy_qp_cb),
             post_send: Some(Self::post_send_cb),
             post_recv: Some(Self::post_recv_cb),
-            attach_mcast: Some(Self::attach_mcast_cb),
-            detach_mcast: Some(Self::detach_mcast_cb),
-            create_srq: Some(Self::create_srq_cb),
-            modify_srq: Some(Self::modify_srq_cb),
-            query_srq: Some(Self::query_srq_cb),
-            destroy_srq: Some(Self::destroy_srq_cb),
-            post_srq_recv: Some(Self::post_srq_recv_cb),
+            attach_mcast: Self::offered(T::HAS_ATTACH_MCAST, Self::attach_mcast_cb),
+            detach_mcast: Self::offered(T::HAS_DETACH_MCAST, Self::detach_mcast_cb),
+            create_srq: Self::offered(T::HAS_CREATE_SRQ, Self::create_srq_cb),
+            modify_srq: Self::offered(T::HAS_CREATE_SRQ, Self::modify_srq_cb),
+            query_srq: Self::offered(T::HAS_CREATE_SRQ, Self::query_srq_cb),
+            destroy_srq: Self::offered(T::HAS_CREATE_SRQ, Self::destroy_srq_cb),
+            post_srq_recv: Self::offered(T::HAS_CREATE_SRQ, Self::post_srq_recv_cb),
             create_ah: Some(Self::create_ah_cb),
             create_user_ah: Some(Self::create_ah_cb),
             query_ah: Some(Self::query_ah_cb),
             destroy_ah: Some(Self::destroy_ah_cb),
             get_dma_mr: Some(Self::get_dma_mr_cb),
             reg_user_mr: Some(Self::reg_user_mr_cb),
-            rereg_user_mr: Some(Self::rereg_user_mr_cb),
-            alloc_mr: Some(Self::alloc_mr_cb),
-            map_mr_sg: Some(Self::map_mr_sg_cb),
+            rereg_user_mr: Self::offered(T::HAS_REREG_MR, Self::rereg_user_mr_cb),
+            alloc_mr: Self::offered(T::HAS_MAP_MR_PAGES, Self::alloc_mr_cb),
+            map_mr_sg: Self::offered(T::HAS_MAP_MR_PAGES, Self::map_mr_sg_cb),
             dereg_mr: Some(Self::dereg_mr_cb),
-            alloc_mw: Some(Self::alloc_mw_cb),
-            dealloc_mw: Some(Self::dealloc_mw_cb),
+            alloc_mw: Self::offered(T::HAS_CREATE_MW, Self::alloc_mw_cb),
+            dealloc_mw: Self::offered(T::HAS_CREATE_MW, Self::dealloc_mw_cb),
             size_ib_pd: core::mem::size_of::<bindings::ib_pd>(),
             size_ib_ucontext: core::mem::size_of::<bindings::ib_ucontext>(),
             size_ib_cq: core::mem::size_of::<Cq<T>>(),

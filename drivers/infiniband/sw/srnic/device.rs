@@ -226,6 +226,7 @@ impl SrnicDevice {
     }
 }
 
+#[vtable]
 impl Driver for SrnicDevice {
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttributes> {
         Ok(DeviceAttributes {
