@@ -20,7 +20,7 @@ use super::umem::{UserMemory, UserVerb};
 use super::verbs::{
     AddressVector, CqArm, PollOutput, QpCaps, QpInit, QpModify, QpQuery, SrqAttributes, SrqModify,
 };
-use super::wqe::{RecvChain, SendChain};
+use super::wr::{RecvChain, SendChain};
 use crate::bindings;
 use crate::kapi::irq::SoftVectors;
 use crate::kapi::netdev::NetDevice;

@@ -11,13 +11,13 @@ mod link;
 mod objects;
 mod opcodes;
 mod ops;
-pub mod queue;
 mod shared_id;
 pub mod table;
+pub mod rxe_abi;
 mod udata;
 mod umem;
 pub mod verbs;
-pub mod wqe;
+pub mod wr;
 
 pub use attr::{
     DeviceAttributes, LinkLayer, PhysState, PortAttributes, PortEvent, PortState,

@@ -7,11 +7,11 @@
 use super::access::{LOCAL_WRITE, NEEDS_LOCAL_WRITE};
 use super::device::{Device, Driver};
 use super::objects::{Ah, Cq, Mr, MrKind, Mw, MwType, Qp, Srq};
-use super::queue::{response, QueueMapping};
+use super::rxe_abi::queue::{response, QueueMapping};
 use super::udata::UserData;
 use super::umem::{UserMemory, UserVerb};
 use super::verbs::{AddressVector, CqArm, PollOutput, QpInit, QpModify, SrqAttributes, SrqModify};
-use super::wqe::{RecvChain, SendChain};
+use super::wr::{RecvChain, SendChain};
 use crate::bindings;
 use kernel::alloc::{flags::GFP_KERNEL, KBox, KVec};
 use kernel::c_str;

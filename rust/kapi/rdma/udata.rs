@@ -18,26 +18,8 @@ use kernel::prelude::*;
 /// implicit padding, for which any byte content is valid.
 pub unsafe trait Pod: Default {}
 
-// SAFETY: the rxe ABI structs are `repr(C)`, made of integers and arrays of
-// integers, and laid out without implicit padding (the uapi header pads by
-// hand, as it must for 32/64-bit compatibility).
-unsafe impl Pod for bindings::rxe_create_cq_resp {}
-// SAFETY: as above.
-unsafe impl Pod for bindings::rxe_resize_cq_resp {}
-// SAFETY: as above.
-unsafe impl Pod for bindings::rxe_create_qp_resp {}
-// SAFETY: as above.
-unsafe impl Pod for bindings::rxe_create_srq_resp {}
-// SAFETY: as above.
-unsafe impl Pod for bindings::rxe_modify_srq_cmd {}
-// SAFETY: as above.
-unsafe impl Pod for bindings::rxe_create_ah_resp {}
-// SAFETY: as above.
-unsafe impl Pod for bindings::mminfo {}
 // SAFETY: as above; a 48-byte struct of integers, padded by hand.
 unsafe impl Pod for bindings::ib_uverbs_wc {}
-// SAFETY: two integers, 16 bytes, no padding.
-unsafe impl Pod for bindings::rxe_sge {}
 // SAFETY: integers only.
 unsafe impl Pod for u64 {}
 // SAFETY: integers only.

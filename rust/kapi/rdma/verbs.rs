@@ -3,7 +3,7 @@
 //! The values verbs exchange, in Rust form: QP types, states, capabilities
 //! and attributes, address vectors and work completions.
 
-use super::queue::Queue;
+use super::rxe_abi::queue::Queue;
 use super::udata::Pod;
 use crate::bindings;
 use crate::pure::wr::QpType;

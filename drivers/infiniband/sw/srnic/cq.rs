@@ -13,7 +13,7 @@
 //! itself is raised on the CQ's completion vector, an IRQ (`kapi::irq`).
 
 use crate::device::{limits, SrnicDevice};
-use crate::kapi::rdma::queue::{response, Queue};
+use crate::kapi::rdma::rxe_abi::queue::{response, Queue};
 use crate::kapi::rdma::verbs::{CqArm, PollOutput, WcStatus, WorkCompletion, CQE_SIZE};
 use crate::kapi::rdma::{Cq, Device, UserData};
 use crate::kapi::sync::SpinLockIrq;

@@ -9,7 +9,7 @@ use crate::kapi::rdma::table::ObjectTable;
 use crate::kapi::rdma::verbs::{
     AddressVector, CqArm, PollOutput, QpCaps, QpInit, QpModify, QpQuery, SrqAttributes, SrqModify,
 };
-use crate::kapi::rdma::wqe::{RecvChain, SendChain};
+use crate::kapi::rdma::wr::{RecvChain, SendChain};
 use crate::kapi::rdma::{
     Ah, CounterNames, Cq, Device, DeviceAttributes, Driver, LinkLayer, Mr, MrKind, Mw, MwType,
     PhysState, PortAttributes, PortEvent, PortState, Qp, Srq, UserData, UserMemory, UserVerb,
@@ -44,7 +44,7 @@ pub(crate) mod limits {
     /// Work requests per send or receive queue.
     pub(crate) const MAX_QP_WR: u32 = 1 << 14;
     /// Scatter/gather entries per work request.
-    pub(crate) const MAX_SGE: u32 = crate::kapi::rdma::wqe::MAX_SGE_CHECK as u32;
+    pub(crate) const MAX_SGE: u32 = crate::kapi::rdma::rxe_abi::wqe::MAX_SGE_CHECK as u32;
     /// Inline bytes per send work request.
     pub(crate) const MAX_INLINE: u32 = 512;
     /// Completion queues.

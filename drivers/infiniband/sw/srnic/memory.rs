@@ -537,7 +537,7 @@ fn release_binding(dev: &Device<SrnicDevice>, guard: &RcuReadGuard, binding: Opt
 }
 
 use crate::kapi::rdma::access::{LOCAL_WRITE, MW_BIND, NEEDS_LOCAL_WRITE};
-use crate::kapi::rdma::wqe::MwBind;
+use crate::kapi::rdma::rxe_abi::wqe::MwBind;
 
 /// Executes a BIND_MW work request of QP `qp_num` in protection domain
 /// `pd`: the window gets the new rkey and its view of the region (a

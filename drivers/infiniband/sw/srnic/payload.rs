@@ -12,8 +12,8 @@
 
 use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
-use crate::kapi::rdma::queue::Queue;
-use crate::kapi::rdma::wqe::{self, Sge};
+use crate::kapi::rdma::rxe_abi::queue::Queue;
+use crate::kapi::rdma::rxe_abi::wqe::{self, Sge};
 use crate::kapi::rdma::Device;
 use crate::memory::{lookup_mr, Span};
 

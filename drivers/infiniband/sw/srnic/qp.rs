@@ -6,12 +6,13 @@
 
 use crate::cq::{CqUpcalls, SrnicCq};
 use crate::device::{limits, SrnicDevice};
-use crate::kapi::rdma::queue::{response, Queue};
+use crate::kapi::rdma::rxe_abi::queue::{response, Queue};
 use crate::kapi::rdma::verbs::{
     transition_allowed, AddressVector, QpAttrMask, QpAttributes, QpCaps, QpInit, QpModify, QpQuery,
     QpState, WcOpcode, WcStatus,
 };
-use crate::kapi::rdma::wqe::{self, RecvChain, RecvCopy, SendChain};
+use crate::kapi::rdma::rxe_abi::wqe::{self, RecvCopy};
+use crate::kapi::rdma::wr::{RecvChain, SendChain, SendWr};
 use crate::kapi::rdma::{Device, Qp, QpEvent, UserData};
 use crate::kapi::sync::SpinLockIrq;
 use crate::pure::grh::IpHeader;
@@ -799,7 +800,7 @@ fn apply(attrs: &mut QpAttributes, modify: &QpModify) {
 
 /// Where a kernel UD WR goes: its address handle's destination (`None`
 /// for other types).
-fn ud_destination(qp: &Qp<SrnicDevice>, wr: &wqe::SendWr<'_>) -> Option<AddressVector> {
+fn ud_destination(qp: &Qp<SrnicDevice>, wr: &SendWr<'_>) -> Option<AddressVector> {
     match qp.qp_type() {
         QpType::Ud | QpType::Gsi => wr.ud_ah::<SrnicDevice>().map(|ah| ah.av()),
         _ => None,

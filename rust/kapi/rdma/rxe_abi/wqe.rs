@@ -10,11 +10,10 @@
 //! validated) when the doorbell rings. Everything after the doorbell reads
 //! only the copy.
 
-use super::device::Driver;
-use super::objects::Ah;
 use super::queue::Queue;
-use super::udata::Pod;
-use super::verbs::AddressVector;
+use crate::kapi::rdma::udata::Pod;
+use crate::kapi::rdma::verbs::AddressVector;
+use crate::kapi::rdma::wr::{RecvWr, SendWr};
 use crate::bindings;
 use crate::pure::wr::{self, opcode, QpType, SendLimits, WqeError};
 use core::mem::{offset_of, size_of};
@@ -37,7 +36,7 @@ unsafe impl Pod for bindings::rxe_recv_wqe {}
 const SEND_HEADER: usize = size_of::<bindings::rxe_send_wqe>();
 const RECV_HEADER: usize = size_of::<bindings::rxe_recv_wqe>();
 const SGE_SIZE: usize = size_of::<bindings::rxe_sge>();
-use super::access::send::{INLINE as IB_SEND_INLINE, SIGNALED as IB_SEND_SIGNALED};
+use crate::kapi::rdma::access::send::{INLINE as IB_SEND_INLINE, SIGNALED as IB_SEND_SIGNALED};
 /// What a kernel FLUSH asks for: the core's work requests cannot say, so
 /// the whole region of the rkey, made visible to every later reader.
 const KERNEL_FLUSH_PLACEMENT: u8 = crate::pure::headers::placement::GLOBAL;
@@ -62,53 +61,6 @@ pub fn recv_slot_size(max_sge: u32) -> u32 {
 /// SGEs a receive slot of `slot_size` holds.
 pub fn recv_slot_sges(slot_size: u32) -> u32 {
     ((slot_size as usize).saturating_sub(RECV_HEADER) / SGE_SIZE) as u32
-}
-
-/// One kernel send WR of a chain.
-pub struct SendWr<'a> {
-    raw: &'a bindings::ib_send_wr,
-}
-
-impl<'a> SendWr<'a> {
-    /// The WR's `IB_WR_*` opcode.
-    pub fn opcode(&self) -> u32 {
-        self.raw.opcode
-    }
-
-    /// The WR's ID.
-    pub fn wr_id(&self) -> u64 {
-        // SAFETY: both views of the union are 64 bits; the ID is opaque.
-        unsafe { self.raw.__bindgen_anon_1.wr_id }
-    }
-
-    fn sges(&self) -> Result<&'a [bindings::ib_sge]> {
-        let count = usize::try_from(self.raw.num_sge).map_err(|_| EINVAL)?;
-        if count == 0 {
-            return Ok(&[]);
-        }
-        if self.raw.sg_list.is_null() {
-            return Err(EINVAL);
-        }
-        // SAFETY: a kernel caller's WR points to `num_sge` SGEs valid for
-        // the call.
-        Ok(unsafe { core::slice::from_raw_parts(self.raw.sg_list, count) })
-    }
-
-    /// The address handle of a WR posted to a UD or GSI QP of a device of
-    /// driver `T`.
-    pub fn ud_ah<T: Driver>(&self) -> Option<&'a Ah<T>> {
-        // SAFETY: UD WRs sit first in an `ib_ud_wr` (callers ask only for
-        // those); the AH is one of the QP's device, an `Ah<T>` the poster
-        // keeps alive for the call.
-        unsafe {
-            let ah = (*(self.raw as *const bindings::ib_send_wr).cast::<bindings::ib_ud_wr>()).ah;
-            if ah.is_null() {
-                None
-            } else {
-                Some(Ah::from_raw(ah))
-            }
-        }
-    }
 }
 
 /// Marks a WQE's `rxe_av` as holding a destination (`port_num` is 0 in a
@@ -168,99 +120,6 @@ fn kernel_ud_av(wqe: &bindings::rxe_send_wqe) -> Option<AddressVector> {
     })
 }
 
-/// One kernel receive WR of a chain.
-pub struct RecvWr<'a> {
-    raw: &'a bindings::ib_recv_wr,
-}
-
-impl RecvWr<'_> {
-    /// The WR's ID.
-    pub fn wr_id(&self) -> u64 {
-        // SAFETY: both views of the union are 64 bits; the ID is opaque.
-        unsafe { self.raw.__bindgen_anon_1.wr_id }
-    }
-}
-
-/// A WR type of the core's singly linked chains.
-pub trait ChainedWr: Sized {
-    /// How the driver sees one WR.
-    type View<'a>
-    where
-        Self: 'a;
-
-    /// The next WR of the chain, or NULL.
-    fn next_wr(&self) -> *const Self;
-
-    /// The driver's view of this WR.
-    fn view(&self) -> Self::View<'_>;
-}
-
-impl ChainedWr for bindings::ib_send_wr {
-    type View<'a> = SendWr<'a>;
-
-    fn next_wr(&self) -> *const Self {
-        self.next
-    }
-
-    fn view(&self) -> SendWr<'_> {
-        SendWr { raw: self }
-    }
-}
-
-impl ChainedWr for bindings::ib_recv_wr {
-    type View<'a> = RecvWr<'a>;
-
-    fn next_wr(&self) -> *const Self {
-        self.next
-    }
-
-    fn view(&self) -> RecvWr<'_> {
-        RecvWr { raw: self }
-    }
-}
-
-/// A kernel caller's chain of WRs; remembers the last one handed out, which
-/// is the one that failed if the driver stops with an error.
-pub struct Chain<'a, W: ChainedWr> {
-    next: *const W,
-    last: *const W,
-    _wrs: core::marker::PhantomData<&'a W>,
-}
-
-/// A chain of send WRs.
-pub type SendChain<'a> = Chain<'a, bindings::ib_send_wr>;
-/// A chain of receive WRs.
-pub type RecvChain<'a> = Chain<'a, bindings::ib_recv_wr>;
-
-impl<W: ChainedWr> Chain<'_, W> {
-    /// # Safety
-    ///
-    /// `first` must be NULL or a valid chain for the lifetime.
-    pub(crate) unsafe fn new(first: *const W) -> Self {
-        Self {
-            next: first,
-            last: first,
-            _wrs: core::marker::PhantomData,
-        }
-    }
-
-    pub(crate) fn failed_wr(&self) -> *const W {
-        self.last
-    }
-}
-
-impl<'a, W: ChainedWr + 'a> Iterator for Chain<'a, W> {
-    type Item = W::View<'a>;
-
-    fn next(&mut self) -> Option<W::View<'a>> {
-        // SAFETY: the chain is valid (see `new`).
-        let raw: &'a W = unsafe { self.next.as_ref() }?;
-        self.last = self.next;
-        self.next = raw.next_wr();
-        Some(raw.view())
-    }
-}
-
 fn wqe_error(_: WqeError) -> Error {
     EINVAL
 }
@@ -276,7 +135,7 @@ pub fn write_kernel_send(
     limits: &SendLimits,
     ud_av: Option<&AddressVector>,
 ) -> Result {
-    let raw = wr.raw;
+    let raw = wr.raw();
     let sges = wr.sges()?;
     let flags = raw.send_flags as u32;
     let inline = flags & IB_SEND_INLINE != 0;
@@ -550,7 +409,7 @@ pub fn user_send_wr_id(user: &Queue, index: u32) -> Result<u64> {
 
 /// Writes kernel receive WR `wr` into slot `index` of `queue`.
 pub fn write_kernel_recv(queue: &Queue, index: u32, wr: &RecvWr<'_>, max_sge: u32) -> Result {
-    let raw = wr.raw;
+    let raw = wr.raw();
     let count = usize::try_from(raw.num_sge).map_err(|_| EINVAL)?;
     if count > max_sge as usize {
         return Err(EINVAL);

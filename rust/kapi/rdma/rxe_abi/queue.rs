@@ -10,7 +10,7 @@
 //! shared, user space may write anything anywhere in it: the accessors
 //! never let a value read from the queue choose an address outside it.
 
-use super::udata::{Pod, UserData};
+use crate::kapi::rdma::udata::{Pod, UserData};
 use crate::bindings;
 use crate::pure::ring::RingGeometry;
 use core::ptr::NonNull;
