@@ -32,20 +32,6 @@ expect_eq "$(cat /proc/irq/$irq1/effective_affinity_list)" 1 "comp1 serves CPU 1
 expect_eq "$(cat /proc/irq/$irq1/affinity_hint | tr -d 0,)" 2 "comp1's affinity hint is CPU 1"
 
 port=18700
-# pingpong ARGS...: ibv_rc_pingpong -e (CQ events on vector 0) in loopback.
-pingpong() {
-	port=$((port + 1))
-	pair ibv_rc_pingpong -d srnic0 -g 1 -p $port -e "$@"
-}
-
-# perftest NAME ARGS...: server and client of one perftest binary.
-perftest() {
-	port=$((port + 1))
-	name=$1
-	shift
-	pair "$name" -d srnic0 -x 1 -p $port -F "$@"
-}
-
 # rises_only VECTOR CPU OTHER COMMAND...: COMMAND raises the vector's count
 # on CPU and leaves it alone on OTHER.
 rises_only() {
@@ -62,14 +48,14 @@ rises_only() {
 }
 
 step "events on the vector's CPU"
-rises_only 0 0 1 pingpong -n 200
-rises_only 1 1 0 perftest ib_send_bw -e -X 1 -n 300
-rises_only 1 1 0 perftest ib_read_bw -e -X 1 -n 300
+rises_only 0 0 1 loopback_pingpong -e -n 200
+rises_only 1 1 0 loopback_perftest ib_send_bw -e -X 1 -n 300
+rises_only 1 1 0 loopback_perftest ib_read_bw -e -X 1 -n 300
 
 step "smp_affinity moves a vector"
 echo 2 > /proc/irq/$irq0/smp_affinity || fail "writing smp_affinity of comp0 failed"
 expect_eq "$(cat /proc/irq/$irq0/effective_affinity_list)" 1 "comp0 serves CPU 1 after the write"
-rises_only 0 1 0 pingpong -n 200
+rises_only 0 1 0 loopback_pingpong -e -n 200
 echo 1 > /proc/irq/$irq0/smp_affinity || fail "writing smp_affinity of comp0 back failed"
 expect_eq "$(cat /proc/irq/$irq0/effective_affinity_list)" 0 "comp0 serves CPU 0 again"
 
@@ -112,7 +98,7 @@ echo 1 > /sys/devices/system/cpu/cpu1/online || fail "bringing CPU 1 online fail
 expect_eq "$(cat /proc/irq/$irq1/effective_affinity_list)" 1 "comp1 back on CPU 1"
 wait "$client" || { cat /tmp/lat_client.out /tmp/lat_server.out; fail "ib_send_lat -e across CPU hotplug lost an event (did not complete)"; }
 wait "$server" || { cat /tmp/lat_server.out; fail "ib_send_lat server across CPU hotplug"; }
-rises_only 1 1 0 perftest ib_send_bw -e -X 1 -n 100
+rises_only 1 1 0 loopback_perftest ib_send_bw -e -X 1 -n 100
 
 step "the vector of each CQ, and the counts per vector"
 timeout 120 ibv_rc_pingpong -d srnic0 -g 1 -p 18799 -e -n 100000 > /dev/null 2>&1 &

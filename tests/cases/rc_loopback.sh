@@ -34,13 +34,13 @@ step "verbs_user bigread"
 must timeout 300 "$SRNIC_TOP/out/progs/verbs_user" srnic0 bigread
 
 port=18600
-# pingpong SIZE ITERATIONS [EXTRA...]: server and client on srnic0.
+# pingpong SIZE ITERATIONS [EXTRA...]: a checked loopback_pingpong that
+# must count every iteration.
 pingpong() {
 	size=$1 iters=$2
 	shift 2
-	port=$((port + 1))
 	step "ibv_rc_pingpong -s $size -n $iters $*"
-	pair ibv_rc_pingpong -d srnic0 -g 1 -p $port -s "$size" -n "$iters" -c "$@"
+	loopback_pingpong -s "$size" -n "$iters" -c "$@"
 	cat /tmp/pair_client.out
 	expect_match "$(cat /tmp/pair_client.out)" "$iters iters in" "the client counted $iters iterations"
 }
@@ -58,13 +58,10 @@ sent=$(( $(counter_of srnic0 sent_packets) - sent_before ))
 [ "$sent" -lt 2000 ] ||
 	fail "20 MiB in loopback took $sent packets; expected 64 KiB packets (about 360), not path-MTU ones"
 
-# perftest NAME ARGS...: server and client of one perftest binary.
+# perftest NAME ARGS...: loopback_perftest as a step of its own.
 perftest() {
-	name=$1
-	shift
-	port=$((port + 1))
-	step "$name $*"
-	pair "$name" -d srnic0 -x 1 -p $port -F "$@"
+	step "$*"
+	loopback_perftest "$@"
 	cat /tmp/pair_client.out
 }
 

@@ -214,6 +214,22 @@ counter_of() {
 	rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v n="$2" 'f { print; exit } $0 == n { f = 1 }'
 }
 
+# loopback_pingpong ARGS...: ibv_rc_pingpong on srnic0 (RoCEv2 GID 1) as
+# server and client (see `pair`), on the port after $port.
+loopback_pingpong() {
+	port=$((port + 1))
+	pair ibv_rc_pingpong -d srnic0 -g 1 -p $port "$@"
+}
+
+# loopback_perftest NAME ARGS...: perftest's NAME on srnic0 as server and
+# client (see `pair`), on the port after $port.
+loopback_perftest() {
+	_name=$1
+	shift
+	port=$((port + 1))
+	pair "$_name" -d srnic0 -x 1 -p $port -F "$@"
+}
+
 # pair CMD ARGS...: a loopback run of a client/server tool (ibv_*_pingpong,
 # perftest): CMD ARGS as the server, then, once it listens on the port of
 # ARGS' `-p PORT`, CMD ARGS localhost as the client. Both must succeed
