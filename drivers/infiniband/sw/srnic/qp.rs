@@ -7,11 +7,11 @@
 use crate::cq::{CqUpcalls, SrnicCq};
 use crate::device::{limits, SrnicDevice};
 use crate::kapi::rdma::rxe_abi::queue::{response, Queue};
+use crate::kapi::rdma::rxe_abi::wqe::{self, RecvCopy};
 use crate::kapi::rdma::verbs::{
     transition_allowed, AddressVector, QpAttrMask, QpAttributes, QpCaps, QpInit, QpModify, QpQuery,
     QpState, WcOpcode, WcStatus,
 };
-use crate::kapi::rdma::rxe_abi::wqe::{self, RecvCopy};
 use crate::kapi::rdma::wr::{RecvChain, SendChain, SendWr};
 use crate::kapi::rdma::{Device, Qp, QpEvent, UserData};
 use crate::kapi::sync::SpinLockIrq;

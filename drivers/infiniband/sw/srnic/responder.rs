@@ -18,8 +18,8 @@ use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::access::{
     network, FLUSH_GLOBAL, FLUSH_PERSISTENT, REMOTE_ATOMIC, REMOTE_READ, REMOTE_WRITE,
 };
-use crate::kapi::rdma::verbs::{QpState, WcOpcode, WcStatus};
 use crate::kapi::rdma::rxe_abi::wqe::RecvCopy;
+use crate::kapi::rdma::verbs::{QpState, WcOpcode, WcStatus};
 use crate::kapi::rdma::Qp;
 use crate::kapi::shared::SharedWord;
 use crate::memory::{self, remote_region, remote_start, Span};

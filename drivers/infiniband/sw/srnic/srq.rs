@@ -4,8 +4,8 @@
 
 use crate::device::{limits, SrnicDevice};
 use crate::kapi::rdma::rxe_abi::queue::{response, Queue};
-use crate::kapi::rdma::verbs::{SrqAttributes, SrqModify};
 use crate::kapi::rdma::rxe_abi::wqe::{self, RecvCopy};
+use crate::kapi::rdma::verbs::{SrqAttributes, SrqModify};
 use crate::kapi::rdma::wr::RecvChain;
 use crate::kapi::rdma::{Device, Srq, UserData};
 use crate::kapi::sync::SpinLockIrq;

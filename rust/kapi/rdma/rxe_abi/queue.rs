@@ -10,8 +10,8 @@
 //! shared, user space may write anything anywhere in it: the accessors
 //! never let a value read from the queue choose an address outside it.
 
-use crate::kapi::rdma::udata::{Pod, UserData};
 use crate::bindings;
+use crate::kapi::rdma::udata::{Pod, UserData};
 use crate::pure::ring::RingGeometry;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU32, Ordering};

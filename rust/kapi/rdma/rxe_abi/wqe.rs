@@ -11,10 +11,10 @@
 //! only the copy.
 
 use super::queue::Queue;
+use crate::bindings;
 use crate::kapi::rdma::udata::Pod;
 use crate::kapi::rdma::verbs::AddressVector;
 use crate::kapi::rdma::wr::{RecvWr, SendWr};
-use crate::bindings;
 use crate::pure::wr::{self, opcode, QpType, SendLimits, WqeError};
 use core::mem::{offset_of, size_of};
 use kernel::alloc::flags::{GFP_ATOMIC, GFP_KERNEL};
