@@ -46,7 +46,7 @@ const RXE_UVERBS_ABI_VERSION: u32 = 2;
 /// The names of a driver's port counters, as the core's statistics
 /// descriptors.
 pub struct CounterNames {
-    descs: &'static [bindings::rdma_stat_desc],
+    descs: &'static [CounterDesc],
 }
 
 // SAFETY: the descriptors only point at static strings.
@@ -56,14 +56,25 @@ impl CounterNames {
     /// No counters.
     pub const EMPTY: Self = Self { descs: &[] };
 
-    /// Counters named by `descs` (made with [`counter_desc`]).
-    pub const fn new(descs: &'static [bindings::rdma_stat_desc]) -> Self {
+    /// Counters named by `descs`.
+    pub const fn new(descs: &'static [CounterDesc]) -> Self {
         Self { descs }
     }
 }
 
-/// The descriptor of a counter called `name`.
-pub const fn counter_desc(name: &CStr) -> bindings::rdma_stat_desc {
+/// The descriptor of one counter of [`CounterNames`], as the core reads it.
+#[derive(Clone, Copy)]
+pub struct CounterDesc(bindings::rdma_stat_desc);
+
+impl CounterDesc {
+    /// The counter called `name`; static, as the core keeps the pointer.
+    pub const fn new(name: &'static CStr) -> Self {
+        Self(counter_desc(name))
+    }
+}
+
+/// The descriptor of a counter called `name`, which must outlive it.
+const fn counter_desc(name: &CStr) -> bindings::rdma_stat_desc {
     bindings::rdma_stat_desc {
         name: name.as_char_ptr(),
         flags: 0,
@@ -299,7 +310,7 @@ impl VectorState {
         let mut names = KVec::new();
         let mut descs = KVec::new();
         for desc in T::COUNTERS.descs {
-            descs.push(*desc, GFP_KERNEL)?;
+            descs.push(desc.0, GFP_KERNEL)?;
         }
         for index in 0..set.count() {
             for what in ["events", "coalesced"] {

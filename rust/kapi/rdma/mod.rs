@@ -28,9 +28,7 @@ pub use attr::{
     DEVICE_SRQ_RESIZE, DEVICE_SYS_IMAGE_GUID, PORT_CM_SUP,
 };
 #[allow(unused_imports)]
-pub use device::{
-    counter_desc, name_in_use, CounterNames, Device, DeviceConfig, DeviceRef, Driver,
-};
+pub use device::{name_in_use, CounterDesc, CounterNames, Device, DeviceConfig, DeviceRef, Driver};
 #[allow(unused_imports)]
 pub use link::{LinkRegistration, LinkType};
 #[allow(unused_imports)]

@@ -308,8 +308,7 @@ impl SrnicMr {
         if new.len() > *max_pages as usize {
             return Err(EINVAL);
         }
-        // SAFETY: page addresses are plain integers with nothing to drop.
-        unsafe { pages.set_len(0) };
+        crate::kapi::clear_copies(pages);
         // Capacity for `max_pages` was reserved at allocation.
         pages.extend_from_slice(new, kernel::alloc::flags::GFP_ATOMIC)?;
         *page_size = size;
