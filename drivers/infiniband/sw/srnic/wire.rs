@@ -84,7 +84,7 @@ impl Neighbourhood {
 struct NamespaceWire {
     /// Its sockets, closed first when it goes: they deliver to
     /// `neighbourhood`.
-    sockets: KVec<UdpTunnel>,
+    sockets: KVec<UdpTunnel<Neighbourhood>>,
     /// The namespace, as an identity (entries leave before it goes).
     net: usize,
     devices: usize,
@@ -149,13 +149,10 @@ fn open_sockets(
     net: &Net,
     neighbourhood: &Arc<Neighbourhood>,
     name: &NetDevice,
-) -> KVec<UdpTunnel> {
+) -> KVec<UdpTunnel<Neighbourhood>> {
     let mut sockets = KVec::new();
     for (family, label) in [(Family::V4, "IPv4"), (Family::V6, "IPv6")] {
-        let receiver: *const Neighbourhood = &**neighbourhood;
-        // SAFETY: the sockets live in the `NamespaceWire` that also holds
-        // a reference to `neighbourhood`, and are dropped before it.
-        match unsafe { UdpTunnel::open(net, family, ROCE_PORT, receiver) } {
+        match UdpTunnel::open(net, family, ROCE_PORT, neighbourhood.clone()) {
             Ok(socket) => {
                 if sockets.push(socket, GFP_KERNEL).is_err() {
                     pr_warn!("{}: out of memory for the {} socket\n", name.name(), label);
