@@ -15,6 +15,7 @@
 use super::attr::{DeviceAttributes, LinkLayer, PortAttributes, PortEvent};
 use super::objects::{Ah, Cq, Mr, MrKind, Mw, MwType, Qp, Srq};
 use super::shared_id::{DeviceHold, DriverIdPin};
+use super::table::{Listable, Listing};
 use super::udata::UserData;
 use super::umem::{UserMemory, UserVerb};
 use super::verbs::{
@@ -292,7 +293,17 @@ pub struct Device<T: Driver> {
     /// Keeps `rdma_rxe`, whose unload would take this device, loaded until
     /// the device is deallocated.
     rxe_hold: DeviceHold,
+    /// Its entry in a driver's table, taken out before `data` drops.
+    listing: Listing,
     data: T,
+}
+
+// SAFETY: `dealloc_driver` unlists the device before anything of it drops,
+// and the core frees it only afterwards.
+unsafe impl<T: Driver> Listable for Device<T> {
+    fn listing(&self) -> &Listing {
+        &self.listing
+    }
 }
 
 /// A device's completion vectors and its counter descriptors.
@@ -563,6 +574,7 @@ impl<T: Driver> Device<T> {
             );
             core::ptr::addr_of_mut!((*dev).vectors).write(vectors);
             core::ptr::addr_of_mut!((*dev).rxe_hold).write(rxe_hold);
+            core::ptr::addr_of_mut!((*dev).listing).write(Listing::new());
             core::ptr::addr_of_mut!((*dev).data).write(data);
         }
 
@@ -993,6 +1005,8 @@ impl<T: Driver> Device<T> {
             // The maintenance work may requeue itself; this waits for it
             // and keeps it from running again.
             bindings::cancel_delayed_work_sync(core::ptr::addr_of_mut!((*dev).maintenance).cast());
+            // Out of every table, waiting for lookups, before the data goes.
+            (*dev).listing.unlist();
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).data));
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).vectors));
             bindings::srnic_dev_put((*dev).netdev.as_ptr());

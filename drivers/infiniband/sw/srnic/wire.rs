@@ -41,7 +41,6 @@ use crate::pure::icrc::{
 };
 use crate::pure::split_checked;
 use crate::transport::{self, Hop, Packet};
-use core::ptr::NonNull;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -222,14 +221,14 @@ pub(crate) fn join(netdev: &NetDevice) -> Result<Arc<Neighbourhood>> {
 /// Makes `dev` reachable from the wire: lists it under its netdev's
 /// interface index in its namespace.
 pub(crate) fn attach(dev: &Device<SrnicDevice>) {
-    // SAFETY: the device leaves the table in its data's drop (`leave`),
-    // which waits for lookups to end, before its memory goes.
-    let listed = unsafe {
-        dev.neighbourhood
-            .by_ifindex
-            .insert_at(dev.ifindex as u32, NonNull::from(dev))
-    };
-    if listed.is_err() {
+    // The device leaves the table when it is deallocated, before its data
+    // drops (its `leave`).
+    if dev
+        .neighbourhood
+        .by_ifindex
+        .insert_at(dev.ifindex as u32, dev)
+        .is_err()
+    {
         pr_warn!(
             "{}: cannot list the device for received packets\n",
             dev.name()
@@ -237,11 +236,11 @@ pub(crate) fn attach(dev: &Device<SrnicDevice>) {
     }
 }
 
-/// Takes the device with netdev `ifindex` off the wire of `neighbourhood`
-/// (waiting for receivers that may have found it), and closes the
-/// namespace's sockets if it was the last device there.
-pub(crate) fn leave(neighbourhood: &Arc<Neighbourhood>, ifindex: i32) {
-    neighbourhood.by_ifindex.remove(ifindex as u32);
+/// Takes a device off the wire of `neighbourhood`, closing the
+/// namespace's sockets if it was the last device there. The kapi took the
+/// device out of `by_ifindex`, waiting for receivers that found it, before
+/// its data (which calls this) drops.
+pub(crate) fn leave(neighbourhood: &Arc<Neighbourhood>) {
     let Some(wire) = WIRE.get() else {
         return;
     };
