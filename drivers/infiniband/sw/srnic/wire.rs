@@ -23,7 +23,7 @@
 
 use crate::counters::Counter;
 use crate::device::SrnicDevice;
-use crate::kapi::global::ModuleGlobal;
+use crate::kapi::global::SharedGlobal;
 use crate::kapi::net::{NamespaceHandler, NamespaceWatcher, Net};
 use crate::kapi::netdev::NetDevice;
 use crate::kapi::rcu::RcuReadGuard;
@@ -93,23 +93,28 @@ struct NamespaceWire {
 /// Module-wide wire state.
 #[pin_data]
 pub(crate) struct Wire {
-    /// Hears namespaces go; dropped first, so no exit runs while the
-    /// sockets close (they close with `namespaces`).
-    watcher: NamespaceWatcher<Wire>,
+    /// Hears namespaces go; taken and dropped first at module exit, which
+    /// waits for running exits (and the references to the state they
+    /// hold), so the state's last reference, and the sockets' closing,
+    /// stays with `remove`, never in an exit, which could not unregister
+    /// the watcher.
+    #[pin]
+    watcher: Mutex<Option<NamespaceWatcher<Wire>>>,
     /// Namespaces with devices; a free slot is reused by the next one.
     #[pin]
     namespaces: Mutex<KVec<Option<NamespaceWire>>>,
 }
 
-static WIRE: ModuleGlobal<Wire> = ModuleGlobal::new();
+static WIRE: SharedGlobal<Wire> = SharedGlobal::new();
 
 /// Sets up the wire state at module init (no socket yet).
 pub(crate) fn install() -> Result {
-    let wire = KBox::pin_init(
-        try_pin_init!(Wire {
-            watcher: NamespaceWatcher::register()?,
+    let watcher = NamespaceWatcher::register()?;
+    let wire = Arc::pin_init(
+        pin_init!(Wire {
+            watcher <- new_mutex!(Some(watcher)),
             namespaces <- new_mutex!(KVec::new()),
-        }? Error),
+        }),
         GFP_KERNEL,
     )?;
     WIRE.install(wire)
@@ -118,11 +123,15 @@ pub(crate) fn install() -> Result {
 /// Closes the sockets and frees the state, at module exit after every
 /// device is gone.
 pub(crate) fn remove() {
-    // Devices, which also call `WIRE.get` from their drop, are all gone.
-    // SAFETY: the namespace watcher is the other user of `WIRE.get`; it
-    // is unregistered in the drop below, and its exits that run from
-    // there find the global empty.
-    let wire = unsafe { WIRE.remove() };
+    let Some(wire) = WIRE.remove() else {
+        return;
+    };
+    // Exits that found the state before it was removed finish before the
+    // watcher is unregistered; those that run from here on find the global
+    // empty. Devices, which also call `WIRE.get` from their drop, are all
+    // gone: `wire` is then the last reference.
+    let watcher = wire.watcher.lock().take();
+    drop(watcher);
     drop(wire);
 }
 
