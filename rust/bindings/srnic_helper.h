@@ -238,7 +238,12 @@ struct nlattr *srnic_nla_nest_start_driver(struct sk_buff *msg);
 void srnic_nla_nest_end(struct sk_buff *msg, struct nlattr *nest);
 void srnic_nla_nest_cancel(struct sk_buff *msg, struct nlattr *nest);
 
-/* srnic's module parameters (drivers/infiniband/sw/srnic/params.c). */
+/*
+ * srnic's module parameters (drivers/infiniband/sw/srnic/params.c).
+ * <module>_param_<name> names parameter accessors alone (no arguments, a
+ * READ_ONCE of the parameter): kapi's module_param_reader! calls them
+ * without a contract.
+ */
 unsigned int srnic_param_comp_vectors(void);
 
 /* iblan's module parameters (drivers/infiniband/ulp/iblan/params.c). */

@@ -28,6 +28,8 @@ pub mod irq;
 pub mod print;
 pub mod net;
 pub mod netdev;
+#[macro_use]
+pub mod param;
 pub mod percpu;
 pub mod rcu;
 pub mod rtnl_link;
@@ -49,4 +51,12 @@ pub fn address_not_available() -> Error {
 /// `EOPNOTSUPP`, which the `kernel` crate of 6.12 does not name.
 pub fn not_supported() -> Error {
     Error::from_errno(-(crate::bindings::EOPNOTSUPP as kernel::ffi::c_int))
+}
+
+/// Empties `vec`, keeping its capacity (the `kernel` crate's vector of
+/// 6.12 has no `clear`). For elements with nothing to drop.
+pub fn clear_copies<T: Copy>(vec: &mut kernel::alloc::KVec<T>) {
+    // SAFETY: a length of 0 is within any capacity and claims no element
+    // initialised; the elements given up are `Copy`, so none needs a drop.
+    unsafe { vec.set_len(0) };
 }

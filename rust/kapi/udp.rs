@@ -9,6 +9,7 @@ use super::skb::SkBuff;
 use crate::bindings;
 use core::ptr::NonNull;
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 /// What receives a tunnel's datagrams.
 pub trait UdpReceiver: Sync {
@@ -27,15 +28,24 @@ pub enum Family {
 }
 
 /// A kernel UDP socket bound to a port of a namespace, delivering to a
-/// receiver.
-pub struct UdpTunnel {
+/// receiver it keeps alive.
+///
+/// # Invariants
+///
+/// `sock` is an open tunnel socket whose user data points at the `R` that
+/// `_receiver` holds, and whose receive callback is `receive_cb::<R>`.
+pub struct UdpTunnel<R: UdpReceiver> {
     sock: NonNull<bindings::socket>,
+    /// What the socket delivers to; dropped only after the socket closed
+    /// and its running callbacks finished.
+    _receiver: Arc<R>,
 }
 
-// SAFETY: the socket is only released (once) through `drop`.
-unsafe impl Send for UdpTunnel {}
-// SAFETY: no shared access besides the pointer.
-unsafe impl Sync for UdpTunnel {}
+// SAFETY: the socket is only released (once) through `drop`; the receiver
+// is `Sync`, and shared through an `Arc`, which `Send` and `Sync` allow.
+unsafe impl<R: UdpReceiver + Send> Send for UdpTunnel<R> {}
+// SAFETY: no shared access besides the pointer and the `Arc`.
+unsafe impl<R: UdpReceiver + Send> Sync for UdpTunnel<R> {}
 
 /// # Safety
 ///
@@ -51,8 +61,9 @@ unsafe extern "C" fn receive_cb<R: UdpReceiver>(
     let Some(skb) = (unsafe { SkBuff::from_raw(skb) }) else {
         return 0;
     };
-    // SAFETY: `sk` is our tunnel socket, whose user data `open` set to an
-    // `R` that outlives the socket.
+    // SAFETY: `sk` is our tunnel socket, whose user data `open` set to the
+    // `R` of the tunnel's `Arc`, which the tunnel holds until the socket
+    // is closed and its callbacks have finished.
     let receiver = unsafe { bindings::srnic_sk_user_data(sk) }.cast::<R>();
     // SAFETY: as above; the pointer is valid or null.
     if let Some(receiver) = unsafe { receiver.as_ref() } {
@@ -61,46 +72,42 @@ unsafe extern "C" fn receive_cb<R: UdpReceiver>(
     0
 }
 
-impl UdpTunnel {
-    /// Binds `port` of `family` in `net`; `EADDRINUSE` if another socket
-    /// (rdma_rxe's) has it.
-    ///
-    /// # Safety
-    ///
-    /// `receiver` must stay valid, at the same address, until the tunnel
-    /// is dropped.
-    pub unsafe fn open<R: UdpReceiver>(
-        net: &Net,
-        family: Family,
-        port: u16,
-        receiver: *const R,
-    ) -> Result<Self> {
+impl<R: UdpReceiver> UdpTunnel<R> {
+    /// Binds `port` of `family` in `net`, delivering to `receiver`;
+    /// `EADDRINUSE` if another socket (rdma_rxe's) has it.
+    pub fn open(net: &Net, family: Family, port: u16, receiver: Arc<R>) -> Result<Self> {
         let mut err = 0;
+        let target: *const R = &*receiver;
         // SAFETY: creates and configures a kernel socket; `receive_cb::<R>`
         // stays valid while the module is loaded, the socket is closed
-        // before that ends, and the caller keeps `receiver` valid as long.
+        // before that ends, and the tunnel keeps `receiver` alive (by the
+        // `Arc`, whose data never moves) until the socket is closed.
         let sock = unsafe {
             bindings::srnic_udp_tunnel_open(
                 net.as_raw(),
                 family == Family::V6,
                 port,
                 Some(receive_cb::<R>),
-                receiver.cast_mut().cast(),
+                target.cast_mut().cast(),
                 &mut err,
             )
         };
         match NonNull::new(sock) {
-            Some(sock) => Ok(Self { sock }),
+            Some(sock) => Ok(Self {
+                sock,
+                _receiver: receiver,
+            }),
             None => Err(Error::from_errno(if err < 0 { err } else { -12 })),
         }
     }
 }
 
-impl Drop for UdpTunnel {
+impl<R: UdpReceiver> Drop for UdpTunnel<R> {
     fn drop(&mut self) {
         // SAFETY: opened in `open`, released once. Receive callbacks run
         // under RCU; waiting for a grace period lets any running one finish
-        // before its receiver or the module's code may go.
+        // before its receiver (dropped after this, with the fields) or the
+        // module's code may go.
         unsafe { bindings::srnic_udp_tunnel_close(self.sock.as_ptr()) };
         // SAFETY: a tunnel is closed from the module's namespace exit or
         // module exit, process context without a read-side section open

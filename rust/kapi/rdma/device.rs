@@ -15,6 +15,7 @@
 use super::attr::{DeviceAttributes, LinkLayer, PortAttributes, PortEvent};
 use super::objects::{Ah, Cq, Mr, MrKind, Mw, MwType, Qp, Srq};
 use super::shared_id::{DeviceHold, DriverIdPin};
+use super::table::{Listable, Listing};
 use super::udata::UserData;
 use super::umem::{UserMemory, UserVerb};
 use super::verbs::{
@@ -46,7 +47,7 @@ const RXE_UVERBS_ABI_VERSION: u32 = 2;
 /// The names of a driver's port counters, as the core's statistics
 /// descriptors.
 pub struct CounterNames {
-    descs: &'static [bindings::rdma_stat_desc],
+    descs: &'static [CounterDesc],
 }
 
 // SAFETY: the descriptors only point at static strings.
@@ -56,14 +57,25 @@ impl CounterNames {
     /// No counters.
     pub const EMPTY: Self = Self { descs: &[] };
 
-    /// Counters named by `descs` (made with [`counter_desc`]).
-    pub const fn new(descs: &'static [bindings::rdma_stat_desc]) -> Self {
+    /// Counters named by `descs`.
+    pub const fn new(descs: &'static [CounterDesc]) -> Self {
         Self { descs }
     }
 }
 
-/// The descriptor of a counter called `name`.
-pub const fn counter_desc(name: &CStr) -> bindings::rdma_stat_desc {
+/// The descriptor of one counter of [`CounterNames`], as the core reads it.
+#[derive(Clone, Copy)]
+pub struct CounterDesc(bindings::rdma_stat_desc);
+
+impl CounterDesc {
+    /// The counter called `name`; static, as the core keeps the pointer.
+    pub const fn new(name: &'static CStr) -> Self {
+        Self(counter_desc(name))
+    }
+}
+
+/// The descriptor of a counter called `name`, which must outlive it.
+const fn counter_desc(name: &CStr) -> bindings::rdma_stat_desc {
     bindings::rdma_stat_desc {
         name: name.as_char_ptr(),
         flags: 0,
@@ -327,7 +339,17 @@ pub struct Device<T: Driver> {
     /// Keeps `rdma_rxe`, whose unload would take this device, loaded until
     /// the device is deallocated.
     rxe_hold: DeviceHold,
+    /// Its entry in a driver's table, taken out before `data` drops.
+    listing: Listing,
     data: T,
+}
+
+// SAFETY: `dealloc_driver` unlists the device before anything of it drops,
+// and the core frees it only afterwards.
+unsafe impl<T: Driver> Listable for Device<T> {
+    fn listing(&self) -> &Listing {
+        &self.listing
+    }
 }
 
 /// A device's completion vectors and its counter descriptors.
@@ -345,7 +367,7 @@ impl VectorState {
         let mut names = KVec::new();
         let mut descs = KVec::new();
         for desc in T::COUNTERS.descs {
-            descs.push(*desc, GFP_KERNEL)?;
+            descs.push(desc.0, GFP_KERNEL)?;
         }
         for index in 0..set.count() {
             for what in ["events", "coalesced"] {
@@ -598,6 +620,7 @@ impl<T: Driver> Device<T> {
             );
             core::ptr::addr_of_mut!((*dev).vectors).write(vectors);
             core::ptr::addr_of_mut!((*dev).rxe_hold).write(rxe_hold);
+            core::ptr::addr_of_mut!((*dev).listing).write(Listing::new());
             core::ptr::addr_of_mut!((*dev).data).write(data);
         }
 
@@ -1037,6 +1060,8 @@ impl<T: Driver> Device<T> {
             // The maintenance work may requeue itself; this waits for it
             // and keeps it from running again.
             bindings::cancel_delayed_work_sync(core::ptr::addr_of_mut!((*dev).maintenance).cast());
+            // Out of every table, waiting for lookups, before the data goes.
+            (*dev).listing.unlist();
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).data));
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).vectors));
             bindings::srnic_dev_put((*dev).netdev.as_ptr());

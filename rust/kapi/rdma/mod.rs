@@ -25,9 +25,7 @@ pub use attr::{
     DEVICE_MEM_WINDOW, DEVICE_MEM_WINDOW_TYPE_2B, DEVICE_PORT_ACTIVE_EVENT, DEVICE_RC_RNR_NAK_GEN,
     DEVICE_SRQ_RESIZE, DEVICE_SYS_IMAGE_GUID, PORT_CM_SUP,
 };
-pub use device::{
-    counter_desc, name_in_use, CounterNames, Device, DeviceConfig, DeviceRef, Driver,
-};
+pub use device::{name_in_use, CounterDesc, CounterNames, Device, DeviceConfig, DeviceRef, Driver};
 pub use link::{LinkRegistration, LinkType};
 pub use objects::{Ah, Cq, Mr, MrKind, Mw, MwType, Qp, QpEvent, Srq};
 pub use shared_id::DriverIdPin;

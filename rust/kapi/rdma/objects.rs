@@ -8,6 +8,7 @@
 //! and dropped when it is destroyed; the core frees the memory afterwards.
 
 use super::device::{Device, Driver};
+use super::table::{Listable, Listing};
 use super::verbs::{WcOpcode, WcStatus, WorkCompletion};
 use crate::bindings;
 use crate::kapi::irq::IrqEvent;
@@ -25,7 +26,18 @@ macro_rules! core_object {
         pub struct $name<T: Driver> {
             ib: Opaque<bindings::$raw>,
             $($(#[$fdoc])* $field: $fty,)*
+            /// Its entry in a driver's table, taken out before `data` drops.
+            listing: Listing,
             data: T::$data,
+        }
+
+        // SAFETY: `drop_data` unlists the object before the data drops,
+        // and the core frees the memory only after `drop_data`; nothing
+        // else of the object drops.
+        unsafe impl<T: Driver> Listable for $name<T> {
+            fn listing(&self) -> &Listing {
+                &self.listing
+            }
         }
 
         // SAFETY: extra fields (a QP's work item) synchronise themselves.
@@ -70,10 +82,14 @@ macro_rules! core_object {
                 raw: *mut bindings::$raw,
                 init: impl PinInit<T::$data, Error>,
             ) -> Result {
+                let this = raw.cast::<Self>();
+                // SAFETY: the listing lies in the core's allocation, which
+                // is ours and not yet shared.
+                unsafe { core::ptr::addr_of_mut!((*this).listing).write(Listing::new()) };
                 // SAFETY: the data slot lies in the core's allocation, which
                 // never moves; on error the initialiser leaves it
                 // uninitialised.
-                unsafe { init.__pinned_init(core::ptr::addr_of_mut!((*raw.cast::<Self>()).data)) }
+                unsafe { init.__pinned_init(core::ptr::addr_of_mut!((*this).data)) }
             }
 
             /// Drops the driver data of the core object `raw`.
@@ -81,10 +97,14 @@ macro_rules! core_object {
             /// # Safety
             ///
             /// The data must be initialised; it is dropped exactly once and
-            /// not used afterwards.
+            /// not used afterwards. Sleeps if the object is still listed.
             pub(crate) unsafe fn drop_data(raw: *mut bindings::$raw) {
+                let this = raw.cast::<Self>();
+                // SAFETY: initialised with the data (`init_data`); out of
+                // every table, waiting for lookups, before the data goes.
+                unsafe { (*this).listing.unlist() };
                 // SAFETY: see above.
-                unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*raw.cast::<Self>()).data)) }
+                unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*this).data)) }
             }
 
             /// The device the object belongs to.
@@ -473,8 +493,20 @@ impl<T: Driver> Mw<T> {
 #[pin_data]
 pub struct Mr<T: Driver> {
     head: MrHead,
+    /// Its entry in a driver's table; declared before `data`, so that it
+    /// drops (and unlists the MR, waiting for lookups) first.
+    listing: Listing,
     #[pin]
     data: T::Mr,
+}
+
+// SAFETY: an MR is a pinned box whose fields drop in declaration order:
+// `listing` unlists it before `data` drops and the memory goes; `head`,
+// dropped before, has nothing to drop.
+unsafe impl<T: Driver> Listable for Mr<T> {
+    fn listing(&self) -> &Listing {
+        &self.listing
+    }
 }
 
 /// The part of an [`Mr`] that does not depend on the driver, so that the
@@ -524,6 +556,7 @@ impl<T: Driver> Mr<T> {
                 ib: Opaque::new(bindings::ib_mr::default()),
                 collector: core::cell::Cell::new(core::ptr::null_mut()),
             },
+            listing: Listing::new(),
             data <- data,
         }? Error)
     }

@@ -3,9 +3,8 @@
 //! The port's transport counters, per CPU, as `rdma statistic show link
 //! DEV/1` lists them.
 
-use crate::bindings;
 use crate::kapi::percpu::PerCpuCounters;
-use crate::kapi::rdma::{counter_desc, CounterNames};
+use crate::kapi::rdma::{CounterDesc, CounterNames};
 
 /// What srnic counts; the order is the order of [`NAMES`]. Timeouts,
 /// transport retries, ICRC errors and malformed packets come with the
@@ -74,41 +73,41 @@ pub(crate) enum Counter {
 
 const COUNT: usize = Counter::RequesterRuns as usize + 1;
 
-const DESCS: [bindings::rdma_stat_desc; COUNT] = [
-    counter_desc(kernel::c_str!("sent_packets")),
-    counter_desc(kernel::c_str!("sent_bytes")),
-    counter_desc(kernel::c_str!("received_packets")),
-    counter_desc(kernel::c_str!("received_bytes")),
-    counter_desc(kernel::c_str!("resends")),
-    counter_desc(kernel::c_str!("timeouts")),
-    counter_desc(kernel::c_str!("rnr_naks_sent")),
-    counter_desc(kernel::c_str!("rnr_naks_received")),
-    counter_desc(kernel::c_str!("sequence_naks_sent")),
-    counter_desc(kernel::c_str!("sequence_naks_received")),
-    counter_desc(kernel::c_str!("access_naks_sent")),
-    counter_desc(kernel::c_str!("access_naks_received")),
-    counter_desc(kernel::c_str!("invalid_request_naks_sent")),
-    counter_desc(kernel::c_str!("invalid_request_naks_received")),
-    counter_desc(kernel::c_str!("operation_naks_sent")),
-    counter_desc(kernel::c_str!("operation_naks_received")),
-    counter_desc(kernel::c_str!("duplicate_requests")),
-    counter_desc(kernel::c_str!("out_of_sequence_requests")),
-    counter_desc(kernel::c_str!("retry_exceeded")),
-    counter_desc(kernel::c_str!("rnr_retry_exceeded")),
-    counter_desc(kernel::c_str!("icrc_errors")),
-    counter_desc(kernel::c_str!("malformed_packets")),
-    counter_desc(kernel::c_str!("unknown_qp_packets")),
-    counter_desc(kernel::c_str!("qkey_violations")),
-    counter_desc(kernel::c_str!("no_receive_drops")),
-    counter_desc(kernel::c_str!("unroutable_datagrams")),
-    counter_desc(kernel::c_str!("out_of_sequence_responses")),
-    counter_desc(kernel::c_str!("dropped_messages")),
-    counter_desc(kernel::c_str!("foreign_packets")),
-    counter_desc(kernel::c_str!("pkey_violations")),
-    counter_desc(kernel::c_str!("transmit_retries")),
-    counter_desc(kernel::c_str!("answers_dropped")),
-    counter_desc(kernel::c_str!("rejected_answers")),
-    counter_desc(kernel::c_str!("requester_runs")),
+const DESCS: [CounterDesc; COUNT] = [
+    CounterDesc::new(kernel::c_str!("sent_packets")),
+    CounterDesc::new(kernel::c_str!("sent_bytes")),
+    CounterDesc::new(kernel::c_str!("received_packets")),
+    CounterDesc::new(kernel::c_str!("received_bytes")),
+    CounterDesc::new(kernel::c_str!("resends")),
+    CounterDesc::new(kernel::c_str!("timeouts")),
+    CounterDesc::new(kernel::c_str!("rnr_naks_sent")),
+    CounterDesc::new(kernel::c_str!("rnr_naks_received")),
+    CounterDesc::new(kernel::c_str!("sequence_naks_sent")),
+    CounterDesc::new(kernel::c_str!("sequence_naks_received")),
+    CounterDesc::new(kernel::c_str!("access_naks_sent")),
+    CounterDesc::new(kernel::c_str!("access_naks_received")),
+    CounterDesc::new(kernel::c_str!("invalid_request_naks_sent")),
+    CounterDesc::new(kernel::c_str!("invalid_request_naks_received")),
+    CounterDesc::new(kernel::c_str!("operation_naks_sent")),
+    CounterDesc::new(kernel::c_str!("operation_naks_received")),
+    CounterDesc::new(kernel::c_str!("duplicate_requests")),
+    CounterDesc::new(kernel::c_str!("out_of_sequence_requests")),
+    CounterDesc::new(kernel::c_str!("retry_exceeded")),
+    CounterDesc::new(kernel::c_str!("rnr_retry_exceeded")),
+    CounterDesc::new(kernel::c_str!("icrc_errors")),
+    CounterDesc::new(kernel::c_str!("malformed_packets")),
+    CounterDesc::new(kernel::c_str!("unknown_qp_packets")),
+    CounterDesc::new(kernel::c_str!("qkey_violations")),
+    CounterDesc::new(kernel::c_str!("no_receive_drops")),
+    CounterDesc::new(kernel::c_str!("unroutable_datagrams")),
+    CounterDesc::new(kernel::c_str!("out_of_sequence_responses")),
+    CounterDesc::new(kernel::c_str!("dropped_messages")),
+    CounterDesc::new(kernel::c_str!("foreign_packets")),
+    CounterDesc::new(kernel::c_str!("pkey_violations")),
+    CounterDesc::new(kernel::c_str!("transmit_retries")),
+    CounterDesc::new(kernel::c_str!("answers_dropped")),
+    CounterDesc::new(kernel::c_str!("rejected_answers")),
+    CounterDesc::new(kernel::c_str!("requester_runs")),
 ];
 
 /// The names the core shows.

@@ -22,7 +22,6 @@ use crate::pure::mtu::{active_mtu_for_netdev, IbMtu};
 use crate::pure::wr::QpType;
 use crate::qp::SrnicQp;
 use crate::srq::SrnicSrq;
-use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -153,8 +152,8 @@ pub(crate) struct SrnicDevice {
 
 impl Drop for SrnicDevice {
     fn drop(&mut self) {
-        // Before anything else goes: waits for receivers that found us.
-        crate::wire::leave(&self.neighbourhood, self.ifindex);
+        // Receivers no longer find us (the kapi unlisted the device).
+        crate::wire::leave(&self.neighbourhood);
     }
 }
 
@@ -377,15 +376,10 @@ impl Driver for SrnicDevice {
 
     fn publish_qp(qp: &Qp<Self>) -> Result<u32> {
         let dev = qp.device();
-        let this = NonNull::from(qp);
-        // SAFETY: `destroy_qp` removes the QP, waiting for lookups to end,
-        // before its data drops and the core frees it.
-        unsafe {
-            if qp.qp_type() == QpType::Gsi {
-                dev.qps.insert_at(GSI_QPN, this).map(|()| GSI_QPN)
-            } else {
-                dev.qps.insert(this)
-            }
+        if qp.qp_type() == QpType::Gsi {
+            dev.qps.insert_at(GSI_QPN, qp).map(|()| GSI_QPN)
+        } else {
+            dev.qps.insert(qp)
         }
     }
 

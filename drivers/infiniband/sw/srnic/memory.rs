@@ -14,7 +14,6 @@ use crate::kapi::rdma::{
     access::WRITING_ACCESS, Ah, Device, Mr, MrKind, Mw, MwType, Qp, UserMemory, UserVerb,
 };
 use crate::kapi::sync::SpinLockIrq;
-use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::alloc::{flags::GFP_KERNEL, KVec};
 use kernel::prelude::*;
@@ -224,9 +223,9 @@ impl SrnicMr {
     pub(crate) fn publish(mr: &Mr<SrnicDevice>) -> Result<u32> {
         let dev = mr.device();
         dev.counts.mr.acquire(limits::MAX_MR)?;
-        // SAFETY: the MR stays in the table until `destroy` removes it,
-        // which waits for lookups to end before the MR is freed.
-        let index = unsafe { dev.mrs.insert(NonNull::from(mr)) }
+        let index = dev
+            .mrs
+            .insert(mr)
             .inspect_err(|_| dev.counts.mr.release())?;
         let key = key_of(index, dev);
         mr.key.store(key, Ordering::Release);
@@ -308,8 +307,7 @@ impl SrnicMr {
         if new.len() > *max_pages as usize {
             return Err(EINVAL);
         }
-        // SAFETY: page addresses are plain integers with nothing to drop.
-        unsafe { pages.set_len(0) };
+        crate::kapi::clear_copies(pages);
         // Capacity for `max_pages` was reserved at allocation.
         pages.extend_from_slice(new, kernel::alloc::flags::GFP_ATOMIC)?;
         *page_size = size;
@@ -326,7 +324,7 @@ impl SrnicMr {
             .compare_exchange(0, DEREGISTERING, Ordering::AcqRel, Ordering::Acquire)
             .map_err(|_| EBUSY)?;
         let dev = mr.device();
-        dev.mrs.remove(mr.key.load(Ordering::Acquire) >> 8);
+        dev.mrs.remove(mr);
         dev.counts.mr.release();
         Ok(())
     }
@@ -493,8 +491,9 @@ impl SrnicMw {
     pub(crate) fn publish(mw: &Mw<SrnicDevice>) -> Result<u32> {
         let dev = mw.device();
         dev.counts.mw.acquire(limits::MAX_MW)?;
-        // SAFETY: removed in `destroy`, which waits for lookups to end.
-        let index = unsafe { dev.mws.insert(NonNull::from(mw)) }
+        let index = dev
+            .mws
+            .insert(mw)
             .inspect_err(|_| dev.counts.mw.release())?;
         let key = key_of(index, dev);
         mw.key.store(key, Ordering::Release);
@@ -505,7 +504,7 @@ impl SrnicMw {
         let dev = mw.device();
         // Out of the table first: once no bind can reach the window, its
         // binding is final and its region may be released.
-        dev.mws.remove(mw.key.load(Ordering::Acquire) >> 8);
+        dev.mws.remove(mw);
         let binding = mw.binding.lock().take();
         release_binding(dev, &RcuReadGuard::new(), binding);
         dev.counts.mw.release();
@@ -684,8 +683,9 @@ impl SrnicAh {
         if !ah.user {
             return Ok(0);
         }
-        // SAFETY: removed in `destroy`, which waits for lookups to end.
-        let number = unsafe { dev.ahs.insert(NonNull::from(ah)) }
+        let number = dev
+            .ahs
+            .insert(ah)
             .inspect_err(|_| dev.counts.ah.release())?;
         ah.number.store(number, Ordering::Release);
         Ok(number)
@@ -704,7 +704,7 @@ impl SrnicAh {
         // Only user AHs are in the table, and the core destroys those in
         // process context.
         if ah.user {
-            dev.ahs.remove(ah.number());
+            dev.ahs.remove(ah);
         }
         dev.counts.ah.release();
     }

@@ -6,12 +6,15 @@
 /// The most completion vectors a device has.
 const MAX_COMP_VECTORS: u32 = 256;
 
+module_param_reader!(
+    /// The `comp_vectors` parameter as set.
+    fn requested_comp_vectors() -> u32 = srnic::comp_vectors
+);
+
 /// Completion vectors for a new device: the `comp_vectors` parameter, or
 /// one per online CPU when it is 0 (the default); at most 256.
 pub(crate) fn comp_vectors() -> u32 {
-    // SAFETY: reads a parameter word; no preconditions.
-    let requested = unsafe { crate::bindings::srnic_param_comp_vectors() };
-    match requested {
+    match requested_comp_vectors() {
         0 => crate::kapi::irq::online_cpus(),
         count => count,
     }

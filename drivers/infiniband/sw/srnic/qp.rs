@@ -698,7 +698,7 @@ impl SrnicQp {
     /// are left consistent for anyone still mapping them.
     pub(crate) fn destroy(qp: &Qp<SrnicDevice>) {
         let dev = qp.device();
-        dev.qps.remove(qp.qp_num());
+        dev.qps.remove(qp);
         crate::mcast::detach_all(qp);
         dev.counts.qp.release();
     }

@@ -7,14 +7,14 @@
 //! (registering or unregistering an `ib_device`) runs under the list lock.
 
 use crate::device::SrnicDevice;
-use crate::kapi::global::ModuleGlobal;
+use crate::kapi::global::SharedGlobal;
 use crate::kapi::netdev::{rtnl_lock, NetDevice, NetdevEvent, NetdevHandler};
 use crate::kapi::rdma::{name_in_use, Device, DeviceConfig, DeviceRef, DriverIdPin, LinkType};
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::alloc::KVec;
 use kernel::prelude::*;
 use kernel::str::CStr;
-use kernel::sync::Mutex;
+use kernel::sync::{Arc, Mutex};
 use kernel::{new_mutex, ThisModule};
 
 #[pin_data]
@@ -37,12 +37,12 @@ struct Registry {
     devices: Mutex<KVec<DeviceRef<SrnicDevice>>>,
 }
 
-static REGISTRY: ModuleGlobal<Registry> = ModuleGlobal::new();
+static REGISTRY: SharedGlobal<Registry> = SharedGlobal::new();
 
 /// Sets up the registry at module init.
 pub(crate) fn install(module: &'static ThisModule) -> Result {
     let rxe_pin = DriverIdPin::new()?;
-    let registry = KBox::pin_init(
+    let registry = Arc::pin_init(
         pin_init!(Registry {
             module,
             rxe_pin,
@@ -66,10 +66,10 @@ pub(crate) fn begin_shutdown() {
 /// Unregisters every device and frees the registry, at module exit (or a
 /// failed init) after the link type and the netdev notifier are gone.
 pub(crate) fn remove_all() {
-    // SAFETY: the only users of `REGISTRY.get` are `newlink` and the netdev
-    // notifier; the caller has unregistered both, and their unregistration
-    // waits for running calls.
-    let Some(registry) = (unsafe { REGISTRY.remove() }) else {
+    // The users of `REGISTRY.get`, `newlink` and the netdev notifier, are
+    // unregistered (and their running calls finished), so this is the last
+    // reference and the registry goes at the end.
+    let Some(registry) = REGISTRY.remove() else {
         return;
     };
     let devices = core::mem::take(&mut *registry.devices.lock());

@@ -23,7 +23,7 @@
 
 use crate::counters::Counter;
 use crate::device::SrnicDevice;
-use crate::kapi::global::ModuleGlobal;
+use crate::kapi::global::SharedGlobal;
 use crate::kapi::net::{NamespaceHandler, NamespaceWatcher, Net};
 use crate::kapi::netdev::NetDevice;
 use crate::kapi::rcu::RcuReadGuard;
@@ -41,7 +41,6 @@ use crate::pure::icrc::{
 };
 use crate::pure::split_checked;
 use crate::transport::{self, Hop, Packet};
-use core::ptr::NonNull;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -84,7 +83,7 @@ impl Neighbourhood {
 struct NamespaceWire {
     /// Its sockets, closed first when it goes: they deliver to
     /// `neighbourhood`.
-    sockets: KVec<UdpTunnel>,
+    sockets: KVec<UdpTunnel<Neighbourhood>>,
     /// The namespace, as an identity (entries leave before it goes).
     net: usize,
     devices: usize,
@@ -94,23 +93,28 @@ struct NamespaceWire {
 /// Module-wide wire state.
 #[pin_data]
 pub(crate) struct Wire {
-    /// Hears namespaces go; dropped first, so no exit runs while the
-    /// sockets close (they close with `namespaces`).
-    watcher: NamespaceWatcher<Wire>,
+    /// Hears namespaces go; taken and dropped first at module exit, which
+    /// waits for running exits (and the references to the state they
+    /// hold), so the state's last reference, and the sockets' closing,
+    /// stays with `remove`, never in an exit, which could not unregister
+    /// the watcher.
+    #[pin]
+    watcher: Mutex<Option<NamespaceWatcher<Wire>>>,
     /// Namespaces with devices; a free slot is reused by the next one.
     #[pin]
     namespaces: Mutex<KVec<Option<NamespaceWire>>>,
 }
 
-static WIRE: ModuleGlobal<Wire> = ModuleGlobal::new();
+static WIRE: SharedGlobal<Wire> = SharedGlobal::new();
 
 /// Sets up the wire state at module init (no socket yet).
 pub(crate) fn install() -> Result {
-    let wire = KBox::pin_init(
-        try_pin_init!(Wire {
-            watcher: NamespaceWatcher::register()?,
+    let watcher = NamespaceWatcher::register()?;
+    let wire = Arc::pin_init(
+        pin_init!(Wire {
+            watcher <- new_mutex!(Some(watcher)),
             namespaces <- new_mutex!(KVec::new()),
-        }? Error),
+        }),
         GFP_KERNEL,
     )?;
     WIRE.install(wire)
@@ -119,11 +123,15 @@ pub(crate) fn install() -> Result {
 /// Closes the sockets and frees the state, at module exit after every
 /// device is gone.
 pub(crate) fn remove() {
-    // Devices, which also call `WIRE.get` from their drop, are all gone.
-    // SAFETY: the namespace watcher is the other user of `WIRE.get`; it
-    // is unregistered in the drop below, and its exits that run from
-    // there find the global empty.
-    let wire = unsafe { WIRE.remove() };
+    let Some(wire) = WIRE.remove() else {
+        return;
+    };
+    // Exits that found the state before it was removed finish before the
+    // watcher is unregistered; those that run from here on find the global
+    // empty. Devices, which also call `WIRE.get` from their drop, are all
+    // gone: `wire` is then the last reference.
+    let watcher = wire.watcher.lock().take();
+    drop(watcher);
     drop(wire);
 }
 
@@ -149,13 +157,10 @@ fn open_sockets(
     net: &Net,
     neighbourhood: &Arc<Neighbourhood>,
     name: &NetDevice,
-) -> KVec<UdpTunnel> {
+) -> KVec<UdpTunnel<Neighbourhood>> {
     let mut sockets = KVec::new();
     for (family, label) in [(Family::V4, "IPv4"), (Family::V6, "IPv6")] {
-        let receiver: *const Neighbourhood = &**neighbourhood;
-        // SAFETY: the sockets live in the `NamespaceWire` that also holds
-        // a reference to `neighbourhood`, and are dropped before it.
-        match unsafe { UdpTunnel::open(net, family, ROCE_PORT, receiver) } {
+        match UdpTunnel::open(net, family, ROCE_PORT, neighbourhood.clone()) {
             Ok(socket) => {
                 if sockets.push(socket, GFP_KERNEL).is_err() {
                     pr_warn!("{}: out of memory for the {} socket\n", name.name(), label);
@@ -225,14 +230,14 @@ pub(crate) fn join(netdev: &NetDevice) -> Result<Arc<Neighbourhood>> {
 /// Makes `dev` reachable from the wire: lists it under its netdev's
 /// interface index in its namespace.
 pub(crate) fn attach(dev: &Device<SrnicDevice>) {
-    // SAFETY: the device leaves the table in its data's drop (`leave`),
-    // which waits for lookups to end, before its memory goes.
-    let listed = unsafe {
-        dev.neighbourhood
-            .by_ifindex
-            .insert_at(dev.ifindex as u32, NonNull::from(dev))
-    };
-    if listed.is_err() {
+    // The device leaves the table when it is deallocated, before its data
+    // drops (its `leave`).
+    if dev
+        .neighbourhood
+        .by_ifindex
+        .insert_at(dev.ifindex as u32, dev)
+        .is_err()
+    {
         pr_warn!(
             "{}: cannot list the device for received packets\n",
             dev.name()
@@ -240,11 +245,11 @@ pub(crate) fn attach(dev: &Device<SrnicDevice>) {
     }
 }
 
-/// Takes the device with netdev `ifindex` off the wire of `neighbourhood`
-/// (waiting for receivers that may have found it), and closes the
-/// namespace's sockets if it was the last device there.
-pub(crate) fn leave(neighbourhood: &Arc<Neighbourhood>, ifindex: i32) {
-    neighbourhood.by_ifindex.remove(ifindex as u32);
+/// Takes a device off the wire of `neighbourhood`, closing the
+/// namespace's sockets if it was the last device there. The kapi took the
+/// device out of `by_ifindex`, waiting for receivers that found it, before
+/// its data (which calls this) drops.
+pub(crate) fn leave(neighbourhood: &Arc<Neighbourhood>) {
     let Some(wire) = WIRE.get() else {
         return;
     };
