@@ -31,7 +31,7 @@ KBUILD_ARGS := LLVM=1 RUSTC=/usr/bin/rustc HOSTRUSTC=/usr/bin/rustc BINDGEN=bind
 
 .PHONY: all setup kernel modules test-progs host-test fuzz fuzz-guest lint vm-test check demo
 .PHONY: bench clean
-.PHONY: install install-modules install-man install-units install-dkms-source
+.PHONY: install install-modules install-man install-units install-dkms-source install-iproute2
 .PHONY: dkms-install uninstall dkms-uninstall
 
 all: modules
@@ -116,6 +116,9 @@ DESTDIR ?= $(INSTALL_MOD_PATH)
 MAN_DIR := $(or $(INSTALL_MAN_PATH),$(DESTDIR)$(PREFIX)/share/man)
 UNIT_DIR := $(or $(INSTALL_UNIT_PATH),$(DESTDIR)$(PREFIX)/lib/systemd/system)
 DKMS_SOURCE_DIR := $(DESTDIR)/usr/src/srnic-$(VERSION)
+# Where `ip` looks for link plugins: its compiled-in IP_LIB_DIR, which is
+# /usr/lib/<multiarch>/ip on Debian (not under PREFIX: ip looks nowhere else).
+IP_LIB_DIR ?= $(DESTDIR)/usr/lib/$(shell gcc -print-multiarch 2>/dev/null)/ip
 INSTALLED_MODULES := srnic iblan
 # What DKMS needs to build the modules: no tests, no build products.
 DKMS_SOURCES = Kbuild Makefile dkms.conf $$(find drivers rust include -path rust/pure/target -prune \
@@ -124,7 +127,7 @@ DKMS_SOURCES = Kbuild Makefile dkms.conf $$(find drivers rust include -path rust
 DEPMOD := PATH=$$PATH:/usr/sbin:/sbin depmod
 MODINFO := PATH=$$PATH:/usr/sbin:/sbin modinfo
 
-install: install-modules install-man install-units install-dkms-source
+install: install-modules install-man install-units install-dkms-source install-iproute2
 
 install-modules:
 	@release=$$(cat $(KDIR)/include/config/kernel.release) || exit 1; \
@@ -157,7 +160,13 @@ install-dkms-source:
 # DKMS builds and installs the modules for the running kernel and again
 # for every kernel installed later (AUTOINSTALL in dkms.conf). DKMS_ARGS
 # adds options to dkms install (for example -k RELEASE).
-dkms-install: install-dkms-source install-man install-units
+# `ip -d link show` for iblan netdevs: iproute2's plugin for kind iblan.
+install-iproute2:
+	install -d "$(IP_LIB_DIR)"
+	$(CC) -std=gnu11 -Wall -Wextra -Werror -O2 -shared -fPIC \
+		-o "$(IP_LIB_DIR)/link_iblan.so" tools/iproute2/link_iblan.c
+
+dkms-install: install-dkms-source install-man install-units install-iproute2
 	dkms status -m srnic -v $(VERSION) | grep -q . || dkms add -m srnic -v $(VERSION)
 	dkms install -m srnic -v $(VERSION) $(DKMS_ARGS)
 
@@ -166,6 +175,7 @@ uninstall:
 	rm -f $(foreach m,$(INSTALLED_MODULES),"$(INSTALL_MOD_PATH)/lib/modules/$$release/$(INSTALL_MOD_DIR)"/$(m).ko*) && \
 	$(DEPMOD) $(if $(INSTALL_MOD_PATH),-b "$(INSTALL_MOD_PATH)") -a "$$release"
 	rm -f "$(MAN_DIR)/man7/srnic.7" "$(MAN_DIR)/man4/iblan.4" "$(UNIT_DIR)/srnic@.service"
+	rm -f "$(IP_LIB_DIR)/link_iblan.so"
 	rm -rf "$(DKMS_SOURCE_DIR)"
 
 dkms-uninstall:

@@ -308,8 +308,14 @@ second_lan() {
 	must ip link add link iblan0 name lan5 address "$v:05:00:0$me" type iblan
 	must_fail 'LAN 5 .*has a netdev on this port already' ip link add link iblan0 name bad0 address "$v:05:00:09" type iblan
 	! ip link show bad0 > /dev/null 2>&1 || fail "$kind: a refused ip link add left bad0 behind"
-	details=$(ip -d link show lan5)
+	details=$(IP_LIB_DIR=$SRNIC_TOP/out/progs ip -d link show lan5)
 	echo "$details"
+	# iproute2's plugin (tools/iproute2) prints iblan's IFLA_INFO_DATA.
+	echo "$details" | grep -Eq "^ +iblan rdma_dev ${kind}0 port 1 lan 5 lid $me peers [0-9]+ mode datagram" ||
+		fail "$kind: ip -d link (with link_iblan.so) does not show rdma_dev ${kind}0 port 1 lan 5 lid $me, peers and mode"
+	expect_eq "$(IP_LIB_DIR=$SRNIC_TOP/out/progs ip -j -d link show lan5 |
+		python3 -c 'import json, sys; d = json.load(sys.stdin)[0]["linkinfo"]["info_data"]; print(d["lan"], d["lid"], d["mode"])')" \
+		"5 $me datagram" "$kind: ip -j -d link's info_data of lan5"
 	echo "$details" | grep -q '^[0-9]*: lan5@iblan0:' || fail "$kind: ip -d link does not show lan5's parent"
 	echo "$details" | grep -Eq '^ +iblan( |$)' || fail "$kind: ip -d link does not show kind iblan"
 	ip -d link show iblan0 | grep -Eq '^ +iblan( |$)' || fail "$kind: ip -d link does not show iblan0's kind"
