@@ -24,6 +24,13 @@ struct Inner {
 }
 
 /// Numbers in `min..=max` mapped to `&T`.
+///
+/// # Invariants
+///
+/// `inner.xa` is initialised by `new` and destroyed only by `drop`, and
+/// `inner.next` is accessed only under its lock. Every entry points to a
+/// `T` that stays valid until the entry is erased and a grace period has
+/// passed (`insert`'s contract).
 pub struct ObjectTable<T> {
     inner: KBox<Inner>,
     min: u32,
@@ -66,8 +73,9 @@ impl<T> ObjectTable<T> {
     /// `object` must stay valid until it is removed with [`Self::remove`].
     pub unsafe fn insert(&self, object: NonNull<T>) -> Result<u32> {
         let mut id = 0u32;
-        // SAFETY: the xarray is initialised; `next` is only touched under
-        // its lock, which `xa_alloc_cyclic_irq` takes.
+        // SAFETY: by the type invariant, the xarray is initialised and
+        // `next` only touched under its lock, which `xa_alloc_cyclic_irq`
+        // takes.
         let ret = unsafe {
             bindings::srnic_xa_alloc_cyclic(
                 self.inner.xa.get(),
@@ -102,9 +110,10 @@ impl<T> ObjectTable<T> {
 
     /// The object numbered `id`, valid while `guard` lives.
     pub fn get<'g>(&self, _guard: &'g RcuReadGuard, id: u32) -> Option<&'g T> {
-        // SAFETY: `xa_load` may run under RCU alone. An entry is removed and
-        // a grace period passes before its object may be freed, so what we
-        // load stays valid for the read-side section `guard` spans.
+        // SAFETY: `xa_load` may run under RCU alone. By the type invariant,
+        // an entry is removed and a grace period passes before its object
+        // may be freed, so what we load stays valid for the read-side
+        // section `guard` spans.
         unsafe {
             bindings::xa_load(self.inner.xa.get(), id as usize)
                 .cast::<T>()
