@@ -55,6 +55,13 @@ pub trait Show: Sync {
 }
 
 /// A file `name` in a [`Dir`] that shows `*data`; removed when dropped.
+///
+/// # Invariants
+///
+/// `dentry` is what creating the file for `_entry` returned (a dentry or an
+/// error pointer, both of which `debugfs_remove` accepts); `_entry`, the
+/// inode's private data, stays pinned and its `data` valid (`new`'s
+/// contract) until `drop` has removed the file.
 pub struct File<T: Show> {
     dentry: *mut bindings::dentry,
     _entry: Pin<KBox<Entry>>,
@@ -113,7 +120,7 @@ impl<T: Show> File<T> {
         // `single_open` created with the entry's data as `private`.
         let private = unsafe { (*seq).private };
         // SAFETY: `private` is the `T` given to `new`, valid while the file
-        // exists (which it does during a read).
+        // exists (type invariant of `File`), which it does during a read.
         let Some(data) = (unsafe { private.cast::<T>().as_ref() }) else {
             return 0;
         };
@@ -124,7 +131,8 @@ impl<T: Show> File<T> {
 
 impl<T: Show> Drop for File<T> {
     fn drop(&mut self) {
-        // SAFETY: created in `new`; waits for running reads.
+        // SAFETY: by the type invariant, `new`'s result; waits for running
+        // reads.
         unsafe { bindings::debugfs_remove(self.dentry) };
     }
 }

@@ -104,6 +104,10 @@ pub struct Coalesce {
 /// Where a netdev sits in the device model: its parent device
 /// (`SET_NETDEV_DEV`, what udev's names and `ethtool -i` bus info derive
 /// from) and which port of that device it is (`dev_port`).
+///
+/// # Invariants
+///
+/// `parent` is NULL or a device that stays alive for `'a`.
 pub struct Placement<'a> {
     pub(crate) parent: *mut bindings::device,
     pub(crate) dev_port: u16,
@@ -133,6 +137,13 @@ impl Placement<'_> {
 }
 
 /// The netdev's private area: NAPI and the driver's data.
+///
+/// # Invariants
+///
+/// Lives in the private area of a netdev that [`EtherRegistration::create`]
+/// or the link type's `newlink` set up: from then until its owner (told by
+/// `by_link`) tears it down just before the netdev is freed, `data` is
+/// initialised and `napi` is added to that netdev.
 #[repr(C)]
 pub(crate) struct Private<T> {
     pub(crate) napi: Opaque<bindings::napi_struct>,
@@ -166,8 +177,8 @@ impl<T: EtherDriver> EtherDevice<T> {
     }
 
     pub(crate) fn private(&self) -> &Private<T> {
-        // SAFETY: the private area holds an initialised `Private<T>` from
-        // registration to the netdev's freeing.
+        // SAFETY: the private area holds a `Private<T>`, initialised from
+        // registration to the netdev's freeing (its type invariant).
         unsafe { &*bindings::srnic_netdev_priv(self.as_raw()).cast::<Private<T>>() }
     }
 
@@ -243,8 +254,8 @@ impl<T: EtherDriver> EtherDevice<T> {
 
     /// Schedules the NAPI poll. Any context, hard IRQ included.
     pub fn napi_schedule(&self) {
-        // SAFETY: NAPI was added at registration; scheduling a disabled
-        // NAPI does nothing.
+        // SAFETY: `napi` is added (type invariant of `Private`); scheduling a
+        // disabled NAPI does nothing.
         unsafe { bindings::srnic_napi_schedule(self.private().napi.get()) };
     }
 
@@ -605,6 +616,12 @@ impl<T: EtherDriver> EtherDevice<T> {
 const EOPNOTSUPP_ERRNO: c_int = -(bindings::EOPNOTSUPP as c_int);
 
 /// A registered Ethernet netdev; unregistered and freed when dropped.
+///
+/// # Invariants
+///
+/// `raw` is a netdev that [`Self::create`] registered, with a `Private<T>`
+/// whose `by_link` is false: this value owns it, and nothing else
+/// unregisters or frees it (`dellink` leaves it alone) until `drop`.
 pub struct EtherRegistration<T: EtherDriver> {
     raw: NonNull<bindings::net_device>,
     _driver: PhantomData<T>,
@@ -711,7 +728,7 @@ impl<T: EtherDriver> EtherRegistration<T> {
 
     /// The netdev.
     pub fn device(&self) -> &EtherDevice<T> {
-        // SAFETY: registered until drop.
+        // SAFETY: registered until drop (type invariant).
         unsafe { EtherDevice::from_raw(self.raw.as_ptr()) }
     }
 }
@@ -719,7 +736,8 @@ impl<T: EtherDriver> EtherRegistration<T> {
 impl<T: EtherDriver> Drop for EtherRegistration<T> {
     fn drop(&mut self) {
         let raw = self.raw.as_ptr();
-        // SAFETY: registered in `new`. Unregistering stops the netdev
+        // SAFETY: by the type invariant, registered and ours, with an
+        // initialised `Private<T>`. Unregistering stops the netdev
         // (`ndo_stop`, NAPI disabled) and waits for its users; then NAPI is
         // removed, the data dropped and the netdev freed.
         unsafe {

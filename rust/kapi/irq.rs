@@ -62,6 +62,13 @@ pub fn remove() {
 /// queue and the handler unlinks and passes to `deliver`. Embedded in the
 /// object it notifies (a CQ), which calls [`SoftVectors::quiesce`] before
 /// it goes.
+///
+/// # Invariants
+///
+/// Made by [`Self::init`] in memory that stays in place until
+/// [`SoftVectors::quiesce`] returned for it. `node` is on no queue while
+/// `queued` is clear: only the raiser that sets `queued` links it, and the
+/// handler clears `queued` only after taking it off its queue.
 #[repr(C)]
 pub struct IrqEvent {
     node: Opaque<bindings::llist_node>,
@@ -124,9 +131,9 @@ impl Vector {
     /// (no such CPU online), so the caller handles it on its own CPU.
     fn interrupt(&self, cpu: c_int) -> bool {
         self.calls_in_flight.fetch_add(1, Ordering::AcqRel);
-        // SAFETY: the call was initialised in `new`. Only the raiser that
-        // found the queue empty sends it, and a call still pending
-        // (-EBUSY) is one whose run takes the new event too.
+        // SAFETY: the call is initialised (`SoftVectors`' type invariant).
+        // Only the raiser that found the queue empty sends it, and a call
+        // still pending (-EBUSY) is one whose run takes the new event too.
         let ret = unsafe { bindings::smp_call_function_single_async(cpu, self.call.get()) };
         if ret == 0 {
             return true;
@@ -155,6 +162,15 @@ impl Vector {
 }
 
 /// A set of software-raised IRQ vectors (a device's completion vectors).
+///
+/// # Invariants
+///
+/// `inner.fwnode` and `inner.domain` are NULL or the set's own. Until
+/// `drop`, every vector in `inner.vectors` has its `irq` mapped in that
+/// domain and its `work` and `call` initialised to raise it with the
+/// vector's pinned address; if `requested`, the IRQ is requested with that
+/// address as `dev_id`. `hotplug` is an instance of the hotplug state
+/// ([`install`]) exactly when `hotplug_added`.
 #[pin_data(PinnedDrop)]
 pub struct SoftVectors {
     /// This set's instance of the CPU hotplug state.
@@ -305,9 +321,9 @@ unsafe extern "C" fn handler_cb(_irq: c_int, dev_id: *mut c_void) -> bindings::i
         unsafe { bindings::llist_reverse_order(bindings::srnic_llist_del_all(vector.queue.get())) };
     let offset = core::mem::offset_of!(IrqEvent, node);
     while !node.is_null() {
-        // SAFETY: every node on a queue is the `node` of a live IrqEvent,
-        // whose owner waits in `quiesce` until `queued` is clear and this
-        // handler has returned.
+        // SAFETY: by `IrqEvent`'s type invariant, every node on a queue is
+        // the `node` of a live `IrqEvent`, whose owner waits in `quiesce`
+        // until `queued` is clear and this handler has returned.
         unsafe {
             let next = (*node).next;
             let event = node.cast::<u8>().sub(offset).cast::<IrqEvent>();
@@ -535,8 +551,9 @@ impl SoftVectors {
         if event.queued.swap(true, Ordering::AcqRel) {
             return;
         }
-        // SAFETY: the event stays in place until its owner's `quiesce`;
-        // the queue is a valid llist head.
+        // SAFETY: by the type invariant of `IrqEvent`, the event stays in
+        // place until its owner's `quiesce`, and its node, `queued` having
+        // been clear, is on no queue; the queue is a valid llist head.
         let was_empty = unsafe { bindings::srnic_llist_add(event.node.get(), vector.queue.get()) };
         if !was_empty {
             // The vector is raised already; its handler takes this too.
@@ -545,7 +562,8 @@ impl SoftVectors {
         }
         // With preemption off no CPU can go offline between reading the
         // affinity and interrupting it.
-        // SAFETY: balanced below; the IRQ is mapped while the set exists.
+        // SAFETY: balanced below; the IRQ is mapped while the set exists
+        // (type invariant).
         unsafe {
             bindings::srnic_preempt_disable();
             let cpu = bindings::srnic_irq_effective_cpu(vector.irq);
@@ -582,7 +600,8 @@ impl SoftVectors {
     /// queues (`get_vector_affinity`).
     pub fn effective_affinity(&self, index: u32) -> *const bindings::cpumask {
         match self.inner.vectors.get(index as usize) {
-            // SAFETY: the IRQ is mapped; the mask lives in its descriptor.
+            // SAFETY: the IRQ is mapped (type invariant); the mask lives in
+            // its descriptor.
             Some(vector) => unsafe { bindings::srnic_irq_effective_affinity(vector.irq) },
             None => core::ptr::null(),
         }
@@ -619,7 +638,8 @@ impl PinnedDrop for SoftVectors {
         // SAFETY: nothing is moved out; the set is being dropped.
         let inner = unsafe { &mut Pin::get_unchecked_mut(self).inner };
         if inner.hotplug_added {
-            // SAFETY: added in `new`; after this no callback sees the set.
+            // SAFETY: an instance of the state (type invariant); after this
+            // no callback sees the set.
             unsafe { bindings::srnic_cpuhp_remove_instance(hotplug_state(), hotplug) };
         }
         for vector in inner.vectors.iter() {

@@ -8,6 +8,11 @@ use core::ptr::NonNull;
 use kernel::prelude::*;
 
 /// `N` per-CPU `u64` counters.
+///
+/// # Invariants
+///
+/// `base` is this value's own per-CPU allocation of `N` `u64` counters
+/// (`N` fits in a `u32`), freed only by `drop`.
 pub struct PerCpuCounters<const N: usize> {
     base: NonNull<u64>,
 }
@@ -32,7 +37,8 @@ impl<const N: usize> PerCpuCounters<N> {
     /// Adds `value` to counter `index` (ignored if out of range).
     pub fn add(&self, index: usize, value: u64) {
         if index < N {
-            // SAFETY: `index` is below the `N` counters allocated.
+            // SAFETY: by the type invariant `base` holds `N` counters, and
+            // `index` is below `N`.
             unsafe { bindings::srnic_percpu_counter_add(self.base.as_ptr(), index as u32, value) };
         }
     }
@@ -49,7 +55,7 @@ impl<const N: usize> PerCpuCounters<N> {
 
 impl<const N: usize> Drop for PerCpuCounters<N> {
     fn drop(&mut self) {
-        // SAFETY: allocated in `new`, freed once.
+        // SAFETY: by the type invariant, our allocation, freed once.
         unsafe { bindings::srnic_percpu_counters_free(self.base.as_ptr()) };
     }
 }

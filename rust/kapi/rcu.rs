@@ -9,7 +9,12 @@
 use core::marker::PhantomData;
 
 /// An RCU read-side critical section, ended on drop. Not `Send`: it must end
-/// on the CPU that began it.
+/// in the task that began it.
+///
+/// # Invariants
+///
+/// The value holds the read-side section its `new` began, which only its
+/// `drop` ends.
 pub struct RcuReadGuard {
     _not_send: PhantomData<*mut ()>,
 }
@@ -33,7 +38,8 @@ impl Default for RcuReadGuard {
 
 impl Drop for RcuReadGuard {
     fn drop(&mut self) {
-        // SAFETY: balances the lock taken in `new`, on the same CPU.
+        // SAFETY: by the type invariant, balances the lock taken in `new`, in
+        // the same task (not `Send`).
         unsafe { crate::bindings::srnic_rcu_read_unlock() };
     }
 }

@@ -135,6 +135,11 @@ impl core::fmt::Write for Text {
 }
 
 /// The attributes of one netdev being written into a netlink message.
+///
+/// # Invariants
+///
+/// `skb` is the message the core is filling in its `fill_info` call, valid
+/// for `'a`.
 pub struct LinkInfo<'a> {
     skb: *mut bindings::sk_buff,
     _message: PhantomData<&'a mut ()>,
@@ -164,8 +169,8 @@ impl LinkInfo<'_> {
     /// Appends attribute `kind`; `EMSGSIZE` when the message is full.
     pub fn put(&mut self, kind: u32, value: Attr<'_>) -> Result {
         let kind = c_int::try_from(kind).map_err(|_| EINVAL)?;
-        // SAFETY: the message the core is filling, valid for `'a`; the
-        // string is NUL-terminated.
+        // SAFETY: by the type invariant, the message the core is filling,
+        // valid for `'a`; the string is NUL-terminated.
         to_result(unsafe {
             match value {
                 Attr::U8(v) => bindings::srnic_nla_put_u8(self.skb, kind, v),
@@ -178,13 +183,19 @@ impl LinkInfo<'_> {
 }
 
 /// A driver's `rtnl_link_ops`, in a static.
+///
+/// # Invariants
+///
+/// `raw` is uninitialised, and only its address used, until
+/// [`Self::register`] writes it, once, before registering it; it is not
+/// written after that.
 pub struct LinkOps<T: LinkDriver> {
     raw: Opaque<bindings::rtnl_link_ops>,
     _driver: PhantomData<T>,
 }
 
 // SAFETY: the core serialises its use of the ops (RTNL); the struct is
-// only written before registration.
+// only written before registration (type invariant).
 unsafe impl<T: LinkDriver> Sync for LinkOps<T> {}
 
 /// RTNL, which the core holds around the ops' callbacks.

@@ -104,7 +104,8 @@ impl<R: UdpReceiver> UdpTunnel<R> {
 
 impl<R: UdpReceiver> Drop for UdpTunnel<R> {
     fn drop(&mut self) {
-        // SAFETY: opened in `open`, released once. Receive callbacks run
+        // SAFETY: by the type invariant, ours, released once. Receive
+        // callbacks run
         // under RCU; waiting for a grace period lets any running one finish
         // before its receiver (dropped after this, with the fields) or the
         // module's code may go.
@@ -117,6 +118,10 @@ impl<R: UdpReceiver> Drop for UdpTunnel<R> {
 }
 
 /// A route to a destination, holding its reference.
+///
+/// # Invariants
+///
+/// `dst` is a route of `family` on which this value holds one reference.
 pub struct Route {
     dst: NonNull<bindings::dst_entry>,
     family: Family,
@@ -193,21 +198,22 @@ impl Route {
 
     /// The interface the route leaves through.
     pub fn ifindex(&self) -> i32 {
-        // SAFETY: our route is valid while we hold it.
+        // SAFETY: the reference we hold (type invariant) keeps it valid.
         unsafe { bindings::srnic_dst_dev_ifindex(self.dst.as_ptr()) }
     }
 
     /// Whether the destination is an address of this host (the route goes
     /// through the loopback interface).
     pub fn is_local(&self) -> bool {
-        // SAFETY: our route is valid while we hold it.
+        // SAFETY: the reference we hold (type invariant) keeps it valid.
         unsafe { bindings::srnic_dst_dev_is_loopback(self.dst.as_ptr()) }
     }
 }
 
 impl Clone for Route {
     fn clone(&self) -> Self {
-        // SAFETY: our route is valid while we hold it; the clone takes a
+        // SAFETY: the reference we hold (type invariant) keeps the route
+        // valid; the clone takes a
         // reference of its own, which its `drop` gives back.
         let dst = unsafe { bindings::srnic_dst_clone(self.dst.as_ptr()) };
         Self {
@@ -220,7 +226,8 @@ impl Clone for Route {
 
 impl Drop for Route {
     fn drop(&mut self) {
-        // SAFETY: our reference, dropped once.
+        // SAFETY: the reference this value holds (type invariant), dropped
+        // once.
         unsafe { bindings::srnic_dst_release(self.dst.as_ptr()) };
     }
 }
@@ -264,6 +271,13 @@ pub fn select_idents(net: &Net, header: &mut Ipv4HeaderBytes, count: u32) -> u16
 /// As in the lists GRO builds, no datagram may be longer than the first
 /// (the stack checks only the first against the path MTU), and only the
 /// last may be shorter; the caller keeps to that.
+///
+/// # Invariants
+///
+/// `head` holds an IP header of `network_len` bytes and a UDP header in its
+/// linear part. `last` is NULL when `count` is 1, else the last of the
+/// `count - 1` datagrams `push` chained onto `head`'s fragment list, which
+/// `head` owns.
 pub struct DatagramList {
     head: SkBuff,
     last: *mut bindings::sk_buff,
@@ -319,7 +333,8 @@ impl DatagramList {
             return Err(EINVAL);
         }
         let skb = skb.into_raw();
-        // SAFETY: both skbs are ours, `last` is the list's tail or null,
+        // SAFETY: both skbs are ours, `last` is the list's tail or null
+        // (type invariant),
         // and `skb` has its IP and UDP headers in its linear part
         // (checked); the head takes ownership of `skb`.
         unsafe {
@@ -355,8 +370,9 @@ impl DatagramList {
         let first_udp_len = u16::from_be_bytes(*udp_len);
         *udp_len = list_udp_len.to_be_bytes();
         let gso_size = u32::from(first_udp_len).checked_sub(8).ok_or(EINVAL)?;
-        // SAFETY: the head is ours and carries `count - 1` datagrams on
-        // its fragment list, each as `push` chained it.
+        // SAFETY: by the type invariant, the head is ours and carries
+        // `count - 1` datagrams on its fragment list, each as `push` chained
+        // it.
         unsafe { bindings::srnic_skb_set_datagram_list(self.head.as_raw(), gso_size, self.count) };
         Ok(self.head)
     }

@@ -240,13 +240,19 @@ pub trait ClientHandler: Sized + Send + Sync + 'static {
 }
 
 /// An `ib_client`, in a `static` of the driver.
+///
+/// # Invariants
+///
+/// `raw` is uninitialised, and only its address used, until
+/// [`Self::register`] writes it, once, before registering it; it is not
+/// written after that. [`ClientHandler::client`] returns this client.
 pub struct Client<H: ClientHandler> {
     raw: Opaque<bindings::ib_client>,
     _handler: PhantomData<H>,
 }
 
 // SAFETY: the core serialises its use of the client; the struct is only
-// written before registration.
+// written before registration (type invariant).
 unsafe impl<H: ClientHandler> Sync for Client<H> {}
 
 impl<H: ClientHandler> Default for Client<H> {
@@ -304,7 +310,8 @@ impl<H: ClientHandler> Client<H> {
                 // SAFETY: turned back into the box only by `remove_callback`,
                 // which does not move the value out.
                 let ptr = KBox::into_raw(unsafe { Pin::into_inner_unchecked(data) });
-                // SAFETY: the client is registered (the core is calling it).
+                // SAFETY: the client is registered (the core is calling it),
+                // and is `H`'s (type invariant).
                 unsafe {
                     bindings::ib_set_client_data(raw, H::client().raw.get(), ptr.cast::<c_void>())
                 };
@@ -831,6 +838,11 @@ impl WorkCompletion {
 }
 
 /// An address handle: the route to one peer or group.
+///
+/// # Invariants
+///
+/// `raw` is an AH that `new` created on `pd`, owned by this value and
+/// destroyed only by `drop`.
 pub struct Ah {
     raw: NonNull<bindings::ib_ah>,
     pd: Pd,
@@ -865,7 +877,7 @@ impl Ah {
 
 impl Drop for Ah {
     fn drop(&mut self) {
-        // SAFETY: created in `new`. Without the sleepable flag the core
+        // SAFETY: ours (type invariant). Without the sleepable flag the core
         // may destroy it in any context.
         let _ =
             unsafe { bindings::rdma_destroy_ah_user(self.raw.as_ptr(), 0, core::ptr::null_mut()) };
@@ -884,6 +896,13 @@ pub struct Sge {
 }
 
 /// A UD QP in RTS, with its send and receive CQ.
+///
+/// # Invariants
+///
+/// `raw` is a UD QP that `new` created on `pd` and brought to RTS (ERR
+/// after [`Self::flush`]), owned by this value and destroyed only by
+/// `drop`; `_cqs` keeps its CQs, and `groups` lists the multicast groups it
+/// is attached to.
 pub struct UdQp {
     raw: NonNull<bindings::ib_qp>,
     groups: KVec<[u8; 16]>,
@@ -964,7 +983,8 @@ impl UdQp {
             out.length = sge.length;
             out.lkey = sge.lkey;
         }
-        // SAFETY: a live QP in RTS and an AH of its PD; the elements cover
+        // SAFETY: a live QP in RTS and a live AH (type invariants) of its PD
+        // (checked); the elements cover
         // mapped memory (`Sge`) and are read during the call (the provider
         // copies the WR).
         to_result(unsafe {
@@ -1015,10 +1035,10 @@ impl Drop for UdQp {
     fn drop(&mut self) {
         for mgid in self.groups.iter() {
             let mut gid = bindings::ib_gid { raw: *mgid };
-            // SAFETY: attached in `attach`.
+            // SAFETY: an attached group (type invariant).
             let _ = unsafe { bindings::ib_detach_mcast(self.raw.as_ptr(), &mut gid, 0) };
         }
-        // SAFETY: created in `new`; no post runs concurrently with drop.
+        // SAFETY: ours (type invariant); no post runs concurrently with drop.
         let _ = unsafe { bindings::ib_destroy_qp_user(self.raw.as_ptr(), core::ptr::null_mut()) };
     }
 }

@@ -320,6 +320,15 @@ pub struct DeviceConfig<'a> {
 }
 
 /// An `ib_device` followed by the driver's data.
+///
+/// # Invariants
+///
+/// Lives in an `ib_device` allocation of the core, `ib` first, that
+/// [`Self::register`] set up: `netdev` holds a `dev_hold` reference until
+/// `dealloc_driver` and `maintenance` is an initialised delayed work;
+/// `data`, `vectors` and `rxe_hold` are initialised until `dealloc_driver`
+/// drops them, once, after cancelling `maintenance`, and sets
+/// `deallocated`. A `&Device<T>` exists only while `data` is initialised.
 #[repr(C)]
 pub struct Device<T: Driver> {
     ib: Opaque<bindings::ib_device>,
@@ -430,8 +439,8 @@ impl<T: Driver> Device<T> {
 
     /// The netdev that carries the port's traffic.
     pub fn netdev(&self) -> &NetDevice {
-        // SAFETY: the device holds a reference on the netdev until
-        // `dealloc_driver`, and `&self` exists only before that.
+        // SAFETY: by the type invariant, the device holds a reference on the
+        // netdev until `dealloc_driver`, and `&self` exists only before that.
         unsafe { NetDevice::from_raw(self.netdev.as_ptr()) }
     }
 
@@ -560,8 +569,9 @@ impl<T: Driver> Device<T> {
     /// Runs `Driver::maintenance` after `msecs` milliseconds, unless it is
     /// already scheduled.
     pub fn schedule_maintenance(&self, msecs: u32) {
-        // SAFETY: initialised at registration; cancelled (synchronously)
-        // before the data drops, so the work never outlives it.
+        // SAFETY: by the type invariant, initialised at registration and
+        // cancelled (synchronously) before the data drops, so the work never
+        // outlives it.
         unsafe { bindings::srnic_schedule_delayed_work(self.maintenance.get(), msecs) };
     }
 
@@ -1112,6 +1122,13 @@ pub fn name_in_use(name: &CStr) -> bool {
 
 /// A reference that keeps a device's memory allocated; it does not keep the
 /// device registered.
+///
+/// # Invariants
+///
+/// Holds one reference (`srnic_ib_device_get`) on the `ib_device` of a
+/// `Device<T>` that [`Device::register`] allocated, so the allocation, and
+/// `deallocated` in it, stays; its `data` is live only while a registration
+/// reference is held too ([`ActiveDevice`]).
 pub struct DeviceRef<T: Driver> {
     ib: NonNull<bindings::ib_device>,
     _data: core::marker::PhantomData<T>,
@@ -1141,7 +1158,8 @@ impl<T: Driver> DeviceRef<T> {
     /// dropped. A device that is only inactive may still be unregistering,
     /// or be moving to another network namespace and come back.
     pub fn is_deallocated(&self) -> bool {
-        // SAFETY: our reference keeps the allocation, and so the flag, valid;
+        // SAFETY: our reference keeps the allocation, and so the flag, valid
+        // (type invariant);
         // the place expression borrows only the flag, not the dropped data.
         unsafe {
             (*self.ib.as_ptr().cast::<Device<T>>())
@@ -1153,8 +1171,8 @@ impl<T: Driver> DeviceRef<T> {
     /// Access to the device while it is registered, or `None` once
     /// unregistration has begun.
     pub fn active(&self) -> Option<ActiveDevice<'_, T>> {
-        // SAFETY: the memory is kept by our reference; the registration
-        // refcount is zero before registration and after unregistration
+        // SAFETY: the memory is kept by our reference (type invariant); the
+        // registration refcount is zero before registration and after unregistration
         // begins, and `dealloc_driver` runs only after it drains.
         if unsafe { bindings::srnic_ib_device_try_get(self.ib.as_ptr()) } {
             Some(ActiveDevice { owner: self })
@@ -1166,7 +1184,8 @@ impl<T: Driver> DeviceRef<T> {
     /// Unregisters the device and waits until that is complete. Harmless if
     /// it is unregistered already or concurrently.
     pub fn unregister(&self) {
-        // SAFETY: the memory is kept by our reference; the core serialises
+        // SAFETY: the memory is kept by our reference (type invariant); the
+        // core serialises
         // concurrent unregistrations and returns only once the device is
         // gone, including `dealloc_driver`.
         unsafe { bindings::ib_unregister_device(self.ib.as_ptr()) };
@@ -1175,7 +1194,7 @@ impl<T: Driver> DeviceRef<T> {
 
 impl<T: Driver> Drop for DeviceRef<T> {
     fn drop(&mut self) {
-        // SAFETY: balances the reference taken in `new`.
+        // SAFETY: the reference this value holds (type invariant), put once.
         unsafe { bindings::srnic_ib_device_put_ref(self.ib.as_ptr()) };
     }
 }

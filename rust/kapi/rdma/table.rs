@@ -133,6 +133,14 @@ pub unsafe trait Listable {
 }
 
 /// Numbers in `min..=max` mapped to `&T`.
+///
+/// # Invariants
+///
+/// `inner.xa` is initialised by `new` and destroyed only when the last
+/// reference to `inner` drops, and `inner.next` is accessed only under its
+/// lock. Every entry points to a `T` whose [`Listing`] records the entry,
+/// so it stays valid until the entry is erased and a grace period has
+/// passed (the [`Listable`] contract).
 pub struct ObjectTable<T> {
     inner: Arc<Inner>,
     min: u32,

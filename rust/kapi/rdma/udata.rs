@@ -26,6 +26,12 @@ unsafe impl Pod for u64 {}
 unsafe impl Pod for u32 {}
 
 /// The driver data of one verb call from user space.
+///
+/// # Invariants
+///
+/// `raw` is the `ib_udata` of the verb call in progress, embedded in that
+/// call's attribute bundle, and valid while the value lives (it does not
+/// outlive the call).
 pub struct UserData {
     raw: NonNull<bindings::ib_udata>,
 }
@@ -40,7 +46,7 @@ impl UserData {
     }
 
     fn raw(&self) -> &bindings::ib_udata {
-        // SAFETY: valid for the verb, see `from_raw`.
+        // SAFETY: valid while `self` lives (type invariant).
         unsafe { self.raw.as_ref() }
     }
 
@@ -85,8 +91,8 @@ impl UserData {
 
     /// The user context the call came from.
     pub(crate) fn ucontext(&self) -> *mut bindings::ib_ucontext {
-        // SAFETY: every udata the core passes to a driver is embedded in the
-        // call's attribute bundle.
+        // SAFETY: by the type invariant, the udata is embedded in the call's
+        // attribute bundle.
         unsafe { bindings::srnic_udata_ucontext(self.raw.as_ptr()) }
     }
 }

@@ -655,6 +655,11 @@ impl WorkCompletion {
 }
 
 /// The caller's array of `poll_cq`.
+///
+/// # Invariants
+///
+/// `wc` is valid for writing `capacity` entries while the value lives, and
+/// `filled <= capacity`.
 pub struct PollOutput {
     wc: *mut bindings::ib_wc,
     capacity: usize,
@@ -710,7 +715,7 @@ impl PollOutput {
         out.ex.invalidate_rkey = unsafe { wc.ex.invalidate_rkey };
         out.smac = cqe.smac;
         // SAFETY: `filled < capacity` (checked), and the array is valid
-        // for `capacity` entries (see `new`).
+        // for `capacity` entries (type invariant).
         unsafe { self.wc.add(self.filled).write(out) };
         self.filled += 1;
         Ok(())

@@ -119,6 +119,11 @@ impl ChainedWr for bindings::ib_recv_wr {
 
 /// A kernel caller's chain of WRs; remembers the last one handed out, which
 /// is the one that failed if the driver stops with an error.
+///
+/// # Invariants
+///
+/// `next` is NULL or a WR of a chain (each link NULL or a WR) valid for
+/// `'a`; `last` is NULL or one of its WRs.
 pub struct Chain<'a, W: ChainedWr> {
     next: *const W,
     last: *const W,
@@ -151,7 +156,7 @@ impl<'a, W: ChainedWr + 'a> Iterator for Chain<'a, W> {
     type Item = W::View<'a>;
 
     fn next(&mut self) -> Option<W::View<'a>> {
-        // SAFETY: the chain is valid (see `new`).
+        // SAFETY: NULL or a WR valid for `'a` (type invariant).
         let raw: &'a W = unsafe { self.next.as_ref() }?;
         self.last = self.next;
         self.next = raw.next_wr();

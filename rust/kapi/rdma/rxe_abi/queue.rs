@@ -48,6 +48,13 @@ impl MmapInfo {
 /// The core's mmap entry for a shared queue, with the buffer it maps.
 /// Freed by `mmap_free` once the queue dropped it and no `mmap` call is
 /// using it; pages still mapped into a process keep their own references.
+///
+/// # Invariants
+///
+/// `entry` comes first, so the core's entry pointer is the mapping's.
+/// `base` is the `vmalloc_user` buffer of the [`Queue`] that inserted the
+/// entry, of the entry's size; the mapping owns it from then on, and
+/// [`Self::free`] frees both.
 #[repr(C)]
 pub(crate) struct QueueMapping {
     entry: bindings::rdma_user_mmap_entry,
@@ -66,9 +73,10 @@ impl QueueMapping {
         vma: *mut bindings::vm_area_struct,
     ) -> Result {
         let mapping = entry.cast::<QueueMapping>();
-        // SAFETY: `entry` is the first field of a live `QueueMapping`; the
-        // buffer is a `vmalloc_user` allocation, which the core checked is
-        // as large as the area (it refuses entries whose size differs).
+        // SAFETY: by the type invariant, `entry` is the first field of the
+        // live `QueueMapping` and the buffer a `vmalloc_user` allocation of
+        // the entry's size, which the core checked is as large as the area
+        // (it refuses entries whose size differs).
         to_result(unsafe { bindings::remap_vmalloc_range(vma, (*mapping).base.as_ptr().cast(), 0) })
     }
 
@@ -89,6 +97,13 @@ impl QueueMapping {
 }
 
 /// A ring of fixed-size slots behind an rxe queue header.
+///
+/// # Invariants
+///
+/// `base` is a page-aligned `vmalloc_user` buffer of `bytes` bytes, at
+/// least the header and `geometry.data_bytes()`, allocated while the value
+/// lives: the queue owns it until [`Self::share`], then `mapping`, the mmap
+/// entry inserted for it, does (the queue holding a reference to it).
 pub struct Queue {
     base: NonNull<u8>,
     bytes: usize,
@@ -205,8 +220,8 @@ impl Queue {
 
     fn index(&self, at: usize) -> &AtomicU32 {
         // SAFETY: `at` is PRODUCER or CONSUMER, 4-byte aligned offsets in
-        // the header, which lives as long as `self`; every access to them
-        // is atomic.
+        // the header, which lives as long as `self` (type invariant); every
+        // access to them is atomic.
         unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(at).cast()) }
     }
 
@@ -251,7 +266,8 @@ impl Queue {
         }
         let at = HEADER + self.geometry.slot_offset(index) + offset;
         // SAFETY: `slot_offset` is below `data_bytes` for any index and the
-        // slot's range is checked above, so the address is in the buffer.
+        // slot's range is checked above, so the address is in the buffer
+        // (type invariant).
         Ok(unsafe { self.base.as_ptr().add(at) })
     }
 
@@ -336,7 +352,8 @@ impl Queue {
 impl Drop for Queue {
     fn drop(&mut self) {
         match self.mapping {
-            // SAFETY: the entry was inserted by `share`; removing it drops
+            // SAFETY: by the type invariant, the entry `share` inserted,
+            // holding our reference; removing it drops
             // the queue's reference, and `mmap_free` frees the buffer once
             // no `mmap` call holds one.
             Some(mapping) => unsafe {
@@ -344,7 +361,8 @@ impl Drop for Queue {
                     (*mapping.as_ptr()).entry
                 ))
             },
-            // SAFETY: never shared, so the buffer is ours alone.
+            // SAFETY: never shared, so the buffer is ours alone (type
+            // invariant).
             None => unsafe { bindings::vfree(self.base.as_ptr().cast()) },
         }
     }
