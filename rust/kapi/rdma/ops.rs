@@ -403,8 +403,9 @@ impl<T: Driver> Device<T> {
                 Err(err) => err.to_errno(),
             };
         }
-        // SAFETY: a kernel caller's chain is valid for the call.
-        let mut chain = unsafe { SendChain::new(wr) };
+        // SAFETY: a kernel caller's chain is valid for the call, posted to
+        // this QP.
+        let mut chain = unsafe { SendChain::new(wr, qp.as_raw()) };
         let result = T::post_send(qp, &mut chain);
         // SAFETY: the caller's out-pointer.
         unsafe { post_result(result, bad_wr, chain.failed_wr()) }
@@ -455,7 +456,7 @@ impl<T: Driver> Device<T> {
         bad_wr: *mut *const bindings::ib_recv_wr,
     ) -> c_int {
         // SAFETY: the QP is live; a kernel caller's chain is valid.
-        let (qp, mut chain) = unsafe { (Qp::<T>::from_raw(qp), RecvChain::new(wr)) };
+        let (qp, mut chain) = unsafe { (Qp::<T>::from_raw(qp), RecvChain::new(wr, qp)) };
         let result = T::post_recv(qp, &mut chain);
         // SAFETY: the caller's out-pointer.
         unsafe { post_result(result, bad_wr, chain.failed_wr()) }
@@ -561,7 +562,12 @@ impl<T: Driver> Device<T> {
         bad_wr: *mut *const bindings::ib_recv_wr,
     ) -> c_int {
         // SAFETY: a live SRQ; a kernel caller's chain.
-        let (srq, mut chain) = unsafe { (Srq::<T>::from_raw(srq), RecvChain::new(wr)) };
+        let (srq, mut chain) = unsafe {
+            (
+                Srq::<T>::from_raw(srq),
+                RecvChain::new(wr, core::ptr::null()),
+            )
+        };
         let result = T::post_srq_recv(srq, &mut chain);
         // SAFETY: the caller's out-pointer.
         unsafe { post_result(result, bad_wr, chain.failed_wr()) }

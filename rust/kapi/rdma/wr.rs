@@ -4,13 +4,19 @@
 //! `ib_send_wr` and `ib_recv_wr`, walked one WR at a time.
 
 use super::device::Driver;
-use super::objects::Ah;
+use super::objects::{Ah, Qp};
 use crate::bindings;
+use crate::pure::wr::QpType;
 use kernel::prelude::*;
 
 /// One kernel send WR of a chain.
+///
+/// # Invariants
+///
+/// `posted_to` is the QP whose `post_send` the chain came with.
 pub struct SendWr<'a> {
     raw: &'a bindings::ib_send_wr,
+    posted_to: *const bindings::ib_qp,
 }
 
 impl<'a> SendWr<'a> {
@@ -44,12 +50,22 @@ impl<'a> SendWr<'a> {
         Ok(unsafe { core::slice::from_raw_parts(self.raw.sg_list, count) })
     }
 
-    /// The address handle of a WR posted to a UD or GSI QP of a device of
-    /// driver `T`.
-    pub fn ud_ah<T: Driver>(&self) -> Option<&'a Ah<T>> {
-        // SAFETY: UD WRs sit first in an `ib_ud_wr` (callers ask only for
-        // those); the AH is one of the QP's device, an `Ah<T>` the poster
-        // keeps alive for the call.
+    /// The address handle of the WR, if it was posted to `qp` and that is
+    /// a UD or GSI QP; `None` otherwise or if it names none.
+    pub fn ud_ah<T: Driver>(&self, qp: &Qp<T>) -> Option<&'a Ah<T>> {
+        // Only the QP the WR was posted to says how the WR is laid out and
+        // which driver its AH belongs to.
+        if !core::ptr::eq(self.posted_to, qp.as_raw()) {
+            return None;
+        }
+        if !matches!(qp.qp_type(), QpType::Ud | QpType::Gsi) {
+            return None;
+        }
+        // SAFETY: WRs posted to a UD or GSI QP sit first in an `ib_ud_wr`
+        // (the core's contract with kernel callers), and this one was
+        // posted to `qp` (type invariant, checked above); its AH is one of
+        // `qp`'s device, so an `Ah<T>`, which the poster keeps alive for
+        // the call.
         unsafe {
             let ah = (*(self.raw as *const bindings::ib_send_wr).cast::<bindings::ib_ud_wr>()).ah;
             if ah.is_null() {
@@ -89,8 +105,8 @@ pub trait ChainedWr: Sized {
     /// The next WR of the chain, or NULL.
     fn next_wr(&self) -> *const Self;
 
-    /// The driver's view of this WR.
-    fn view(&self) -> Self::View<'_>;
+    /// The driver's view of this WR, posted to `qp` (NULL: to an SRQ).
+    fn view(&self, qp: *const bindings::ib_qp) -> Self::View<'_>;
 }
 
 impl ChainedWr for bindings::ib_send_wr {
@@ -100,8 +116,11 @@ impl ChainedWr for bindings::ib_send_wr {
         self.next
     }
 
-    fn view(&self) -> SendWr<'_> {
-        SendWr { raw: self }
+    fn view(&self, qp: *const bindings::ib_qp) -> SendWr<'_> {
+        SendWr {
+            raw: self,
+            posted_to: qp,
+        }
     }
 }
 
@@ -112,7 +131,7 @@ impl ChainedWr for bindings::ib_recv_wr {
         self.next
     }
 
-    fn view(&self) -> RecvWr<'_> {
+    fn view(&self, _qp: *const bindings::ib_qp) -> RecvWr<'_> {
         RecvWr { raw: self }
     }
 }
@@ -123,10 +142,12 @@ impl ChainedWr for bindings::ib_recv_wr {
 /// # Invariants
 ///
 /// `next` is NULL or a WR of a chain (each link NULL or a WR) valid for
-/// `'a`; `last` is NULL or one of its WRs.
+/// `'a`; `last` is NULL or one of its WRs; the chain was posted to
+/// `posted_to` (NULL: to an SRQ).
 pub struct Chain<'a, W: ChainedWr> {
     next: *const W,
     last: *const W,
+    posted_to: *const bindings::ib_qp,
     _wrs: core::marker::PhantomData<&'a W>,
 }
 
@@ -138,11 +159,13 @@ pub type RecvChain<'a> = Chain<'a, bindings::ib_recv_wr>;
 impl<W: ChainedWr> Chain<'_, W> {
     /// # Safety
     ///
-    /// `first` must be NULL or a valid chain for the lifetime.
-    pub(crate) unsafe fn new(first: *const W) -> Self {
+    /// `first` must be NULL or a valid chain for the lifetime, posted to
+    /// `posted_to` (NULL for an SRQ's).
+    pub(crate) unsafe fn new(first: *const W, posted_to: *const bindings::ib_qp) -> Self {
         Self {
             next: first,
             last: first,
+            posted_to,
             _wrs: core::marker::PhantomData,
         }
     }
@@ -160,6 +183,6 @@ impl<'a, W: ChainedWr + 'a> Iterator for Chain<'a, W> {
         let raw: &'a W = unsafe { self.next.as_ref() }?;
         self.last = self.next;
         self.next = raw.next_wr();
-        Some(raw.view())
+        Some(raw.view(self.posted_to))
     }
 }

@@ -802,7 +802,7 @@ fn apply(attrs: &mut QpAttributes, modify: &QpModify) {
 /// for other types).
 fn ud_destination(qp: &Qp<SrnicDevice>, wr: &SendWr<'_>) -> Option<AddressVector> {
     match qp.qp_type() {
-        QpType::Ud | QpType::Gsi => wr.ud_ah::<SrnicDevice>().map(|ah| ah.av()),
+        QpType::Ud | QpType::Gsi => wr.ud_ah(qp).map(|ah| ah.av()),
         _ => None,
     }
 }
