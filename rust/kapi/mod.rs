@@ -29,6 +29,8 @@ pub mod irq;
 pub mod print;
 pub mod net;
 pub mod netdev;
+#[macro_use]
+pub mod param;
 pub mod percpu;
 pub mod rcu;
 pub mod rtnl_link;
@@ -38,6 +40,7 @@ pub mod sync;
 pub mod rdma;
 pub mod shared;
 pub mod udp;
+#[macro_use]
 pub mod work;
 
 use kernel::error::Error;

@@ -20,6 +20,35 @@ pub unsafe trait HasDelayedWork: Sized + Sync {
     fn run(&self);
 }
 
+/// Implements [`HasDelayedWork`] for `owner`, whose field `field` is its
+/// `DelayedWork<owner>`; the offset is the field's, and the macro checks
+/// the field's type (a `DelayedWork` of another owner, or a type that
+/// merely derefs to one, does not compile):
+///
+/// ```ignore
+/// impl_has_delayed_work! {
+///     impl HasDelayedWork for LanDev { ticker } fn run(&self) { self.tick(); }
+/// }
+/// ```
+macro_rules! impl_has_delayed_work {
+    (impl HasDelayedWork for $owner:ty { $field:ident } fn run(&$this:ident) $body:block) => {
+        // SAFETY: `OFFSET` is the offset of `$field`, which the function
+        // below proves is a `DelayedWork<$owner>` (a raw pointer to a field
+        // has the field's exact type: no deref coercion).
+        unsafe impl $crate::kapi::work::HasDelayedWork for $owner {
+            const OFFSET: usize = {
+                #[allow(dead_code)]
+                fn field_is_its_work(owner: &$owner) {
+                    let _: *const $crate::kapi::work::DelayedWork<$owner> =
+                        ::core::ptr::addr_of!(owner.$field);
+                }
+                ::core::mem::offset_of!($owner, $field)
+            };
+            fn run(&$this) $body
+        }
+    };
+}
+
 /// A `struct delayed_work` inside its owner `T`.
 ///
 /// The owner is usually built by value and moved to its final place (a

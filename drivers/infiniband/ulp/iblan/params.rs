@@ -5,6 +5,13 @@
 
 use kernel::prelude::*;
 
+kapi_params! {
+    /// `lan=`, unchecked.
+    fn lan_param() -> u32 = iblan_param_lan;
+    /// `vendor=`, unchecked.
+    fn vendor_param() -> u32 = iblan_param_vendor;
+}
+
 /// Which emulated LAN this node's ports join, and how their MACs begin.
 #[derive(Clone, Copy)]
 pub(crate) struct LanConfig {
@@ -19,10 +26,8 @@ impl LanConfig {
     /// The parameters, checked: a LAN index above 255, a vendor ID wider
     /// than 24 bits or one with the multicast bit set is `EINVAL`.
     pub(crate) fn from_params() -> Result<Self> {
-        // SAFETY: reads a parameter word; no preconditions.
-        let lan = unsafe { crate::bindings::iblan_param_lan() };
-        // SAFETY: as above.
-        let vendor = unsafe { crate::bindings::iblan_param_vendor() };
+        let lan = lan_param();
+        let vendor = vendor_param();
         let Ok(lan) = u8::try_from(lan) else {
             pr_err!("iblan: lan={} is not a LAN index (0-255)\n", lan);
             return Err(EINVAL);

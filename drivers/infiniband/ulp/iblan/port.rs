@@ -31,7 +31,7 @@ use crate::kapi::rdma::consumer::{
 use crate::kapi::rtnl_link::{iblan, Attr, ExtAck, LinkDriver, LinkInfo, LinkOps, NewLink};
 use crate::kapi::skb::SkBuff;
 use crate::kapi::sync::{SpinLockBh, SpinLockIrq};
-use crate::kapi::work::{now_ms, sleep_ms, DelayedWork, HasDelayedWork};
+use crate::kapi::work::{now_ms, sleep_ms, DelayedWork};
 use crate::params::LanConfig;
 use crate::pure::fdb::Learned;
 use crate::pure::lan::{

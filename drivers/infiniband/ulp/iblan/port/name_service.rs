@@ -36,10 +36,8 @@ impl Inbox {
     }
 }
 
-// SAFETY: `ticker` is the field at this offset.
-unsafe impl HasDelayedWork for LanDev {
-    const OFFSET: usize = core::mem::offset_of!(LanDev, ticker);
-    fn run(&self) {
+impl_has_delayed_work! {
+    impl HasDelayedWork for LanDev { ticker } fn run(&self) {
         self.name_service();
     }
 }
