@@ -373,6 +373,12 @@ impl<H: PortEventHandler> PortEvents<H> {
         Ok(Self { inner })
     }
 
+    /// The handler: what it owns stays until the registration drops, after
+    /// the last event.
+    pub fn handler(&self) -> &H {
+        &self.inner.handler
+    }
+
     /// # Safety
     ///
     /// Called only by the RDMA core for the client, CQ or handler this module

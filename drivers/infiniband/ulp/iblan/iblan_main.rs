@@ -118,32 +118,22 @@ impl Port {
 /// The client: one netdev per RoCE port of every RDMA device.
 struct IblanClient;
 
-/// What iblan keeps per RDMA device. Fields drop in order: events stop
-/// before the netdevs go.
-struct PerDevice {
-    _events: PortEvents<CarrierFollower>,
-    _ports: KVec<Port>,
-}
+/// What iblan keeps per RDMA device: its ports, owned by the handler of
+/// their carrier, so that events stop (the registration drops) before the
+/// netdevs go.
+type PerDevice = PortEvents<CarrierFollower>;
 
 /// Makes each netdev's carrier follow its port.
 struct CarrierFollower {
-    /// (port, netdev) pairs; the netdevs outlive the handler (see
-    /// `PerDevice`'s field order).
-    netdevs: KVec<(u32, *const kapi::ether::EtherDevice<LanDev>)>,
+    /// (RDMA port, LAN port) pairs.
+    ports: KVec<(u32, Port)>,
 }
-
-// SAFETY: the pointers are only used to call thread-safe netdev methods
-// while the registrations live.
-unsafe impl Send for CarrierFollower {}
-// SAFETY: as above.
-unsafe impl Sync for CarrierFollower {}
 
 impl PortEventHandler for CarrierFollower {
     fn port_event(&self, port: u32, active: bool) {
-        for (p, dev) in self.netdevs.iter() {
+        for (p, lan) in self.ports.iter() {
             if *p == port {
-                // SAFETY: see the field's comment.
-                let dev = unsafe { &**dev };
+                let dev = lan._registration.device();
                 dev.data().carrier_changed(dev, active);
             }
         }
@@ -161,7 +151,6 @@ impl ClientHandler for IblanClient {
     fn add(dev: &IbDevice) -> Result<Pin<KBox<PerDevice>>> {
         let config = LanConfig::from_params()?;
         let mut ports = KVec::new();
-        let mut netdevs = KVec::new();
         for port in dev.ports() {
             if !dev.port_is_roce(port) {
                 // InfiniBand ports need an SA multicast join for the name
@@ -169,10 +158,7 @@ impl ClientHandler for IblanClient {
                 continue;
             }
             match port::create(dev, port, config) {
-                Ok(reg) => {
-                    netdevs.push((port, core::ptr::from_ref(reg.device())), GFP_KERNEL)?;
-                    ports.push(Port::new(reg), GFP_KERNEL)?;
-                }
+                Ok(reg) => ports.push((port, Port::new(reg)), GFP_KERNEL)?,
                 Err(err) => {
                     pr_warn!(
                         "iblan: no netdev for {} port {}: {:?}\n",
@@ -183,20 +169,14 @@ impl ClientHandler for IblanClient {
                 }
             }
         }
-        let events = PortEvents::register(dev, CarrierFollower { netdevs })?;
-        Ok(KBox::pin(
-            PerDevice {
-                _events: events,
-                _ports: ports,
-            },
-            GFP_KERNEL,
-        )?)
+        let events = PortEvents::register(dev, CarrierFollower { ports })?;
+        Ok(KBox::pin(events, GFP_KERNEL)?)
     }
 
     fn remove(_dev: &IbDevice, data: Pin<KBox<PerDevice>>) {
         // The LANs `ip link add` made on each port go first, and no new
         // one can be made.
-        for port in data._ports.iter() {
+        for (_, port) in data.handler().ports.iter() {
             LanDev::close_children(port._registration.device());
         }
         drop(data);
