@@ -11,6 +11,7 @@ use core::ptr::NonNull;
 use kernel::error::to_result;
 use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
+use kernel::sync::Arc;
 use kernel::types::Opaque;
 
 /// What `ndo_start_xmit` did with a frame.
@@ -607,6 +608,9 @@ const EOPNOTSUPP_ERRNO: c_int = -(bindings::EOPNOTSUPP as c_int);
 /// A registered Ethernet netdev; unregistered and freed when dropped.
 pub struct EtherRegistration<T: EtherDriver> {
     raw: NonNull<bindings::net_device>,
+    /// What the netdev needs to outlive (its link type's registration):
+    /// dropped after it is freed.
+    held: Option<Arc<dyn Send + Sync>>,
     _driver: PhantomData<T>,
 }
 
@@ -697,8 +701,14 @@ impl<T: EtherDriver> EtherRegistration<T> {
         Ok(Self {
             // SAFETY: checked non-NULL above.
             raw: unsafe { NonNull::new_unchecked(raw) },
+            held: None,
             _driver: PhantomData,
         })
+    }
+
+    /// Keeps `held` until after the netdev is freed.
+    pub(crate) fn hold(&mut self, held: Arc<dyn Send + Sync>) {
+        self.held = Some(held);
     }
 
     fn netdev_ops() -> &'static bindings::net_device_ops {

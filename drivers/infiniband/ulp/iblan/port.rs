@@ -28,7 +28,9 @@ use crate::kapi::rdma::consumer::{
     Ah, Cq, CqHandler, DeviceRef, DmaBuffer, IbDevice, Ipv6Membership, Pd, UdQp, WorkCompletion,
     DEVICE_NAME_MAX,
 };
-use crate::kapi::rtnl_link::{iblan, Attr, ExtAck, LinkDriver, LinkInfo, LinkOps, NewLink};
+use crate::kapi::rtnl_link::{
+    iblan, Attr, ExtAck, LinkDriver, LinkInfo, LinkOps, LinkRegistration, NewLink,
+};
 use crate::kapi::skb::SkBuff;
 use crate::kapi::sync::{SpinLockBh, SpinLockIrq};
 use crate::kapi::work::{now_ms, sleep_ms, DelayedWork};
@@ -152,13 +154,15 @@ pub(crate) struct LanDev {
 /// Creates the LAN port over `port` of `dev` in the module's LAN and
 /// registers its netdev `iblanN`, the parent of the port's other LANs.
 pub(crate) fn create(
+    link: &LinkRegistration<LanDev>,
     dev: &IbDevice,
     port: u32,
     config: LanConfig,
 ) -> Result<EtherRegistration<LanDev>> {
     let data = LanDev::new(dev, port, config, None, Origin::Port)?;
     let mac = lan::mac_for(config.vendor, config.lan, data.lid.load(Ordering::Relaxed));
-    let reg = EtherRegistration::new_linked(c_str!("iblan%d"), mac, dev.placement(port), data)?;
+    let reg =
+        EtherRegistration::new_linked(link, c_str!("iblan%d"), mac, dev.placement(port), data)?;
     reg.device().data().attach(reg.device());
     Ok(reg)
 }
