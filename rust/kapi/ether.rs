@@ -7,6 +7,7 @@ use crate::bindings;
 use crate::kapi::netdev::{NetDevice, RtnlGuard};
 use crate::kapi::skb::SkBuff;
 use core::marker::PhantomData;
+use core::pin::Pin;
 use core::ptr::NonNull;
 use kernel::error::to_result;
 use kernel::ffi::{c_char, c_int, c_void};
@@ -175,6 +176,14 @@ impl<T: EtherDriver> EtherDevice<T> {
     /// The driver's data.
     pub fn data(&self) -> &T {
         &self.private().data
+    }
+
+    /// The driver's data, pinned: it is written in place when the netdev
+    /// is made, and dropped in place before the netdev is freed.
+    pub fn data_pinned(&self) -> Pin<&T> {
+        // SAFETY: never moved out of the private area (see above), and its
+        // memory is freed only after it dropped.
+        unsafe { Pin::new_unchecked(self.data()) }
     }
 
     /// The netdev, for generic queries.

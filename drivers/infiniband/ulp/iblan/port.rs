@@ -437,10 +437,7 @@ impl EtherDriver for LanDev {
     fn open(dev: &EtherDevice<Self>) -> Result {
         let lan = dev.data();
         // The first open initialises the ticker (later ones find it so).
-        // SAFETY: the data is at its final place in the netdev, and `Drop
-        // for LanDev` cancels the work before the netdev's memory goes,
-        // when nothing schedules it any more.
-        unsafe { lan.ticker.init() };
+        DelayedWork::init(dev.data_pinned());
         lan.running.store(true, Ordering::Release);
         lan.announce_soon.store(true, Ordering::Relaxed);
         lan.ticker.schedule(0);
@@ -736,25 +733,6 @@ fn refuse(extack: &mut ExtAck, err: lan::ChildAddressError, vendor: [u8; 3]) -> 
                 "iblan: LAN {lan} (byte 3 of the address) has a netdev on this port already"
             ));
             EBUSY
-        }
-    }
-}
-
-impl Drop for LanDev {
-    fn drop(&mut self) {
-        // The netdev is unregistered (stopped) but not freed: reclaim every
-        // posted WR, then the fields go in order.
-        // Nothing schedules the ticker any more (NAPI is disabled, port
-        // events unregistered); a late schedule from before is cancelled.
-        self.ticker.cancel_sync();
-        let dev = self
-            .cq
-            .handler()
-            .netdev
-            .swap(core::ptr::null_mut(), Ordering::AcqRel);
-        // SAFETY: the netdev's memory is freed only after its data drops.
-        if let Some(dev) = unsafe { dev.as_ref() } {
-            self.drain(dev);
         }
     }
 }
