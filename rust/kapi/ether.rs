@@ -7,10 +7,12 @@ use crate::bindings;
 use crate::kapi::netdev::{NetDevice, RtnlGuard};
 use crate::kapi::skb::SkBuff;
 use core::marker::PhantomData;
+use core::pin::Pin;
 use core::ptr::NonNull;
 use kernel::error::to_result;
 use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
+use kernel::sync::Arc;
 use kernel::types::Opaque;
 
 /// What `ndo_start_xmit` did with a frame.
@@ -185,6 +187,14 @@ impl<T: EtherDriver> EtherDevice<T> {
     /// The driver's data.
     pub fn data(&self) -> &T {
         &self.private().data
+    }
+
+    /// The driver's data, pinned: it is written in place when the netdev
+    /// is made, and dropped in place before the netdev is freed.
+    pub fn data_pinned(&self) -> Pin<&T> {
+        // SAFETY: never moved out of the private area (see above), and its
+        // memory is freed only after it dropped.
+        unsafe { Pin::new_unchecked(self.data()) }
     }
 
     /// The netdev, for generic queries.
@@ -624,6 +634,9 @@ const EOPNOTSUPP_ERRNO: c_int = -(bindings::EOPNOTSUPP as c_int);
 /// unregisters or frees it (`dellink` leaves it alone) until `drop`.
 pub struct EtherRegistration<T: EtherDriver> {
     raw: NonNull<bindings::net_device>,
+    /// What the netdev needs to outlive (its link type's registration):
+    /// dropped after it is freed.
+    held: Option<Arc<dyn Send + Sync>>,
     _driver: PhantomData<T>,
 }
 
@@ -714,8 +727,14 @@ impl<T: EtherDriver> EtherRegistration<T> {
         Ok(Self {
             // SAFETY: checked non-NULL above.
             raw: unsafe { NonNull::new_unchecked(raw) },
+            held: None,
             _driver: PhantomData,
         })
+    }
+
+    /// Keeps `held` until after the netdev is freed.
+    pub(crate) fn hold(&mut self, held: Arc<dyn Send + Sync>) {
+        self.held = Some(held);
     }
 
     fn netdev_ops() -> &'static bindings::net_device_ops {

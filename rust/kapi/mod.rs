@@ -39,6 +39,7 @@ pub mod sync;
 pub mod rdma;
 pub mod shared;
 pub mod udp;
+#[macro_use]
 pub mod work;
 
 use kernel::error::Error;

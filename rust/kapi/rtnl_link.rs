@@ -17,9 +17,11 @@ use crate::kapi::net::Net;
 use crate::kapi::netdev::RtnlGuard;
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::error::to_result;
 use kernel::ffi::{c_char, c_int};
 use kernel::prelude::*;
+use kernel::sync::Arc;
 use kernel::types::Opaque;
 
 /// iblan's link attributes (`include/uapi/linux/if_iblan.h`, through
@@ -191,7 +193,37 @@ impl LinkInfo<'_> {
 /// written after that.
 pub struct LinkOps<T: LinkDriver> {
     raw: Opaque<bindings::rtnl_link_ops>,
+    /// Set while a [`LinkRegistration`] lives: `raw` is then the core's,
+    /// and not written.
+    registered: AtomicBool,
     _driver: PhantomData<T>,
+}
+
+/// The registered link type of `T`, shared: the module holds one and every
+/// netdev [`EtherRegistration::new_linked`] made holds one, so the type is
+/// unregistered (deleting the links `ip link add` made) only after the
+/// last of those netdevs is gone.
+pub struct LinkRegistration<T: LinkDriver>(Arc<Registered<T>>);
+
+impl<T: LinkDriver> Clone for LinkRegistration<T> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+struct Registered<T: LinkDriver> {
+    ops: &'static LinkOps<T>,
+}
+
+impl<T: LinkDriver> Drop for Registered<T> {
+    fn drop(&mut self) {
+        // SAFETY: registered by `LinkOps::register`, which made this value
+        // the only way to unregister; no netdev of `new_linked` is left
+        // (each held a clone). The core deletes the links `ip link add`
+        // made and waits for unregistrations in flight.
+        unsafe { bindings::rtnl_link_unregister(self.ops.raw.get()) };
+        self.ops.registered.store(false, Ordering::Release);
+    }
 }
 
 // SAFETY: the core serialises its use of the ops (RTNL); the struct is
@@ -214,6 +246,7 @@ impl<T: LinkDriver> LinkOps<T> {
     pub const fn new() -> Self {
         Self {
             raw: Opaque::uninit(),
+            registered: AtomicBool::new(false),
             _driver: PhantomData,
         }
     }
@@ -222,9 +255,12 @@ impl<T: LinkDriver> LinkOps<T> {
         self.raw.get()
     }
 
-    /// Registers the link type. Call once, at module init, before any
-    /// netdev of `T` is registered.
-    pub fn register(&'static self) -> Result {
+    /// Registers the link type, until the returned registration and its
+    /// clones are gone; `EBUSY` while it is registered already.
+    pub fn register(&'static self) -> Result<LinkRegistration<T>> {
+        if self.registered.swap(true, Ordering::AcqRel) {
+            return Err(EBUSY);
+        }
         // SAFETY: an ops table of NULL pointers and zeroes is valid; the
         // used fields are set below.
         let mut ops: bindings::rtnl_link_ops = unsafe { core::mem::zeroed() };
@@ -235,23 +271,26 @@ impl<T: LinkDriver> LinkOps<T> {
         ops.dellink = Some(Self::dellink);
         ops.get_size = Some(Self::get_size);
         ops.fill_info = Some(Self::fill_info);
-        // SAFETY: not registered, so nobody else reads it; in a static.
+        // SAFETY: not registered (the flag was clear, and this call set
+        // it), so nobody else reads it; in a static.
         unsafe { self.raw.get().write(ops) };
         // SAFETY: initialised ops in static memory.
-        to_result(unsafe { bindings::rtnl_link_register(self.raw.get()) })
-    }
-
-    /// Unregisters the link type: the links `ip link add` made that are
-    /// left are deleted, and every link's data has dropped when this
-    /// returns (the core waits for unregistrations in flight).
-    ///
-    /// # Safety
-    ///
-    /// `register` succeeded and this is its only counterpart; no
-    /// [`EtherRegistration`] of `T` is left.
-    pub unsafe fn unregister(&'static self) {
-        // SAFETY: registered, per the caller.
-        unsafe { bindings::rtnl_link_unregister(self.raw.get()) };
+        if let Err(err) = to_result(unsafe { bindings::rtnl_link_register(self.raw.get()) }) {
+            self.registered.store(false, Ordering::Release);
+            return Err(err);
+        }
+        // From here on, dropping it unregisters.
+        match Arc::new(Registered { ops: self }, GFP_KERNEL) {
+            Ok(registered) => Ok(LinkRegistration(registered)),
+            Err(err) => {
+                // SAFETY: registered just above; no netdev of `new_linked`
+                // exists (making one takes a registration), and the core
+                // deletes any link `ip link add` made meanwhile.
+                unsafe { bindings::rtnl_link_unregister(self.raw.get()) };
+                self.registered.store(false, Ordering::Release);
+                Err(err.into())
+            }
+        }
     }
 
     /// # Safety
@@ -476,12 +515,17 @@ impl<T: LinkDriver> EtherRegistration<T> {
     /// As [`EtherRegistration::new`], for a netdev of `T`'s link type:
     /// `ip -d link` shows its kind and attributes, and `ip link add link`
     /// may name it as a parent.
+    /// The netdev holds `link`: the type stays registered while it lives.
     pub fn new_linked(
+        link: &LinkRegistration<T>,
         name_format: &CStr,
         mac: [u8; 6],
         placement: Placement<'_>,
         data: T,
     ) -> Result<Self> {
-        Self::create(name_format, T::MTU, mac, placement, self_ops::<T>(), data)
+        let ops = link.0.ops.as_raw();
+        let mut reg = Self::create(name_format, T::MTU, mac, placement, ops, data)?;
+        reg.hold(link.0.clone());
+        Ok(reg)
     }
 }

@@ -5,6 +5,7 @@
 
 use crate::bindings;
 use core::marker::PhantomData;
+use core::pin::Pin;
 use core::sync::atomic::{AtomicU8, Ordering};
 use kernel::types::Opaque;
 
@@ -12,7 +13,10 @@ use kernel::types::Opaque;
 ///
 /// # Safety
 ///
-/// `OFFSET` is the byte offset of the `DelayedWork<Self>` field in `Self`.
+/// `OFFSET` is the byte offset of the `DelayedWork<Self>` field in `Self`,
+/// and `Drop` of `Self` begins with that field's
+/// [`DelayedWork::cancel_sync`] (before any field drops, the work may still
+/// be running). [`impl_has_delayed_work!`] implements both.
 pub unsafe trait HasDelayedWork: Sized + Sync {
     /// `core::mem::offset_of!(Self, field)`.
     const OFFSET: usize;
@@ -20,12 +24,61 @@ pub unsafe trait HasDelayedWork: Sized + Sync {
     fn run(&self);
 }
 
+/// Implements [`HasDelayedWork`] for `owner`, whose field `field` is its
+/// `DelayedWork<owner>`, and `Drop` for `owner`: it cancels the work, then
+/// runs the body given (if any). The offset is the field's, and the macro
+/// checks the field's type (a `DelayedWork` of another owner, or a type
+/// that merely derefs to one, does not compile):
+///
+/// ```ignore
+/// impl_has_delayed_work! {
+///     impl HasDelayedWork for LanDev { ticker } fn run(&self) { self.tick(); }
+///     fn drop(&mut self) { self.teardown(); }
+/// }
+/// ```
+// iblan's name service uses it; srnic, which compiles the same tree, does not.
+#[allow(unused_macros)]
+macro_rules! impl_has_delayed_work {
+    (impl HasDelayedWork for $owner:ty { $field:ident } fn run(&$this:ident) $body:block) => {
+        impl_has_delayed_work! {
+            impl HasDelayedWork for $owner { $field } fn run(&$this) $body
+            fn drop(&mut self) {}
+        }
+    };
+    (impl HasDelayedWork for $owner:ty { $field:ident } fn run(&$this:ident) $body:block
+     fn drop(&mut $dthis:ident) $drop:block) => {
+        // SAFETY: `OFFSET` is the offset of `$field`, which the function
+        // below proves is a `DelayedWork<$owner>` (a raw pointer to a field
+        // has the field's exact type: no deref coercion); the `Drop` below
+        // cancels it first.
+        unsafe impl $crate::kapi::work::HasDelayedWork for $owner {
+            const OFFSET: usize = {
+                #[allow(dead_code)]
+                fn field_is_its_work(owner: &$owner) {
+                    let _: *const $crate::kapi::work::DelayedWork<$owner> =
+                        ::core::ptr::addr_of!(owner.$field);
+                }
+                ::core::mem::offset_of!($owner, $field)
+            };
+            fn run(&$this) $body
+        }
+
+        impl Drop for $owner {
+            fn drop(&mut $dthis) {
+                // Before any field drops: a running instance would use it.
+                $dthis.$field.cancel_sync();
+                $drop
+            }
+        }
+    };
+}
+
 /// A `struct delayed_work` inside its owner `T`.
 ///
 /// The owner is usually built by value and moved to its final place (a
-/// netdev's private area) before the work may be initialised there, so
-/// initialisation is a step of its own ([`Self::init`]) that the work
-/// records: until it has happened, [`Self::schedule`] and
+/// netdev's private area, pinned there) before the work may be initialised
+/// there, so initialisation is a step of its own ([`Self::init`]) that the
+/// work records: until it has happened, [`Self::schedule`] and
 /// [`Self::cancel_sync`] do nothing rather than touch uninitialised memory.
 ///
 /// # Invariants
@@ -69,16 +122,21 @@ impl<T: HasDelayedWork> DelayedWork<T> {
         }
     }
 
-    /// Initialises the work in place, the first time it is called; later
-    /// calls (and one racing the first) do nothing.
-    ///
-    /// # Safety
-    ///
-    /// The owner is at its final address and stays there, alive, until
-    /// [`Self::cancel_sync`] has run after the last [`Self::schedule`]
-    /// (typically: its `Drop` cancels, and nothing schedules from then on).
-    pub unsafe fn init(&self) {
-        if self
+    /// Initialises the work of `owner`, the first time it is called; later
+    /// calls (and one racing the first) do nothing. The owner is pinned: it
+    /// stays at this address until its `Drop`, which cancels the work
+    /// first (the trait's contract).
+    pub fn init(owner: Pin<&T>) {
+        let owner: &T = owner.get_ref();
+        // SAFETY: `T::OFFSET` is the offset of the owner's `DelayedWork<T>`
+        // field (the trait's contract), inside the live owner.
+        let work = unsafe {
+            &*core::ptr::from_ref(owner)
+                .cast::<u8>()
+                .add(T::OFFSET)
+                .cast::<Self>()
+        };
+        if work
             .state
             .compare_exchange(UNINIT, INITIALISING, Ordering::Acquire, Ordering::Acquire)
             .is_err()
@@ -88,8 +146,8 @@ impl<T: HasDelayedWork> DelayedWork<T> {
         // SAFETY: this call alone moved the state from `UNINIT`, so the work
         // was never initialised, scheduled or run, and nobody else writes
         // it meanwhile (the others see it not ready and leave it alone).
-        unsafe { bindings::srnic_init_delayed_work(self.raw.get(), Some(Self::trampoline)) };
-        self.state.store(READY, Ordering::Release);
+        unsafe { bindings::srnic_init_delayed_work(work.raw.get(), Some(Self::trampoline)) };
+        work.state.store(READY, Ordering::Release);
     }
 
     /// Whether [`Self::init`] has initialised the work.
@@ -103,9 +161,10 @@ impl<T: HasDelayedWork> DelayedWork<T> {
         if !self.is_ready() {
             return false;
         }
-        // SAFETY: ready, so initialised (type invariant), and the owner
-        // stays until the cancel after the last schedule (`init`'s
-        // contract).
+        // SAFETY: ready, so initialised (type invariant); the owner was
+        // pinned at `init` and cancels the work in its `Drop` before it
+        // goes (the trait's contract), and nothing schedules from then on
+        // (`Drop` holds the only reference).
         unsafe {
             bindings::srnic_mod_delayed_work(
                 self.raw.get(),
@@ -132,7 +191,8 @@ impl<T: HasDelayedWork> DelayedWork<T> {
     unsafe extern "C" fn trampoline(work: *mut bindings::work_struct) {
         // SAFETY: the work is the first field of a `delayed_work`, which is
         // the first field of a `repr(C)` `DelayedWork<T>` at `T::OFFSET` in
-        // a live owner (`init`'s contract).
+        // an owner pinned at `init`, whose `Drop` cancels the work (waiting
+        // for this run) before anything of it goes (the trait's contract).
         let owner = unsafe { &*work.cast::<u8>().sub(T::OFFSET).cast::<T>() };
         owner.run();
     }

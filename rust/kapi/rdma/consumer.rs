@@ -13,6 +13,7 @@ use crate::kapi::netdev::NetDevice;
 use core::marker::{PhantomData, PhantomPinned};
 use core::pin::Pin;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use kernel::alloc::{KBox, KVec};
 use kernel::error::{from_err_ptr, to_result};
 use kernel::ffi::{c_int, c_void};
@@ -229,14 +230,16 @@ pub trait ClientHandler: Sized + Send + Sync + 'static {
     const NAME: &'static CStr;
     /// What the client keeps per device.
     type PerDevice: Send + Sync;
+    /// What the client keeps while it is registered, shared by its devices.
+    type Context: Send + Sync;
     /// The client's registration, which the core's callbacks need (the
     /// core's `add` does not say which client it is for).
     fn client() -> &'static Client<Self>;
     /// A device appeared (or the client registered while it exists).
     /// Process context; may sleep.
-    fn add(dev: &IbDevice) -> Result<Pin<KBox<Self::PerDevice>>>;
+    fn add(context: &Self::Context, dev: &IbDevice) -> Result<Pin<KBox<Self::PerDevice>>>;
     /// The device goes (or the client unregisters): undo `add`.
-    fn remove(dev: &IbDevice, data: Pin<KBox<Self::PerDevice>>);
+    fn remove(context: &Self::Context, dev: &IbDevice, data: Pin<KBox<Self::PerDevice>>);
 }
 
 /// An `ib_client`, in a `static` of the driver.
@@ -248,11 +251,18 @@ pub trait ClientHandler: Sized + Send + Sync + 'static {
 /// written after that. [`ClientHandler::client`] returns this client.
 pub struct Client<H: ClientHandler> {
     raw: Opaque<bindings::ib_client>,
+    /// The context of the live [`ClientRegistration`] (NULL without one):
+    /// set before the core may call `add`, freed after it can no more.
+    context: AtomicPtr<H::Context>,
+    /// Set while a [`ClientRegistration`] lives: `raw` is then the core's,
+    /// and not written.
+    registered: AtomicBool,
     _handler: PhantomData<H>,
 }
 
 // SAFETY: the core serialises its use of the client; the struct is only
-// written before registration (type invariant).
+// written before registration. The context is shared with the callbacks
+// (`Sync`) and freed by whichever thread unregisters (`Send`).
 unsafe impl<H: ClientHandler> Sync for Client<H> {}
 
 impl<H: ClientHandler> Default for Client<H> {
@@ -261,40 +271,80 @@ impl<H: ClientHandler> Default for Client<H> {
     }
 }
 
+/// A registered client; unregistered when dropped, after which its context
+/// goes.
+pub struct ClientRegistration<H: ClientHandler> {
+    client: &'static Client<H>,
+}
+
 impl<H: ClientHandler> Client<H> {
     /// An unregistered client.
     pub const fn new() -> Self {
         Self {
             raw: Opaque::uninit(),
+            context: AtomicPtr::new(core::ptr::null_mut()),
+            registered: AtomicBool::new(false),
             _handler: PhantomData,
         }
     }
 
-    /// Registers the client: `add` runs for every existing device now and
-    /// for every later one. Call once, at module init.
-    pub fn register(&'static self) -> Result {
+    /// Registers the client with `context`: `add` runs for every existing
+    /// device now and for every later one, until the registration drops.
+    /// `EBUSY` while the client is registered already.
+    pub fn register(&'static self, context: H::Context) -> Result<ClientRegistration<H>> {
+        let context = KBox::new(context, GFP_KERNEL)?;
+        if self.registered.swap(true, Ordering::AcqRel) {
+            return Err(EBUSY);
+        }
+        self.context
+            .store(KBox::into_raw(context), Ordering::Release);
         let client = bindings::ib_client {
             name: H::NAME.as_char_ptr(),
             add: Some(Self::add_callback),
             remove: Some(Self::remove_callback),
             ..Default::default()
         };
-        // SAFETY: the client is not registered, so nobody else reads it;
-        // it lives in a static.
+        // SAFETY: the client is not registered (the flag was clear, and
+        // this call set it), so nobody else reads it; it lives in a static.
         unsafe { self.raw.get().write(client) };
         // SAFETY: an initialised client in static memory.
-        to_result(unsafe { bindings::ib_register_client(self.raw.get()) })
+        if let Err(err) = to_result(unsafe { bindings::ib_register_client(self.raw.get()) }) {
+            // The core has removed every device it added and unregistered
+            // the client itself: no callback runs any more.
+            // SAFETY: as just said, not registered.
+            unsafe { self.free_context() };
+            return Err(err);
+        }
+        Ok(ClientRegistration { client: self })
     }
 
-    /// Unregisters the client: `remove` has run for every device when
-    /// this returns.
+    /// Frees the context and lets the client be registered again.
     ///
     /// # Safety
     ///
-    /// `register` succeeded and this is its only counterpart.
-    pub unsafe fn unregister(&'static self) {
-        // SAFETY: registered, per the caller.
-        unsafe { bindings::ib_unregister_client(self.raw.get()) };
+    /// The client is not registered (any more): no callback runs.
+    unsafe fn free_context(&self) {
+        let context = self.context.swap(core::ptr::null_mut(), Ordering::AcqRel);
+        if !context.is_null() {
+            // SAFETY: `register` leaked this box, and the swap took it back
+            // once; no callback uses it any more (the caller's promise).
+            drop(unsafe { KBox::from_raw(context) });
+        }
+        self.registered.store(false, Ordering::Release);
+    }
+
+    /// The live registration's context.
+    ///
+    /// # Safety
+    ///
+    /// Called from the core's `add` or `remove` callback of this client,
+    /// which run only while it is registered.
+    unsafe fn context<'a>(&self) -> Option<&'a H::Context> {
+        let context = self.context.load(Ordering::Acquire);
+        // SAFETY: set before registration and freed only after
+        // `ib_unregister_client` returned, when no callback runs any more
+        // (the caller runs in one).
+        unsafe { context.as_ref() }
     }
 
     /// # Safety
@@ -305,7 +355,11 @@ impl<H: ClientHandler> Client<H> {
         // SAFETY: the core passes a registered device, valid until
         // `remove_callback` runs for it.
         let dev = unsafe { IbDevice::from_raw(raw) };
-        match H::add(dev) {
+        // SAFETY: the core's `add` of this client.
+        let Some(context) = (unsafe { H::client().context() }) else {
+            return ENODEV.to_errno();
+        };
+        match H::add(context, dev) {
             Ok(data) => {
                 // SAFETY: turned back into the box only by `remove_callback`,
                 // which does not move the value out.
@@ -333,7 +387,23 @@ impl<H: ClientHandler> Client<H> {
         }
         // SAFETY: `data` is what `add_callback` stored: a leaked pinned box.
         let data = unsafe { Pin::new_unchecked(KBox::from_raw(data.cast::<H::PerDevice>())) };
-        H::remove(dev, data);
+        // SAFETY: the core's `remove` of this client.
+        let Some(context) = (unsafe { H::client().context() }) else {
+            return;
+        };
+        H::remove(context, dev, data);
+    }
+}
+
+impl<H: ClientHandler> Drop for ClientRegistration<H> {
+    fn drop(&mut self) {
+        let client = self.client;
+        // SAFETY: registered by `register` (a registration exists only
+        // after success), once; `remove` has run for every device and no
+        // callback runs when this returns.
+        unsafe { bindings::ib_unregister_client(client.raw.get()) };
+        // SAFETY: unregistered just above.
+        unsafe { client.free_context() };
     }
 }
 
@@ -384,6 +454,12 @@ impl<H: PortEventHandler> PortEvents<H> {
             bindings::ib_register_event_handler(inner.raw.get());
         }
         Ok(Self { inner })
+    }
+
+    /// The handler: what it owns stays until the registration drops, after
+    /// the last event.
+    pub fn handler(&self) -> &H {
+        &self.inner.handler
     }
 
     /// # Safety

@@ -22,9 +22,10 @@ mod port;
 
 use kapi::debugfs;
 use kapi::ether::EtherRegistration;
-use kapi::global::ModuleGlobal;
-use kapi::rdma::consumer::{Client, ClientHandler, IbDevice, PortEventHandler, PortEvents};
-use kapi::rtnl_link::LinkOps;
+use kapi::rdma::consumer::{
+    Client, ClientHandler, ClientRegistration, IbDevice, PortEventHandler, PortEvents,
+};
+use kapi::rtnl_link::{LinkOps, LinkRegistration};
 use kernel::c_str;
 use kernel::prelude::*;
 use params::LanConfig;
@@ -38,53 +39,39 @@ module! {
     license: "GPL",
 }
 
-struct IblanModule;
+struct IblanModule {
+    _client: ClientRegistration<IblanClient>,
+}
 
 static CLIENT: Client<IblanClient> = Client::new();
 
 /// `ip link add ... type iblan`.
 static LINK: LinkOps<LanDev> = LinkOps::new();
 
-/// `/sys/kernel/debug/iblan`, with a directory per netdev.
-static DEBUGFS: ModuleGlobal<debugfs::Dir> = ModuleGlobal::new();
+/// What the client keeps while it is registered. Fields drop in order,
+/// after the client's ports: the link type then waits for any `ip link
+/// del` still finishing.
+struct Context {
+    /// The ports' netdevs carry it.
+    link: LinkRegistration<LanDev>,
+    /// `/sys/kernel/debug/iblan`, with a directory per netdev.
+    debugfs: debugfs::Dir,
+}
 
 impl kernel::Module for IblanModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         // Refuse bad parameters now rather than at every port.
         LanConfig::from_params()?;
-        DEBUGFS.install(KBox::pin(
-            debugfs::Dir::new(c_str!("iblan"), None),
-            GFP_KERNEL,
-        )?)?;
         // The link type first: the ports' netdevs carry it.
-        if let Err(err) = LINK.register() {
-            // SAFETY: no port exists, so nothing uses the directory.
-            drop(unsafe { DEBUGFS.remove() });
-            return Err(err);
-        }
-        if let Err(err) = CLIENT.register() {
-            // SAFETY: registered just above; the client's failed
-            // registration removed every port it had added.
-            unsafe { LINK.unregister() };
-            // SAFETY: no port exists, so nothing uses the directory.
-            drop(unsafe { DEBUGFS.remove() });
-            return Err(err);
-        }
-        Ok(Self)
-    }
-}
-
-impl Drop for IblanModule {
-    fn drop(&mut self) {
-        // SAFETY: registered in `init`, which succeeded.
-        unsafe { CLIENT.unregister() };
-        // After the ports (which delete their children): waits for any
-        // `ip link del` still finishing.
-        // SAFETY: registered in `init`; no port is left.
-        unsafe { LINK.unregister() };
-        // SAFETY: every port (the directory's only users) went with the
-        // client.
-        drop(unsafe { DEBUGFS.remove() });
+        let link = LINK.register()?;
+        let context = Context {
+            link,
+            debugfs: debugfs::Dir::new(c_str!("iblan"), None),
+        };
+        // Unregistered, and the context dropped, when the module is.
+        Ok(Self {
+            _client: CLIENT.register(context)?,
+        })
     }
 }
 
@@ -97,11 +84,12 @@ struct Port {
 }
 
 impl Port {
-    fn new(registration: EtherRegistration<LanDev>) -> Self {
+    fn new(root: &debugfs::Dir, registration: EtherRegistration<LanDev>) -> Self {
         let dev = registration.device();
-        let dir = DEBUGFS
-            .get()
-            .map(|root| debugfs::Dir::new(dev.as_netdev().name().as_c_str(), Some(root)));
+        let dir = Some(debugfs::Dir::new(
+            dev.as_netdev().name().as_c_str(),
+            Some(root),
+        ));
         // SAFETY: the data lives in the netdev, which the registration
         // keeps until after the file is dropped (field order).
         let file = dir.as_ref().and_then(|dir| unsafe {
@@ -118,32 +106,22 @@ impl Port {
 /// The client: one netdev per RoCE port of every RDMA device.
 struct IblanClient;
 
-/// What iblan keeps per RDMA device. Fields drop in order: events stop
-/// before the netdevs go.
-struct PerDevice {
-    _events: PortEvents<CarrierFollower>,
-    _ports: KVec<Port>,
-}
+/// What iblan keeps per RDMA device: its ports, owned by the handler of
+/// their carrier, so that events stop (the registration drops) before the
+/// netdevs go.
+type PerDevice = PortEvents<CarrierFollower>;
 
 /// Makes each netdev's carrier follow its port.
 struct CarrierFollower {
-    /// (port, netdev) pairs; the netdevs outlive the handler (see
-    /// `PerDevice`'s field order).
-    netdevs: KVec<(u32, *const kapi::ether::EtherDevice<LanDev>)>,
+    /// (RDMA port, LAN port) pairs.
+    ports: KVec<(u32, Port)>,
 }
-
-// SAFETY: the pointers are only used to call thread-safe netdev methods
-// while the registrations live.
-unsafe impl Send for CarrierFollower {}
-// SAFETY: as above.
-unsafe impl Sync for CarrierFollower {}
 
 impl PortEventHandler for CarrierFollower {
     fn port_event(&self, port: u32, active: bool) {
-        for (p, dev) in self.netdevs.iter() {
+        for (p, lan) in self.ports.iter() {
             if *p == port {
-                // SAFETY: see the field's comment.
-                let dev = unsafe { &**dev };
+                let dev = lan._registration.device();
                 dev.data().carrier_changed(dev, active);
             }
         }
@@ -153,26 +131,23 @@ impl PortEventHandler for CarrierFollower {
 impl ClientHandler for IblanClient {
     const NAME: &'static CStr = c_str!("iblan");
     type PerDevice = PerDevice;
+    type Context = Context;
 
     fn client() -> &'static Client<Self> {
         &CLIENT
     }
 
-    fn add(dev: &IbDevice) -> Result<Pin<KBox<PerDevice>>> {
+    fn add(context: &Context, dev: &IbDevice) -> Result<Pin<KBox<PerDevice>>> {
         let config = LanConfig::from_params()?;
         let mut ports = KVec::new();
-        let mut netdevs = KVec::new();
         for port in dev.ports() {
             if !dev.port_is_roce(port) {
                 // InfiniBand ports need an SA multicast join for the name
                 // service, which iblan does not do yet.
                 continue;
             }
-            match port::create(dev, port, config) {
-                Ok(reg) => {
-                    netdevs.push((port, core::ptr::from_ref(reg.device())), GFP_KERNEL)?;
-                    ports.push(Port::new(reg), GFP_KERNEL)?;
-                }
+            match port::create(&context.link, dev, port, config) {
+                Ok(reg) => ports.push((port, Port::new(&context.debugfs, reg)), GFP_KERNEL)?,
                 Err(err) => {
                     pr_warn!(
                         "iblan: no netdev for {} port {}: {:?}\n",
@@ -183,20 +158,14 @@ impl ClientHandler for IblanClient {
                 }
             }
         }
-        let events = PortEvents::register(dev, CarrierFollower { netdevs })?;
-        Ok(KBox::pin(
-            PerDevice {
-                _events: events,
-                _ports: ports,
-            },
-            GFP_KERNEL,
-        )?)
+        let events = PortEvents::register(dev, CarrierFollower { ports })?;
+        Ok(KBox::pin(events, GFP_KERNEL)?)
     }
 
-    fn remove(_dev: &IbDevice, data: Pin<KBox<PerDevice>>) {
+    fn remove(_context: &Context, _dev: &IbDevice, data: Pin<KBox<PerDevice>>) {
         // The LANs `ip link add` made on each port go first, and no new
         // one can be made.
-        for port in data._ports.iter() {
+        for (_, port) in data.handler().ports.iter() {
             LanDev::close_children(port._registration.device());
         }
         drop(data);

@@ -28,10 +28,12 @@ use crate::kapi::rdma::consumer::{
     Ah, Cq, CqHandler, DeviceRef, DmaBuffer, IbDevice, Ipv6Membership, Pd, UdQp, WorkCompletion,
     DEVICE_NAME_MAX,
 };
-use crate::kapi::rtnl_link::{iblan, Attr, ExtAck, LinkDriver, LinkInfo, LinkOps, NewLink};
+use crate::kapi::rtnl_link::{
+    iblan, Attr, ExtAck, LinkDriver, LinkInfo, LinkOps, LinkRegistration, NewLink,
+};
 use crate::kapi::skb::SkBuff;
 use crate::kapi::sync::{SpinLockBh, SpinLockIrq};
-use crate::kapi::work::{now_ms, sleep_ms, DelayedWork, HasDelayedWork};
+use crate::kapi::work::{now_ms, sleep_ms, DelayedWork};
 use crate::params::LanConfig;
 use crate::pure::fdb::Learned;
 use crate::pure::lan::{
@@ -152,13 +154,15 @@ pub(crate) struct LanDev {
 /// Creates the LAN port over `port` of `dev` in the module's LAN and
 /// registers its netdev `iblanN`, the parent of the port's other LANs.
 pub(crate) fn create(
+    link: &LinkRegistration<LanDev>,
     dev: &IbDevice,
     port: u32,
     config: LanConfig,
 ) -> Result<EtherRegistration<LanDev>> {
     let data = LanDev::new(dev, port, config, None, Origin::Port)?;
     let mac = lan::mac_for(config.vendor, config.lan, data.lid.load(Ordering::Relaxed));
-    let reg = EtherRegistration::new_linked(c_str!("iblan%d"), mac, dev.placement(port), data)?;
+    let reg =
+        EtherRegistration::new_linked(link, c_str!("iblan%d"), mac, dev.placement(port), data)?;
     reg.device().data().attach(reg.device());
     Ok(reg)
 }
@@ -433,10 +437,7 @@ impl EtherDriver for LanDev {
     fn open(dev: &EtherDevice<Self>) -> Result {
         let lan = dev.data();
         // The first open initialises the ticker (later ones find it so).
-        // SAFETY: the data is at its final place in the netdev, and `Drop
-        // for LanDev` cancels the work before the netdev's memory goes,
-        // when nothing schedules it any more.
-        unsafe { lan.ticker.init() };
+        DelayedWork::init(dev.data_pinned());
         lan.running.store(true, Ordering::Release);
         lan.announce_soon.store(true, Ordering::Relaxed);
         lan.ticker.schedule(0);
@@ -732,25 +733,6 @@ fn refuse(extack: &mut ExtAck, err: lan::ChildAddressError, vendor: [u8; 3]) -> 
                 "iblan: LAN {lan} (byte 3 of the address) has a netdev on this port already"
             ));
             EBUSY
-        }
-    }
-}
-
-impl Drop for LanDev {
-    fn drop(&mut self) {
-        // The netdev is unregistered (stopped) but not freed: reclaim every
-        // posted WR, then the fields go in order.
-        // Nothing schedules the ticker any more (NAPI is disabled, port
-        // events unregistered); a late schedule from before is cancelled.
-        self.ticker.cancel_sync();
-        let dev = self
-            .cq
-            .handler()
-            .netdev
-            .swap(core::ptr::null_mut(), Ordering::AcqRel);
-        // SAFETY: the netdev's memory is freed only after its data drops.
-        if let Some(dev) = unsafe { dev.as_ref() } {
-            self.drain(dev);
         }
     }
 }

@@ -36,11 +36,26 @@ impl Inbox {
     }
 }
 
-// SAFETY: `ticker` is the field at this offset.
-unsafe impl HasDelayedWork for LanDev {
-    const OFFSET: usize = core::mem::offset_of!(LanDev, ticker);
-    fn run(&self) {
+// Fields drop in declaration order after this, which is the order the
+// verbs objects must go in.
+impl_has_delayed_work! {
+    impl HasDelayedWork for LanDev { ticker } fn run(&self) {
         self.name_service();
+    }
+    // The ticker is cancelled first: nothing schedules it any more (the
+    // netdev is unregistered, NAPI disabled, port events unregistered).
+    fn drop(&mut self) {
+        // The netdev is unregistered (stopped) but not freed: reclaim every
+        // posted WR.
+        let dev = self
+            .cq
+            .handler()
+            .netdev
+            .swap(core::ptr::null_mut(), Ordering::AcqRel);
+        // SAFETY: the netdev's memory is freed only after its data drops.
+        if let Some(dev) = unsafe { dev.as_ref() } {
+            self.drain(dev);
+        }
     }
 }
 
