@@ -8,7 +8,7 @@
 //! Raising a vector queues an event on it and interrupts the CPU of the
 //! vector's effective affinity (an IPI, or an `irq_work` self-interrupt
 //! when that is the raising CPU); there the IRQ is handled through
-//! the generic IRQ layer (`handle_simple_irq`, per-CPU counts), and its
+//! the generic IRQ layer (`handle_edge_irq`, per-CPU counts), and its
 //! handler delivers the queued events. An event queued while the vector is
 //! already raised rides on that interrupt (coalescing). With `threadirqs`
 //! the handler runs in the IRQ's thread, whose priority `chrt` sets.
@@ -17,7 +17,7 @@ use crate::bindings;
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::ptr::null_mut;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use kernel::ffi::{c_int, c_uint};
 use kernel::prelude::*;
 use kernel::str::{CStr, CString};
@@ -29,6 +29,9 @@ const NO_CPU: i32 = -1;
 
 /// The CPU hotplug state of every vector set (dynamic; 0 when none).
 static HOTPLUG_STATE: AtomicI32 = AtomicI32::new(0);
+
+/// Vector sets added to [`HOTPLUG_STATE`] and not yet dropped.
+static HOTPLUG_INSTANCES: AtomicUsize = AtomicUsize::new(0);
 
 /// Registers the CPU hotplug callbacks that bring vectors back to a CPU
 /// that comes online again. Call once at module load.
@@ -49,13 +52,23 @@ pub fn install() -> Result {
     Ok(())
 }
 
-/// Undoes [`install`], once every vector set is gone.
-pub fn remove() {
-    let state = HOTPLUG_STATE.swap(0, Ordering::AcqRel);
-    if state > 0 {
-        // SAFETY: `state` came from `install`; no instance is left.
-        unsafe { bindings::srnic_cpuhp_remove_multi_state(state) };
+/// Undoes [`install`] once every vector set is gone; with sets left it
+/// keeps the state (their drops still take their instances out of it)
+/// and fails with `EBUSY`.
+pub fn remove() -> Result {
+    let state = HOTPLUG_STATE.swap(0, Ordering::SeqCst);
+    if state <= 0 {
+        return Ok(());
     }
+    if HOTPLUG_INSTANCES.load(Ordering::SeqCst) != 0 {
+        HOTPLUG_STATE.store(state, Ordering::SeqCst);
+        return Err(EBUSY);
+    }
+    // SAFETY: `state` came from `install`, and no instance is in it or
+    // can come: a set counts itself before it reads the state, which is
+    // cleared now.
+    unsafe { bindings::srnic_cpuhp_remove_multi_state(state) };
+    Ok(())
 }
 
 /// Something a vector delivers: a node the raiser links into the vector's
@@ -169,8 +182,8 @@ impl Vector {
 /// `drop`, every vector in `inner.vectors` has its `irq` mapped in that
 /// domain and its `work` and `call` initialised to raise it with the
 /// vector's pinned address; if `requested`, the IRQ is requested with that
-/// address as `dev_id`. `hotplug` is an instance of the hotplug state
-/// ([`install`]) exactly when `hotplug_added`.
+/// address as `dev_id`. `hotplug` is an instance of hotplug state
+/// `hotplug_state` (from [`install`]) exactly when that is positive.
 #[pin_data(PinnedDrop)]
 pub struct SoftVectors {
     /// This set's instance of the CPU hotplug state.
@@ -180,7 +193,10 @@ pub struct SoftVectors {
 }
 
 struct Inner {
-    hotplug_added: bool,
+    /// The hotplug state `hotplug` was added to (0: none). Kept here, not
+    /// read back from [`install`]'s global at drop, so that a [`remove`]
+    /// in between cannot make the drop name another state.
+    hotplug_state: c_int,
     fwnode: *mut bindings::fwnode_handle,
     domain: *mut bindings::irq_domain,
     vectors: KVec<Pin<KBox<Vector>>>,
@@ -339,10 +355,6 @@ unsafe extern "C" fn handler_cb(_irq: c_int, dev_id: *mut c_void) -> bindings::i
     bindings::irqreturn_IRQ_HANDLED
 }
 
-fn hotplug_state() -> c_int {
-    HOTPLUG_STATE.load(Ordering::Acquire)
-}
-
 /// # Safety
 /// `node` is the `hotplug` field of a live `SoftVectors`.
 unsafe fn from_hotplug_node<'a>(node: *mut bindings::hlist_node) -> &'a SoftVectors {
@@ -419,7 +431,7 @@ impl SoftVectors {
             pin_init!(Self {
                 hotplug: Opaque::new(bindings::hlist_node::default()),
                 inner: Inner {
-                    hotplug_added: false,
+                    hotplug_state: 0,
                     fwnode: null_mut(),
                     domain: null_mut(),
                     vectors: KVec::new(),
@@ -522,17 +534,24 @@ impl SoftVectors {
                 bindings::__irq_apply_affinity_hint(vector.irq, home, true);
             }
         }
-        let state = hotplug_state();
-        if state > 0 {
-            // SAFETY: the node is pinned in the set, which removes the
-            // instance in `drop` before it goes.
-            let ret = unsafe { bindings::srnic_cpuhp_add_instance(state, set.hotplug.get()) };
-            if ret != 0 {
-                return Err(Error::from_errno(ret));
-            }
-            // SAFETY: as above.
-            unsafe { Pin::get_unchecked_mut(set.as_mut()).inner.hotplug_added = true };
+        // Counted before the state is read, so that `remove`, which clears
+        // the state before it reads the count, either sees this set or
+        // leaves it a cleared state to skip.
+        HOTPLUG_INSTANCES.fetch_add(1, Ordering::SeqCst);
+        let state = HOTPLUG_STATE.load(Ordering::SeqCst);
+        if state <= 0 {
+            HOTPLUG_INSTANCES.fetch_sub(1, Ordering::SeqCst);
+            return Ok(set);
         }
+        // SAFETY: the node is pinned in the set, which removes the instance
+        // in `drop` before it goes.
+        let ret = unsafe { bindings::srnic_cpuhp_add_instance(state, set.hotplug.get()) };
+        if ret != 0 {
+            HOTPLUG_INSTANCES.fetch_sub(1, Ordering::SeqCst);
+            return Err(Error::from_errno(ret));
+        }
+        // SAFETY: as above.
+        unsafe { Pin::get_unchecked_mut(set.as_mut()).inner.hotplug_state = state };
         Ok(set)
     }
 
@@ -637,10 +656,11 @@ impl PinnedDrop for SoftVectors {
         let hotplug = self.hotplug.get();
         // SAFETY: nothing is moved out; the set is being dropped.
         let inner = unsafe { &mut Pin::get_unchecked_mut(self).inner };
-        if inner.hotplug_added {
-            // SAFETY: an instance of the state (type invariant); after this
-            // no callback sees the set.
-            unsafe { bindings::srnic_cpuhp_remove_instance(hotplug_state(), hotplug) };
+        if inner.hotplug_state > 0 {
+            // SAFETY: an instance of that state (type invariant); after
+            // this no callback sees the set.
+            unsafe { bindings::srnic_cpuhp_remove_instance(inner.hotplug_state, hotplug) };
+            HOTPLUG_INSTANCES.fetch_sub(1, Ordering::SeqCst);
         }
         for vector in inner.vectors.iter() {
             // Nothing raises the vector any more (its events' owners are
