@@ -770,7 +770,7 @@ struct CqInner<H: CqHandler> {
     raw: NonNull<bindings::ib_cq>,
     handler: Pin<KBox<H>>,
     /// Keeps the device registered while the CQ lives.
-    _pd: Pd,
+    pd: Pd,
 }
 
 // SAFETY: the core's CQ may be polled and freed from any thread; `H` is
@@ -810,7 +810,7 @@ impl<H: CqHandler> Cq<H> {
         let inner = CqInner {
             raw: NonNull::new(raw).ok_or(ENOMEM)?,
             handler,
-            _pd: pd.clone(),
+            pd: pd.clone(),
         };
         Ok(Self(Arc::new(inner, GFP_KERNEL)?))
     }
@@ -858,6 +858,11 @@ impl<H: CqHandler> Cq<H> {
 
     fn as_raw(&self) -> *mut bindings::ib_cq {
         self.0.raw.as_ptr()
+    }
+
+    /// Whether the CQ belongs to the device of `pd`.
+    fn on_device_of(&self, pd: &Pd) -> bool {
+        self.0.pd.0.device.as_raw() == pd.0.device.as_raw()
     }
 
     fn held(&self) -> Arc<dyn Held> {
@@ -1006,8 +1011,13 @@ impl UdQp {
         qkey: u32,
         caller: &'static CStr,
     ) -> Result<Self> {
-        // SAFETY: live PD and CQs, which outlive the QP (the owner drops it
-        // first).
+        // A CQ of another device would reach that device's provider
+        // through this one's.
+        if !send_cq.on_device_of(pd) || !recv_cq.on_device_of(pd) {
+            return Err(EINVAL);
+        }
+        // SAFETY: live PD and CQs of its device, which outlive the QP (the
+        // owner drops it first).
         let raw = from_err_ptr(unsafe {
             bindings::srnic_ulp_create_ud_qp(
                 pd.0.raw.as_ptr(),
