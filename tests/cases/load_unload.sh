@@ -37,9 +37,9 @@ for file in usr/local/share/man/man7/srnic.7 usr/local/share/man/man4/iblan.4 \
 	[ -f "$install_root/$file" ] || fail "make install did not install /$file"
 done
 [ ! -e "$install_root/usr/src/srnic-1.0/tests" ] || fail "the DKMS source tree holds the tests"
-plugins=("$install_root"/usr/lib/*/ip/link_iblan.so)
-[ -f "${plugins[0]}" ] || fail "make install did not install iproute2's link_iblan.so under /usr/lib/<multiarch>/ip"
-expect_match "$(IP_LIB_DIR=$(dirname "${plugins[0]}") ip link help iblan 2>&1)" 'type iblan' \
+plugin=$(ls "$install_root"/usr/lib/*/ip/link_iblan.so 2>/dev/null | head -n 1)
+[ -n "$plugin" ] || fail "make install did not install iproute2's link_iblan.so under /usr/lib/<multiarch>/ip"
+expect_match "$(IP_LIB_DIR=$(dirname "$plugin") ip link help iblan 2>&1)" 'type iblan' \
 	"ip loads the installed plugin for kind iblan"
 
 step "modprobe srnic with a parameter, modprobe -r srnic"
