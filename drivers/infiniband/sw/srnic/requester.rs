@@ -190,27 +190,10 @@ pub(crate) fn next_packet<'a>(
     max_payload: u32,
 ) -> Next<'a> {
     let this: &'a SrnicQp = qp;
-    let (datagram, unreliable) = match qp.qp_type() {
-        QpType::Rc => (false, false),
-        QpType::Uc => (false, true),
-        QpType::Ud | QpType::Gsi => (true, false),
-    };
     let mut state = this.state.lock();
     loop {
-        let sending = match state.attrs.state {
-            QpState::Rts => true,
-            // SQD finishes the message it is in.
-            QpState::Sqd => state.requester.sent > 0,
-            _ => false,
-        };
-        if !sending {
+        if !may_send(&mut state) {
             return Next::Wait;
-        }
-        if let Some(until) = state.requester.rnr_until {
-            if now_ns() < until {
-                return Next::Wait;
-            }
-            state.requester.rnr_until = None;
         }
         let index = state.requester.index;
         if index == state.sq.producer {
@@ -219,100 +202,174 @@ pub(crate) fn next_packet<'a>(
         let Ok(mut wqe) = wqe::read_send(&this.work, index) else {
             return Next::Wait;
         };
-        let op = wqe.opcode();
-        let starting = state.requester.sent == 0;
-        if starting {
-            if wqe.send_flags() & IB_SEND_FENCE != 0 && state.requester.rd_atomic > 0 {
-                return Next::Wait;
-            }
-            match op {
-                opcode::LOCAL_INV | opcode::REG_MR | opcode::BIND_MW => {
-                    execute_local(qp, &state, guard, &mut wqe);
-                    if wqe::write_send(&this.work, index, &wqe).is_err() {
-                        return Next::Wait;
-                    }
-                    state.requester.index = this.work.geometry().next(index);
-                    completer::retire(qp, &mut state, upcalls);
-                    continue;
-                }
-                opcode::RDMA_READ
-                | opcode::ATOMIC_CMP_AND_SWP
-                | opcode::ATOMIC_FETCH_AND_ADD
-                | opcode::ATOMIC_WRITE
-                | opcode::FLUSH => {
-                    let depth = u32::from(state.attrs.max_rd_atomic).max(1);
-                    if state.requester.rd_atomic >= depth {
-                        return Next::Wait;
-                    }
-                }
-                _ => {}
+        if state.requester.sent == 0 {
+            match start_message(qp, &mut state, guard, index, &mut wqe, upcalls) {
+                Start::Send => {}
+                Start::Done => continue,
+                Start::Wait => return Next::Wait,
             }
         }
-        if datagram {
-            match build_datagram(qp, &mut state, guard, index, &mut wqe) {
-                Ok(packet) => {
-                    if wqe::write_send(&this.work, index, &wqe).is_err() {
-                        return Next::Wait;
-                    }
-                    return Next::Send(packet);
-                }
-                Err(status) => {
-                    // Not sendable (too long for the MTU): the WQE fails
-                    // and the QP with it.
-                    if wqe::write_send(&this.work, index, &wqe).is_err() {
-                        return Next::Wait;
-                    }
-                    state.requester.index = this.work.geometry().next(index);
-                    completer::fail_local(qp, &mut state, &wqe, status, upcalls);
-                    return Next::Wait;
-                }
-            }
-        }
-        if payload_of_next(&state, &wqe) > max_payload {
-            return Next::LeaveToWork;
-        }
-        let req = &mut state.requester;
-        let in_flight = req.psn.distance_from(req.acked);
-        let window = req.window();
-        // A resend repeats at once what went out before (the peer may
-        // have all of it and acknowledges only up to what it is sent
-        // again); the window limits new packets.
-        let resending = req.psn.is_before(req.sent_end);
-        if in_flight >= WINDOW || (in_flight >= window && !resending) {
-            return Next::Wait;
-        }
-        let last_resent = resending && req.psn.next() == req.sent_end;
-        if in_flight <= 0 {
-            // Quiet until now: the retransmission timer starts here.
-            req.last_progress = now_ns();
-        }
-        let (ip, hop) = state.path();
-        let packet = build(qp, &mut state, index, &mut wqe, unreliable).map(|mut p| {
-            p.ip = Some(ip);
-            p.hop = hop;
-            // UC is never acknowledged. The packet that fills the window,
-            // and the last one of a resend, ask for an acknowledgement, or
-            // the window would not move.
-            p.hdr.bth.ack_req = !unreliable
-                && (p.hdr.bth.ack_req
-                    || p.psn().get() % ACK_EVERY == ACK_EVERY - 1
-                    || (!resending && in_flight + 1 == window)
-                    || last_resent);
-            p
-        });
-        let req = &mut state.requester;
-        if unreliable {
-            // Nothing is outstanding once sent.
-            req.acked = req.psn;
-        }
-        if req.sent_end.is_before(req.psn) {
-            req.sent_end = req.psn;
-        }
-        if wqe::write_send(&this.work, index, &wqe).is_err() {
-            return Next::Wait;
-        }
-        return packet.map_or(Next::Wait, Next::Send);
+        return match qp.qp_type() {
+            QpType::Ud | QpType::Gsi => next_datagram(qp, &mut state, guard, index, wqe, upcalls),
+            QpType::Rc => next_connected(qp, &mut state, index, wqe, max_payload, false),
+            QpType::Uc => next_connected(qp, &mut state, index, wqe, max_payload, true),
+        };
     }
+}
+
+/// Whether the QP's state lets the requester send (RTS, or SQD within a
+/// message) and no RNR wait holds it back; ends an RNR wait that is over.
+fn may_send(state: &mut QpInner) -> bool {
+    let sending = match state.attrs.state {
+        QpState::Rts => true,
+        // SQD finishes the message it is in.
+        QpState::Sqd => state.requester.sent > 0,
+        _ => false,
+    };
+    if !sending {
+        return false;
+    }
+    if let Some(until) = state.requester.rnr_until {
+        if now_ns() < until {
+            return false;
+        }
+        state.requester.rnr_until = None;
+    }
+    true
+}
+
+/// What to do with a WQE before its first packet.
+enum Start {
+    /// Send its first packet.
+    Send,
+    /// A local operation, executed and retired: go on with the next WQE.
+    Done,
+    /// Not yet: a fence or the limit of outstanding READs and atomics.
+    Wait,
+}
+
+/// Executes a local operation (invalidate, fast registration, window
+/// bind), or checks that a request may start: a fenced one waits for the
+/// READs and atomics before it, and these wait for a free slot of the
+/// responder's `max_rd_atomic`.
+fn start_message(
+    qp: &Qp<SrnicDevice>,
+    state: &mut QpInner,
+    guard: &RcuReadGuard,
+    index: u32,
+    wqe: &mut WorkWqe,
+    upcalls: &mut Upcalls,
+) -> Start {
+    let this: &SrnicQp = qp;
+    if wqe.send_flags() & IB_SEND_FENCE != 0 && state.requester.rd_atomic > 0 {
+        return Start::Wait;
+    }
+    match wqe.opcode() {
+        opcode::LOCAL_INV | opcode::REG_MR | opcode::BIND_MW => {
+            execute_local(qp, state, guard, wqe);
+            if wqe::write_send(&this.work, index, wqe).is_err() {
+                return Start::Wait;
+            }
+            state.requester.index = this.work.geometry().next(index);
+            completer::retire(qp, state, upcalls);
+            Start::Done
+        }
+        opcode::RDMA_READ
+        | opcode::ATOMIC_CMP_AND_SWP
+        | opcode::ATOMIC_FETCH_AND_ADD
+        | opcode::ATOMIC_WRITE
+        | opcode::FLUSH => {
+            let depth = u32::from(state.attrs.max_rd_atomic).max(1);
+            if state.requester.rd_atomic >= depth {
+                Start::Wait
+            } else {
+                Start::Send
+            }
+        }
+        _ => Start::Send,
+    }
+}
+
+/// The datagram of a UD or GSI WQE. One that cannot be sent (too long
+/// for the MTU) fails, and the QP with it.
+fn next_datagram<'a>(
+    qp: &'a Qp<SrnicDevice>,
+    state: &mut QpInner,
+    guard: &'a RcuReadGuard,
+    index: u32,
+    mut wqe: WorkWqe,
+    upcalls: &mut Upcalls,
+) -> Next<'a> {
+    let this: &SrnicQp = qp;
+    let built = build_datagram(qp, state, guard, index, &mut wqe);
+    if wqe::write_send(&this.work, index, &wqe).is_err() {
+        return Next::Wait;
+    }
+    match built {
+        Ok(packet) => Next::Send(packet),
+        Err(status) => {
+            state.requester.index = this.work.geometry().next(index);
+            completer::fail_local(qp, state, &wqe, status, upcalls);
+            Next::Wait
+        }
+    }
+}
+
+/// The next packet of an RC or UC WQE, within the window (a resend goes
+/// out whole), or `LeaveToWork` if its payload exceeds `max_payload`.
+fn next_connected<'a>(
+    qp: &'a Qp<SrnicDevice>,
+    state: &mut QpInner,
+    index: u32,
+    mut wqe: WorkWqe,
+    max_payload: u32,
+    unreliable: bool,
+) -> Next<'a> {
+    let this: &SrnicQp = qp;
+    if payload_of_next(state, &wqe) > max_payload {
+        return Next::LeaveToWork;
+    }
+    let req = &mut state.requester;
+    let in_flight = req.psn.distance_from(req.acked);
+    let window = req.window();
+    // A resend repeats at once what went out before (the peer may have all
+    // of it and acknowledges only up to what it is sent again); the window
+    // limits new packets.
+    let resending = req.psn.is_before(req.sent_end);
+    if in_flight >= WINDOW || (in_flight >= window && !resending) {
+        return Next::Wait;
+    }
+    let last_resent = resending && req.psn.next() == req.sent_end;
+    if in_flight <= 0 {
+        // Quiet until now: the retransmission timer starts here.
+        req.last_progress = now_ns();
+    }
+    let (ip, hop) = state.path();
+    let packet = build(qp, state, index, &mut wqe, unreliable).map(|mut p| {
+        p.ip = Some(ip);
+        p.hop = hop;
+        // UC is never acknowledged. The packet that fills the window, and
+        // the last one of a resend, ask for an acknowledgement, or the
+        // window would not move.
+        p.hdr.bth.ack_req = !unreliable
+            && (p.hdr.bth.ack_req
+                || p.psn().get() % ACK_EVERY == ACK_EVERY - 1
+                || (!resending && in_flight + 1 == window)
+                || last_resent);
+        p
+    });
+    let req = &mut state.requester;
+    if unreliable {
+        // Nothing is outstanding once sent.
+        req.acked = req.psn;
+    }
+    if req.sent_end.is_before(req.psn) {
+        req.sent_end = req.psn;
+    }
+    if wqe::write_send(&this.work, index, &wqe).is_err() {
+        return Next::Wait;
+    }
+    packet.map_or(Next::Wait, Next::Send)
 }
 
 /// The payload bytes of the next packet of `wqe`, the WQE the requester
