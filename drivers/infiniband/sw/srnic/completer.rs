@@ -110,112 +110,21 @@ fn handle(
     packet: &Packet<'_>,
     upcalls: &mut Upcalls,
 ) -> Outcome {
-    if !matches!(state.attrs.state, QpState::Rts | QpState::Sqd) {
+    if !admissible(qp, state, packet) {
         return Outcome::Rejected;
     }
     let psn = packet.psn();
     let syndrome = packet.hdr.aeth.map(|a| Syndrome::decode(a.syndrome));
-    let counters = &qp.device().counters;
-    // Only RC is answered, and only by the peer.
-    if qp.qp_type() != QpType::Rc {
-        counters.inc(Counter::MalformedPackets);
-        return Outcome::Rejected;
-    }
-    if !state.is_from_peer(packet) {
-        counters.inc(Counter::ForeignPackets);
-        return Outcome::Rejected;
-    }
-    // An answer to a PSN never sent answers nothing (a forged packet): it
-    // must not complete anything.
-    if !psn.is_before(state.requester.sent_end) {
-        counters.inc(Counter::MalformedPackets);
-        return Outcome::Rejected;
-    }
-    // Nothing sent is waiting for an answer: this one (a late duplicate,
-    // or forged) answers nothing.
-    if oldest_sent(qp, state).is_none() {
-        return Outcome::Rejected;
-    }
     match packet.hdr.info.operation {
         Operation::Acknowledge => match syndrome.flatten() {
-            Some(Syndrome::Ack) => {
-                let before_ack = (state.requester.acked, state.sq.consumer);
-                progress(state, psn);
-                acknowledge(qp, state, psn, upcalls);
-                // A repeated (or forged) ACK that moved nothing gives the
-                // requester nothing to do.
-                (before_ack != (state.requester.acked, state.sq.consumer)).into()
-            }
-            Some(Syndrome::Rnr(code)) => {
-                counters.inc(Counter::RnrNaksReceived);
-                progress(state, before(psn));
-                acknowledge(qp, state, before(psn), upcalls);
-                receiver_not_ready(qp, state, psn, code, upcalls);
-                Outcome::Taken
-            }
-            Some(Syndrome::Nak(NakCode::PsnSequence)) => {
-                counters.inc(Counter::SequenceNaksReceived);
-                progress(state, before(psn));
-                acknowledge(qp, state, before(psn), upcalls);
-                state.requester.lost();
-                resend_from(qp, state, psn);
-                Outcome::Taken
-            }
-            Some(Syndrome::Nak(code)) => {
-                progress(state, before(psn));
-                acknowledge(qp, state, before(psn), upcalls);
-                let (status, counter) = match code {
-                    NakCode::RemoteAccess => {
-                        (WcStatus::RemoteAccessError, Counter::AccessNaksReceived)
-                    }
-                    NakCode::RemoteOperation => (
-                        WcStatus::RemoteOperationError,
-                        Counter::OperationNaksReceived,
-                    ),
-                    _ => (
-                        WcStatus::RemoteInvalidRequestError,
-                        Counter::InvalidRequestNaksReceived,
-                    ),
-                };
-                counters.inc(counter);
-                fail_oldest(qp, state, status, upcalls);
-                Outcome::Taken
-            }
+            Some(syndrome) => acknowledgement(qp, state, psn, syndrome, upcalls),
             None => Outcome::Rejected,
         },
         Operation::ReadResponse => {
             if matches!(syndrome, Some(Some(s)) if s != Syndrome::Ack) {
                 return Outcome::Rejected;
             }
-            // Responses come in order: the first one of a READ also says
-            // that everything before it arrived; any other must be the
-            // next PSN expected, or it is dropped (the timer re-requests
-            // what is missing).
-            acknowledge(qp, state, before(psn), upcalls);
-            let first_of_oldest =
-                oldest_sent(qp, state).is_some_and(|(_, wqe)| Psn::new(wqe.first_psn()) == psn);
-            if psn != state.requester.acked && !first_of_oldest {
-                // The peer is still answering: the rest of a stream past a
-                // gap, or a replay of data already here that an earlier
-                // resend asked for. A responder sends the streams one
-                // after the other, so a long one delays the answer to the
-                // next request by more than a timeout; the timer restarts
-                // (without granting retries) rather than queue yet another
-                // replay behind them.
-                state.requester.last_progress = now_ns();
-                let acked = state.requester.acked;
-                if acked.is_before(psn) && state.requester.rerequested != Some(acked) {
-                    // A response went missing: ask for the rest now rather
-                    // than at the timeout.
-                    state.requester.rerequested = Some(acked);
-                    state.requester.lost();
-                    resend_from(qp, state, acked);
-                    qp.device().counters.inc(Counter::OutOfSequenceResponses);
-                    return Outcome::Resend;
-                }
-                return Outcome::Rejected;
-            }
-            read_response(qp, state, guard, packet, upcalls).into()
+            read_response_in_order(qp, state, guard, packet, upcalls)
         }
         Operation::AtomicAcknowledge => {
             acknowledge(qp, state, before(psn), upcalls);
@@ -223,6 +132,128 @@ fn handle(
         }
         _ => Outcome::Rejected,
     }
+}
+
+/// Whether `packet` may answer anything of `qp`: an RC QP sending (RTS or
+/// SQD), the packet from its peer, for a PSN it sent, with something sent
+/// still waiting. What fails is counted where it says something about the
+/// peer.
+fn admissible(qp: &Qp<SrnicDevice>, state: &QpInner, packet: &Packet<'_>) -> bool {
+    if !matches!(state.attrs.state, QpState::Rts | QpState::Sqd) {
+        return false;
+    }
+    let counters = &qp.device().counters;
+    // Only RC is answered, and only by the peer.
+    if qp.qp_type() != QpType::Rc {
+        counters.inc(Counter::MalformedPackets);
+        return false;
+    }
+    if !state.is_from_peer(packet) {
+        counters.inc(Counter::ForeignPackets);
+        return false;
+    }
+    // An answer to a PSN never sent answers nothing (a forged packet): it
+    // must not complete anything.
+    if !packet.psn().is_before(state.requester.sent_end) {
+        counters.inc(Counter::MalformedPackets);
+        return false;
+    }
+    // Nothing sent is waiting for an answer: this one (a late duplicate,
+    // or forged) answers nothing.
+    oldest_sent(qp, state).is_some()
+}
+
+/// An ACK, RNR NAK or NAK for `psn`.
+fn acknowledgement(
+    qp: &Qp<SrnicDevice>,
+    state: &mut QpInner,
+    psn: Psn,
+    syndrome: Syndrome,
+    upcalls: &mut Upcalls,
+) -> Outcome {
+    let counters = &qp.device().counters;
+    match syndrome {
+        Syndrome::Ack => {
+            let before_ack = (state.requester.acked, state.sq.consumer);
+            progress(state, psn);
+            acknowledge(qp, state, psn, upcalls);
+            // A repeated (or forged) ACK that moved nothing gives the
+            // requester nothing to do.
+            (before_ack != (state.requester.acked, state.sq.consumer)).into()
+        }
+        Syndrome::Rnr(code) => {
+            counters.inc(Counter::RnrNaksReceived);
+            progress(state, before(psn));
+            acknowledge(qp, state, before(psn), upcalls);
+            receiver_not_ready(qp, state, psn, code, upcalls);
+            Outcome::Taken
+        }
+        Syndrome::Nak(NakCode::PsnSequence) => {
+            counters.inc(Counter::SequenceNaksReceived);
+            progress(state, before(psn));
+            acknowledge(qp, state, before(psn), upcalls);
+            state.requester.lost();
+            resend_from(qp, state, psn);
+            Outcome::Taken
+        }
+        Syndrome::Nak(code) => {
+            progress(state, before(psn));
+            acknowledge(qp, state, before(psn), upcalls);
+            let (status, counter) = match code {
+                NakCode::RemoteAccess => (WcStatus::RemoteAccessError, Counter::AccessNaksReceived),
+                NakCode::RemoteOperation => (
+                    WcStatus::RemoteOperationError,
+                    Counter::OperationNaksReceived,
+                ),
+                _ => (
+                    WcStatus::RemoteInvalidRequestError,
+                    Counter::InvalidRequestNaksReceived,
+                ),
+            };
+            counters.inc(counter);
+            fail_oldest(qp, state, status, upcalls);
+            Outcome::Taken
+        }
+    }
+}
+
+/// A READ response packet, taken if it is the next one expected.
+///
+/// Responses come in order: the first one of a READ also says that
+/// everything before it arrived; any other must be the next PSN expected,
+/// or it is dropped (the timer re-requests what is missing).
+fn read_response_in_order(
+    qp: &Qp<SrnicDevice>,
+    state: &mut QpInner,
+    guard: &RcuReadGuard,
+    packet: &Packet<'_>,
+    upcalls: &mut Upcalls,
+) -> Outcome {
+    let psn = packet.psn();
+    acknowledge(qp, state, before(psn), upcalls);
+    let first_of_oldest =
+        oldest_sent(qp, state).is_some_and(|(_, wqe)| Psn::new(wqe.first_psn()) == psn);
+    if psn != state.requester.acked && !first_of_oldest {
+        // The peer is still answering: the rest of a stream past a gap, or
+        // a replay of data already here that an earlier resend asked for. A
+        // responder sends the streams one after the other, so a long one
+        // delays the answer to the next request by more than a timeout;
+        // the timer restarts (without granting retries) rather than queue
+        // yet another replay behind them.
+        state.requester.last_progress = now_ns();
+        let acked = state.requester.acked;
+        if acked.is_before(psn) && state.requester.rerequested != Some(acked) {
+            // A response went missing: ask for the rest now rather than at
+            // the timeout.
+            state.requester.rerequested = Some(acked);
+            state.requester.lost();
+            resend_from(qp, state, acked);
+            qp.device().counters.inc(Counter::OutOfSequenceResponses);
+            return Outcome::Resend;
+        }
+        return Outcome::Rejected;
+    }
+    read_response(qp, state, guard, packet, upcalls).into()
 }
 
 /// The oldest WQE the requester has (at least partly) sent, with its slot.
