@@ -99,6 +99,12 @@ pub struct SharedGlobal<T> {
 // on any thread; that is sound when `T` is `Send` and `Sync`.
 unsafe impl<T: Send + Sync> Sync for SharedGlobal<T> {}
 
+impl<T> Default for SharedGlobal<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<T> SharedGlobal<T> {
     /// An empty global.
     pub const fn new() -> Self {
