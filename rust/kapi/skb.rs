@@ -5,7 +5,7 @@
 
 use super::netdev::NetDevice;
 use super::rcu::RcuReadGuard;
-use super::shared::{read_shared, SharedChunk};
+use super::shared::{read_shared, SharedChunk, SharedRange};
 use crate::bindings;
 use core::ptr::NonNull;
 use kernel::prelude::*;
@@ -125,6 +125,24 @@ impl SkBuff {
         kernel::error::to_result(unsafe {
             bindings::srnic_skb_append_page_bytes(self.0.as_ptr(), addr.cast(), len)
         })
+    }
+
+    /// Appends `range` as a page fragment, as [`Self::append_page_bytes`]
+    /// does: `EINVAL` also for a range of a Rust buffer.
+    ///
+    /// The skb holds a reference on the page, so the bytes stay allocated
+    /// as long as it needs them, after `range`'s lifetime too; that is
+    /// only right for memory no Rust reference covers (whose owner may
+    /// write it later, which [`Self::read_page_frags`] tolerates). A Rust
+    /// buffer could meanwhile be a stack frame or an object reused through
+    /// references, so it is refused.
+    pub fn append_range(&mut self, range: &SharedRange<'_>) -> Result {
+        if !range.is_foreign() {
+            return Err(EINVAL);
+        }
+        let len = u32::try_from(range.len()).map_err(|_| EINVAL)?;
+        // SAFETY: a range is valid for reads now (its invariant).
+        unsafe { self.append_page_bytes(range.as_ptr(), len) }
     }
 
     /// Appends `bytes` (a few: a trailer) as a fragment of a freshly

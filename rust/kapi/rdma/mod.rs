@@ -30,4 +30,4 @@ pub use link::{LinkRegistration, LinkType};
 pub use objects::{Ah, Cq, Mr, MrKind, Mw, MwType, Qp, QpEvent, Srq};
 pub use shared_id::DriverIdPin;
 pub use udata::UserData;
-pub use umem::{UserMemory, UserRange, UserVerb};
+pub use umem::{KernelMemory, UserMemory, UserRange, UserVerb};

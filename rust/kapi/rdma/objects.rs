@@ -9,6 +9,7 @@
 
 use super::device::{Device, Driver};
 use super::table::{Listable, Listing};
+use super::umem::KernelMemory;
 use super::verbs::{WcOpcode, WcStatus, WorkCompletion};
 use crate::bindings;
 use crate::kapi::irq::IrqEvent;
@@ -370,6 +371,14 @@ impl<T: Driver> Qp<T> {
         !qp_field!(self, uobject).is_null()
     }
 
+    /// For a kernel consumer's QP, the word that the addresses its work
+    /// requests give with the local DMA key are the consumer's memory.
+    pub fn kernel_memory(&self) -> Option<KernelMemory> {
+        // SAFETY: a QP without a user object was created by a kernel
+        // consumer (`ib_create_qp_kernel`), whose SGEs carry its memory.
+        (!self.is_user()).then(|| unsafe { KernelMemory::new() })
+    }
+
     /// The CQ of send completions.
     pub fn send_cq(&self) -> &Cq<T> {
         let cq = qp_field!(self, send_cq);
@@ -655,7 +664,10 @@ impl<T: Driver> Mr<T> {
 /// What a new memory region covers.
 pub enum MrKind {
     /// All of kernel memory, addressed by kernel virtual (DMA) address.
-    Dma,
+    Dma {
+        /// A kernel consumer's memory: `get_dma_mr` is a kernel verb.
+        memory: super::umem::KernelMemory,
+    },
     /// Pinned user memory, addressed from `iova`.
     User {
         /// The pinned pages.
@@ -667,5 +679,8 @@ pub enum MrKind {
     FastReg {
         /// Capacity of the page list.
         max_pages: u32,
+        /// The pages `map_mr_sg` gives are a kernel consumer's: only
+        /// kernel consumers allocate such regions (`ib_alloc_mr`).
+        memory: super::umem::KernelMemory,
     },
 }

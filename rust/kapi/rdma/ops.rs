@@ -9,7 +9,7 @@ use super::device::{Device, Driver};
 use super::objects::{Ah, Cq, Mr, MrKind, Mw, MwType, Qp, Srq};
 use super::rxe_abi::queue::{response, QueueMapping};
 use super::udata::UserData;
-use super::umem::{UserMemory, UserVerb};
+use super::umem::{KernelMemory, UserMemory, UserVerb};
 use super::verbs::{AddressVector, CqArm, PollOutput, QpInit, QpModify, SrqAttributes, SrqModify};
 use super::wr::{RecvChain, SendChain};
 use crate::bindings;
@@ -696,8 +696,11 @@ impl<T: Driver> Device<T> {
         // memory is the kernel's to write anyway, so local write goes with
         // it rather than the rule of registration verbs refusing it.
         let access = access as u32 | LOCAL_WRITE;
+        // SAFETY: `get_dma_mr` is a kernel verb (uverbs has no such
+        // command): the region's addresses are a kernel consumer's.
+        let memory = unsafe { KernelMemory::new() };
         // SAFETY: the core passes a live PD of this device.
-        unsafe { Self::new_mr(pd, MrKind::Dma, access) }.unwrap_or_else(err_ptr)
+        unsafe { Self::new_mr(pd, MrKind::Dma { memory }, access) }.unwrap_or_else(err_ptr)
     }
 
     /// # Safety
@@ -803,6 +806,9 @@ impl<T: Driver> Device<T> {
         let access = LOCAL_WRITE;
         let kind = MrKind::FastReg {
             max_pages: max_num_sg,
+            // SAFETY: `alloc_mr` is a kernel verb (uverbs has no such
+            // command), and so is `map_mr_sg`, which gives its pages.
+            memory: unsafe { KernelMemory::new() },
         };
         // SAFETY: the core passes a live PD of this device.
         unsafe { Self::new_mr(pd, kind, access) }.unwrap_or_else(err_ptr)

@@ -4,6 +4,8 @@
 //! pages in an array so that translating an address is one division.
 
 use crate::bindings;
+use crate::kapi::rcu::RcuReadGuard;
+use crate::kapi::shared::SharedRange;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 use kernel::alloc::{flags::GFP_KERNEL, KVec};
@@ -185,18 +187,76 @@ impl UserMemory {
         Some((page, (absolute % PAGE_SIZE) as usize))
     }
 
-    /// The kernel address of byte `offset` of the region and how many
-    /// bytes of the region's memory follow it contiguously (to the end of
-    /// its page or of the region).
-    pub fn address(&self, offset: u64) -> Option<(*mut u8, usize)> {
+    /// Byte `offset` of the region and those of its memory that follow it
+    /// contiguously (to the end of its page or of the region), for the
+    /// read-side section `_guard`; writable if the pages were pinned so.
+    ///
+    /// The pages stay pinned until `self` drops, and a `UserMemory` goes
+    /// only once no read-side section can reach it: a region's with the
+    /// region, which its table unlists (waiting for a grace period) before
+    /// the driver's data drops, and one replaced by a re-registration after
+    /// the kapi's `synchronize`. A driver keeps a `UserMemory` only in the
+    /// region it was pinned for, and hands a replaced one back.
+    pub fn bytes_at<'g>(&self, _guard: &'g RcuReadGuard, offset: u64) -> Option<SharedRange<'g>> {
         let (page, within) = self.locate(offset)?;
         // SAFETY: the page is pinned while `self` lives; without highmem
         // (checked when the shims build) every page has a kernel address.
         let base = unsafe { bindings::srnic_page_address(page.as_ptr()) }.cast::<u8>();
         let in_page = PAGE_SIZE as usize - within;
         let in_region = (self.length - offset).min(in_page as u64) as usize;
-        // SAFETY: `within` is below the page size, so this stays in the page.
-        Some((unsafe { base.add(within) }, in_region))
+        // SAFETY: `within` is below the page size, so this stays in the
+        // page.
+        let at = unsafe { base.add(within) };
+        // SAFETY: `in_region` bytes of one pinned page, pinned for writing
+        // if `writable`, which stay so for the section `'g` (see above);
+        // user memory, which no Rust code owns.
+        unsafe { SharedRange::foreign(at, in_region, self.writable) }
+    }
+}
+
+/// The kapi's word, handed to a driver only with kernel consumers' memory
+/// (a DMA region from `get_dma_mr`, a fast-registration region that only
+/// kernel consumers allocate and map with `map_mr_sg`, a kernel QP's local
+/// DMA key), that the addresses such a consumer gives are its memory.
+///
+/// The verbs contract for kernel consumers is that an address in a work
+/// request or a page list is a kernel virtual address (this device does no
+/// DMA mapping) of memory the consumer owns and keeps while the request is
+/// outstanding or the mapping valid, and that a region with remote access
+/// exposes it by the consumer's choice. The transport touches such memory
+/// only while it processes a request or packet, inside one read-side
+/// section, so a range lives no longer than that section.
+///
+/// # Invariants
+///
+/// Made only by kapi code that hands it with kernel consumers' memory.
+#[derive(Clone, Copy)]
+pub struct KernelMemory {
+    _private: (),
+}
+
+impl KernelMemory {
+    /// # Safety
+    ///
+    /// Handed only with memory of a kernel consumer, as described above.
+    pub(in crate::kapi) unsafe fn new() -> Self {
+        Self { _private: () }
+    }
+
+    /// The `len` bytes at kernel address `addr` a kernel consumer gave, for
+    /// the read-side section `_guard`; `None` at a null or wrapping
+    /// address.
+    pub fn bytes_at<'g>(
+        &self,
+        _guard: &'g RcuReadGuard,
+        addr: u64,
+        len: usize,
+    ) -> Option<SharedRange<'g>> {
+        let addr = usize::try_from(addr).ok()?;
+        // SAFETY: kernel memory its consumer owns and keeps while the
+        // transport works on it (the verbs contract, see the type), which
+        // is within the section `'g`; C code owns it, not Rust.
+        unsafe { SharedRange::foreign(addr as *mut u8, len, true) }
     }
 }
 

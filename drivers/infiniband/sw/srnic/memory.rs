@@ -11,8 +11,10 @@ use crate::device::{limits, SrnicDevice, FIRST_MW_INDEX};
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::AddressVector;
 use crate::kapi::rdma::{
-    access::WRITING_ACCESS, Ah, Device, Mr, MrKind, Mw, MwType, Qp, UserMemory, UserVerb,
+    access::WRITING_ACCESS, Ah, Device, KernelMemory, Mr, MrKind, Mw, MwType, Qp, UserMemory,
+    UserVerb,
 };
+use crate::kapi::shared::SharedRange;
 use crate::kapi::sync::SpinLockIrq;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::alloc::{flags::GFP_KERNEL, KVec};
@@ -21,11 +23,12 @@ use kernel::prelude::*;
 /// What an MR maps.
 enum MrMapping {
     /// Kernel virtual addresses, as they are.
-    Dma,
+    Dma(KernelMemory),
     /// Pinned user pages from `iova`.
     User { memory: UserMemory, iova: u64 },
     /// Pages set by fast registration.
     FastReg {
+        memory: KernelMemory,
         max_pages: u32,
         pages: KVec<u64>,
         page_size: u32,
@@ -83,7 +86,7 @@ impl MrMapping {
     /// consumer's to grant; user memory only if it was pinned for writing.
     fn writable(&self) -> bool {
         match self {
-            Self::Dma | Self::FastReg { .. } => true,
+            Self::Dma(_) | Self::FastReg { .. } => true,
             Self::User { memory, .. } => memory.writable(),
         }
     }
@@ -91,7 +94,7 @@ impl MrMapping {
     /// The region's first address and length.
     fn extent(&self) -> Option<(u64, u64)> {
         match self {
-            Self::Dma => None,
+            Self::Dma(_) => None,
             Self::User { memory, iova } => Some((*iova, memory.length())),
             Self::FastReg { iova, length, .. } => Some((*iova, *length)),
         }
@@ -138,11 +141,11 @@ impl<'g> Span<'g> {
         })
     }
 
-    /// The kernel address of byte `at` of the span and how many bytes
-    /// follow it contiguously; `None` once the region was re-registered.
-    /// The address is usable while `_guard` lives: pages go only after a
-    /// grace period (deregistration and re-registration wait for one).
-    pub(crate) fn translate(&self, _guard: &RcuReadGuard, at: u64) -> Option<(*mut u8, usize)> {
+    /// The memory at byte `at` of the span, as far as it is contiguous;
+    /// `None` once the region was re-registered. Usable while `guard`
+    /// lives: pages go only after a grace period (deregistration and
+    /// re-registration wait for one).
+    pub(crate) fn translate(&self, guard: &'g RcuReadGuard, at: u64) -> Option<SharedRange<'g>> {
         let offset = self.offset.checked_add(at)?;
         let state = self.mr.state.lock();
         if state.generation != self.generation {
@@ -150,12 +153,12 @@ impl<'g> Span<'g> {
         }
         match &state.mapping {
             // Kernel virtual addresses: the kernel consumer owns them.
-            MrMapping::Dma => Some((
-                offset as usize as *mut u8,
-                (PAGE_SIZE - offset % PAGE_SIZE) as usize,
-            )),
-            MrMapping::User { memory, .. } => memory.address(offset),
+            MrMapping::Dma(memory) => {
+                memory.bytes_at(guard, offset, (PAGE_SIZE - offset % PAGE_SIZE) as usize)
+            }
+            MrMapping::User { memory, .. } => memory.bytes_at(guard, offset),
             MrMapping::FastReg {
+                memory,
                 pages,
                 page_size,
                 iova,
@@ -170,10 +173,7 @@ impl<'g> Span<'g> {
                 let page = *pages.get(usize::try_from(absolute / page_size).ok()?)?;
                 let within = absolute % page_size;
                 let contiguous = (page_size - within).min(length - offset);
-                Some((
-                    page.checked_add(within)? as usize as *mut u8,
-                    contiguous as usize,
-                ))
+                memory.bytes_at(guard, page.checked_add(within)?, contiguous as usize)
             }
         }
     }
@@ -191,15 +191,16 @@ impl SrnicMr {
     ) -> Result<impl PinInit<Self, Error>> {
         let valid = !matches!(kind, MrKind::FastReg { .. });
         let mapping = match kind {
-            MrKind::Dma => MrMapping::Dma,
+            MrKind::Dma { memory } => MrMapping::Dma(memory),
             MrKind::User { memory, iova } => MrMapping::User { memory, iova },
-            MrKind::FastReg { max_pages } => {
+            MrKind::FastReg { max_pages, memory } => {
                 if max_pages == 0 || max_pages > limits::MAX_FAST_REG_PAGES {
                     return Err(EINVAL);
                 }
                 let mut pages = KVec::new();
                 pages.reserve(max_pages as usize, GFP_KERNEL)?;
                 MrMapping::FastReg {
+                    memory,
                     max_pages,
                     pages,
                     page_size: 0,
@@ -297,6 +298,7 @@ impl SrnicMr {
         let MrMapping::FastReg {
             max_pages,
             pages,
+            memory: _,
             page_size,
             iova,
             length,

@@ -14,7 +14,8 @@ use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::rxe_abi::queue::Queue;
 use crate::kapi::rdma::rxe_abi::wqe::{self, Sge};
-use crate::kapi::rdma::Device;
+use crate::kapi::rdma::{Device, KernelMemory};
+use crate::kapi::shared::SharedRange;
 use crate::memory::{lookup_mr, Span};
 
 pub(crate) use crate::kapi::rdma::access::LOCAL_WRITE;
@@ -60,11 +61,13 @@ pub(crate) enum Extent<'a> {
         dev: &'a Device<SrnicDevice>,
         sges: SgeList<'a>,
         pd: usize,
-        /// A kernel QP, which may use the local DMA key.
-        kernel: bool,
+        /// A kernel QP's word on its memory, with which it may use the
+        /// local DMA key.
+        kernel: Option<KernelMemory>,
     },
-    /// Inline data copied into a kernel-owned work ring.
-    Inline { data: *const u8, len: u32 },
+    /// Bytes in hand: inline data in a kernel-owned work ring, a received
+    /// packet, or a local buffer.
+    Inline(SharedRange<'a>),
     /// A checked range of a region.
     Region(Span<'a>),
 }
@@ -79,27 +82,31 @@ pub(crate) enum CopyError {
     Destination,
 }
 
-impl Extent<'_> {
-    /// The contiguous memory at byte `at` of the extent: its address and
-    /// length (at most `want`); `access` is what a local key must grant.
-    fn chunk(
+/// The first `want` bytes of `range`, or all of it if it is shorter.
+fn at_most<'g>(range: SharedRange<'g>, want: usize) -> Option<SharedRange<'g>> {
+    range.sub(0, want.min(range.len()))
+}
+
+impl<'a> Extent<'a> {
+    /// The contiguous memory at byte `at` of the extent, at most `want`
+    /// bytes; `access` is what a local key must grant.
+    fn chunk<'g>(
         &self,
-        guard: &RcuReadGuard,
+        guard: &'g RcuReadGuard,
         at: u64,
         want: usize,
         access: u32,
-    ) -> Option<(*mut u8, usize)> {
+    ) -> Option<SharedRange<'g>>
+    where
+        'a: 'g,
+    {
         match self {
-            Self::Inline { data, len } => {
-                let left = u64::from(*len).checked_sub(at).filter(|l| *l > 0)?;
-                let n = want.min(left as usize);
-                // SAFETY: `at < len`, and the inline data is `len` bytes.
-                Some((unsafe { data.add(at as usize) }.cast_mut(), n))
+            Self::Inline(data) => {
+                let at = usize::try_from(at).ok()?;
+                let left = data.len().checked_sub(at).filter(|l| *l > 0)?;
+                data.sub(at, want.min(left))
             }
-            Self::Region(span) => {
-                let (ptr, n) = span.translate(guard, at)?;
-                Some((ptr, n.min(want)))
-            }
+            Self::Region(span) => at_most(span.translate(guard, at)?, want),
             Self::Local {
                 dev,
                 sges,
@@ -121,11 +128,9 @@ impl Extent<'_> {
                 let left = u64::from(sge.length()) - within;
                 let addr = sge.addr().checked_add(within)?;
                 if sge.lkey() == LOCAL_DMA_LKEY {
-                    if !kernel {
-                        return None;
-                    }
                     // A kernel virtual address, owned by the kernel consumer.
-                    return Some((addr as usize as *mut u8, want.min(left as usize)));
+                    let n = usize::try_from(left).ok()?.min(want);
+                    return kernel.as_ref()?.bytes_at(guard, addr, n);
                 }
                 let mr = lookup_mr(dev, guard, sge.lkey())?;
                 if mr.pd_id() != *pd {
@@ -133,8 +138,7 @@ impl Extent<'_> {
                 }
                 let left32 = u32::try_from(left).ok()?;
                 let span = Span::check(mr, addr, left32, access)?;
-                let (ptr, n) = span.translate(guard, 0)?;
-                Some((ptr, n.min(want).min(left as usize)))
+                at_most(span.translate(guard, 0)?, want.min(left as usize))
             }
         }
     }
@@ -154,25 +158,21 @@ pub(crate) fn copy(
     let len = u64::from(len);
     while done < len {
         let want = (len - done) as usize;
-        let (from, n) = src
+        let from = src
             .chunk(guard, src_at + done, want, 0)
             .ok_or(CopyError::Source)?;
-        let (to, m) = dst
-            .chunk(guard, dst_at + done, n, LOCAL_WRITE)
+        let to = dst
+            .chunk(guard, dst_at + done, from.len(), LOCAL_WRITE)
             .ok_or(CopyError::Destination)?;
-        let step = n.min(m);
+        let step = to.len();
         if step == 0 {
             return Err(CopyError::Destination);
         }
-        // Either side may be pages a process maps and writes while they are
-        // copied: raw pointers only, no reference is ever formed over them,
-        // and the copy is the kernel's `memmove`, which (like
-        // `copy_from_user`) tolerates concurrent writers; what such a
-        // process then reads is undefined by the verbs, not by the kernel.
-        // SAFETY: both chunks are memory the keys grant for at least `step`
-        // bytes, kept alive by `guard` (regions) or by their kernel owner;
-        // they may overlap (one region read and written), hence a move.
-        unsafe { core::ptr::copy(from.cast_const(), to, step) };
+        // Either side may be pages a process writes meanwhile, and they may
+        // overlap (one region read and written): `copy_from` is a move
+        // that allows both. `to` is no longer than `from`.
+        let from = from.sub(0, step).ok_or(CopyError::Source)?;
+        to.copy_from(&from).map_err(|_| CopyError::Destination)?;
         done += step as u64;
     }
     Ok(())
@@ -181,24 +181,25 @@ pub(crate) fn copy(
 /// Calls `f` with each contiguous piece of bytes `at..at + len` of `src`
 /// in order (each within one page for page-backed memory), without
 /// touching them; stops at the first error `f` returns.
-pub(crate) fn for_each_piece<E>(
-    guard: &RcuReadGuard,
-    src: &Extent<'_>,
+pub(crate) fn for_each_piece<'g, E>(
+    guard: &'g RcuReadGuard,
+    src: &Extent<'g>,
     at: u64,
     len: u32,
-    mut f: impl FnMut(*const u8, usize) -> Result<(), E>,
+    mut f: impl FnMut(SharedRange<'g>) -> Result<(), E>,
 ) -> Result<(), PieceError<E>> {
     let mut done = 0u64;
     let len = u64::from(len);
     while done < len {
         let want = (len - done) as usize;
-        let (from, n) = src
+        let from = src
             .chunk(guard, at + done, want, 0)
             .ok_or(PieceError::Source)?;
+        let n = from.len();
         if n == 0 {
             return Err(PieceError::Source);
         }
-        f(from.cast_const(), n).map_err(PieceError::Piece)?;
+        f(from).map_err(PieceError::Piece)?;
         done += n as u64;
     }
     Ok(())
@@ -215,9 +216,6 @@ pub(crate) enum PieceError<E> {
 
 /// Writes `bytes` (an atomic's original value) to the start of `dst`.
 pub(crate) fn store(guard: &RcuReadGuard, dst: &Extent<'_>, bytes: &[u8]) -> Result<(), CopyError> {
-    let src = Extent::Inline {
-        data: bytes.as_ptr(),
-        len: bytes.len() as u32,
-    };
+    let src = Extent::Inline(SharedRange::from_slice(bytes));
     copy(guard, &src, 0, dst, 0, bytes.len() as u32)
 }

@@ -414,7 +414,7 @@ fn wqe_data<'a>(qp: &'a Qp<SrnicDevice>, index: u32, wqe: &WorkWqe) -> Option<Ex
     if wqe.send_flags() & IB_SEND_INLINE != 0 {
         let length = wqe.length();
         let data = wqe::send_inline(&this.work, index, length).ok()?;
-        return Some(Extent::Inline { data, len: length });
+        return Some(Extent::Inline(data));
     }
     Some(wqe_sges(qp, index, wqe))
 }
@@ -430,7 +430,7 @@ pub(crate) fn wqe_sges<'a>(qp: &'a Qp<SrnicDevice>, index: u32, wqe: &WorkWqe) -
             count: wqe.num_sge(),
         },
         pd: qp.pd_id(),
-        kernel: !this.user,
+        kernel: qp.kernel_memory(),
     }
 }
 

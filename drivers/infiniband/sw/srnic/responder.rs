@@ -21,7 +21,7 @@ use crate::kapi::rdma::access::{
 use crate::kapi::rdma::rxe_abi::wqe::RecvCopy;
 use crate::kapi::rdma::verbs::{QpState, WcOpcode, WcStatus};
 use crate::kapi::rdma::Qp;
-use crate::kapi::shared::SharedWord;
+use crate::kapi::shared::{SharedRange, SharedWord};
 use crate::memory::{self, remote_region, remote_start, Span};
 use crate::outbox::answer_of;
 use crate::payload::{self, CopyError, Extent, SgeList};
@@ -690,7 +690,6 @@ fn datagram(
     packet: &Packet<'_>,
     upcalls: &mut Upcalls,
 ) {
-    let this: &SrnicQp = qp;
     let counters = &qp.device().counters;
     let (Some(deth), Some(ip)) = (packet.hdr.deth, packet.ip) else {
         counters.inc(Counter::MalformedPackets);
@@ -736,7 +735,7 @@ fn datagram(
         dev: qp.device(),
         sges: SgeList::Copied(&state.responder.recv.sges),
         pd: qp.pd_id(),
-        kernel: !this.user,
+        kernel: qp.kernel_memory(),
     };
     let grh = ip.grh();
     let mut placed = payload::store(guard, &target, &grh);
@@ -788,7 +787,6 @@ fn send<'a>(
     packet: &Packet<'_>,
     upcalls: &mut Upcalls,
 ) -> Reply<'a> {
-    let this: &SrnicQp = qp;
     let psn = packet.psn();
     match take_receive(qp, state, upcalls) {
         Ok(true) => {}
@@ -821,7 +819,7 @@ fn send<'a>(
             dev: qp.device(),
             sges: SgeList::Copied(&state.responder.recv.sges),
             pd: qp.pd_id(),
-            kernel: !this.user,
+            kernel: qp.kernel_memory(),
         };
         match payload::copy(
             guard,
@@ -1032,15 +1030,10 @@ fn atomic_target<'g>(
     access: u32,
 ) -> core::result::Result<SharedWord<'g>, NakCode> {
     let span = remote_region(qp, guard, rkey, va, 8, access).ok_or(NakCode::RemoteAccess)?;
-    let (ptr, contiguous) = span.translate(guard, 0).ok_or(NakCode::RemoteAccess)?;
-    if contiguous < 8 {
-        return Err(NakCode::InvalidRequest);
-    }
+    let range = span.translate(guard, 0).ok_or(NakCode::RemoteAccess)?;
     // The owning process and copies into the region may access these bytes
     // meanwhile; `SharedWord` uses the kernel's atomics, which allow that.
-    // SAFETY: eight bytes (`contiguous`) the rkey grants `access` to, valid
-    // while `guard` lives (pages go after a grace period) or kernel-owned.
-    unsafe { SharedWord::new(ptr) }.ok_or(NakCode::InvalidRequest)
+    SharedWord::at(&range).ok_or(NakCode::InvalidRequest)
 }
 
 /// RDMA ATOMIC WRITE: eight bytes stored in one go at an aligned target
@@ -1072,10 +1065,7 @@ fn atomic_write<'a>(
         Err(code) => return refuse(qp, state, psn, code, upcalls),
     };
     let mut value = [0u8; 8];
-    let staging = Extent::Inline {
-        data: value.as_mut_ptr(),
-        len: 8,
-    };
+    let staging = Extent::Inline(SharedRange::from_mut_slice(&mut value));
     if payload::copy(guard, source, packet.payload_at, &staging, 0, 8).is_err() {
         return Reply::SourceFault;
     }

@@ -29,7 +29,7 @@ use crate::kapi::netdev::NetDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::table::ObjectTable;
 use crate::kapi::rdma::Device;
-use crate::kapi::shared::SharedChunk;
+use crate::kapi::shared::{SharedChunk, SharedRange};
 use crate::kapi::skb::SkBuff;
 use crate::kapi::udp::{self, Family, Route, UdpReceiver, UdpTunnel};
 use crate::payload::{self, CopyError, Extent, PieceError};
@@ -47,9 +47,6 @@ use kernel::sync::{Arc, Mutex};
 
 /// The RoCEv2 UDP port.
 pub(crate) const ROCE_PORT: u16 = 4791;
-
-/// The kernel's page size.
-const PAGE_SIZE: usize = kernel::page::PAGE_SIZE;
 
 /// Room before the IP header for the link layer (Ethernet, VLAN tags).
 const LINK_HEADROOM: u32 = 64;
@@ -767,22 +764,17 @@ fn fragmented(
         source,
         packet.payload_at,
         hdr.payload_len as u32,
-        |at, len| {
+        |piece| {
             // Page by page: a region's piece may span several.
-            let mut done = 0;
-            while done < len {
-                // SAFETY: `at..at + len` is the piece the key granted.
-                let here = unsafe { at.add(done) };
-                let in_page = PAGE_SIZE - (here as usize % PAGE_SIZE);
-                let n = in_page.min(len - done);
+            let mut rest = piece;
+            while !rest.is_empty() {
+                let (here, after) = rest.split_at(rest.first_page_len()).ok_or(())?;
                 if pieces == MAX_PIECES {
                     return Err(());
                 }
-                // SAFETY: valid memory under the caller's RCU section, as
-                // the key lookup found it.
-                unsafe { skb.append_page_bytes(here, n as u32) }.map_err(|_| ())?;
+                skb.append_range(&here).map_err(|_| ())?;
                 pieces += 1;
-                done += n;
+                rest = after;
             }
             Ok(())
         },
@@ -813,10 +805,8 @@ fn copied(
     if payload_len > 0 {
         let source = packet.payload.as_ref().ok_or(SendError::Source)?;
         let into = body.get_mut(header_len..).ok_or(SendError::Dropped)?;
-        let target = Extent::Inline {
-            data: into.as_ptr(),
-            len: payload_len as u32,
-        };
+        let into = into.get_mut(..payload_len).ok_or(SendError::Dropped)?;
+        let target = Extent::Inline(SharedRange::from_mut_slice(into));
         payload::copy(
             guard,
             source,
@@ -880,10 +870,7 @@ impl UdpReceiver for Neighbourhood {
                 }
                 let payload = packet_bytes
                     .get(hdr.payload_offset..hdr.payload_offset + hdr.payload_len)
-                    .map(|p| Extent::Inline {
-                        data: p.as_ptr(),
-                        len: p.len() as u32,
-                    });
+                    .map(|p| Extent::Inline(SharedRange::from_slice(p)));
                 counters.inc(Counter::ReceivedPackets);
                 counters.add(Counter::ReceivedBytes, hdr.payload_len as u64);
                 // The core finds the GID a datagram came to by its address

@@ -15,6 +15,7 @@ use crate::bindings;
 use crate::kapi::rdma::udata::Pod;
 use crate::kapi::rdma::verbs::AddressVector;
 use crate::kapi::rdma::wr::{RecvWr, SendWr};
+use crate::kapi::shared::SharedRange;
 use crate::pure::wr::{self, opcode, QpType, SendLimits, WqeError};
 use core::mem::{offset_of, size_of};
 use kernel::alloc::flags::{GFP_ATOMIC, GFP_KERNEL};
@@ -802,9 +803,15 @@ impl WorkWqe {
     }
 }
 
-/// Where the `len` inline bytes of the send WQE in slot `index` lie.
-pub fn send_inline(queue: &Queue, index: u32, len: u32) -> Result<*const u8> {
-    queue.slot_bytes(index, SEND_HEADER, len as usize)
+/// The `len` inline bytes of the send WQE in slot `index`, for reading;
+/// `EINVAL` if they are not all in the slot.
+pub fn send_inline(queue: &Queue, index: u32, len: u32) -> Result<SharedRange<'_>> {
+    let at = queue.slot_bytes(index, SEND_HEADER, len as usize)?;
+    // SAFETY: `len` bytes inside the slot (checked), in the ring's buffer,
+    // which lives while `queue` is borrowed; the buffer is reached only by
+    // raw accesses, never by Rust references. Read only: the ring may be
+    // one a process maps.
+    unsafe { SharedRange::foreign(at.cast_mut(), len as usize, false) }.ok_or(EINVAL)
 }
 
 /// A receive WQE copied out of its ring.
