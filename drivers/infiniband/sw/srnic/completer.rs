@@ -99,10 +99,13 @@ pub(crate) fn source_fault(qp: &Qp<SrnicDevice>, psn: Psn) {
     this.after_upcalls(qp);
 }
 
+/// The PSN before `psn`.
 fn before(psn: Psn) -> Psn {
     psn.add(PSN_MASK)
 }
 
+/// Takes an answer of the peer to what `qp` sent: completes, resends or
+/// fails WQEs, or rejects the packet.
 fn handle(
     qp: &Qp<SrnicDevice>,
     state: &mut QpInner,
