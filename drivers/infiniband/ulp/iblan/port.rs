@@ -21,9 +21,10 @@ use crate::forwarding::Forwarding;
 use crate::kapi::address_not_available;
 use crate::kapi::debugfs::{SeqOut, Show};
 use crate::kapi::ether::{
-    Coalesce, EtherDevice, EtherDriver, EtherRegistration, LinkStats, TxOutcome,
+    Coalesce, DeviceCell, EtherDevice, EtherDriver, EtherRegistration, LinkStats, TxOutcome,
 };
 use crate::kapi::netdev::{rtnl_lock, rtnl_try_lock, RtnlGuard};
+use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::consumer::{
     Ah, Cq, CqHandler, DeviceRef, DmaBuffer, IbDevice, Ipv6Membership, Pd, UdQp, WorkCompletion,
     DEVICE_NAME_MAX,
@@ -41,9 +42,7 @@ use crate::pure::lan::{
     ANNOUNCE_LEN, FRAG_HEADER_LEN, LAN_COUNT, MAX_FRAME_LEN,
 };
 use core::pin::Pin;
-use core::sync::atomic::{
-    AtomicBool, AtomicI32, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering,
-};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use kernel::c_str;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -230,7 +229,7 @@ impl LanDev {
             SEND_DEPTH + RECV_DEPTH,
             0,
             Events {
-                netdev: AtomicPtr::new(core::ptr::null_mut()),
+                netdev: DeviceCell::new()?,
             },
             CALLER,
         )?;
@@ -341,23 +340,11 @@ impl LanDev {
         Ok(data)
     }
 
-    /// The netdev is registered: completions may reach it now.
+    /// The netdev is registered: its carrier follows the port from now.
     fn attach(&self, netdev: &EtherDevice<LanDev>) {
-        self.cq
-            .handler()
-            .netdev
-            .store(core::ptr::from_ref(netdev).cast_mut(), Ordering::Release);
         if self.port_up.load(Ordering::Relaxed) {
             netdev.carrier_on();
         }
-    }
-
-    /// The netdev, once registered and until it goes.
-    fn netdev(&self) -> Option<&EtherDevice<LanDev>> {
-        let dev = self.cq.handler().netdev.load(Ordering::Acquire);
-        // SAFETY: set once the netdev is registered and cleared before its
-        // data (this) drops; the netdev's memory outlives its data.
-        unsafe { dev.as_ref() }
     }
 
     /// Whether the port has a LAN port in `lan` already (this one, the
@@ -557,6 +544,18 @@ impl EtherDriver for LanDev {
         lan.coalesce_frames
             .store(coalesce.frames, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Completions reach the netdev through the CQ's handler, and the
+    /// ticker finds it there.
+    fn device_cell(&self) -> Option<&DeviceCell<Self>> {
+        Some(&self.cq.handler().netdev)
+    }
+
+    /// The netdev is unregistered (stopped) but not freed: every posted WR
+    /// is reclaimed while the verbs objects and the netdev are both there.
+    fn teardown(dev: &EtherDevice<Self>) {
+        dev.data().drain(dev);
     }
 
     fn ethtool_stats(dev: &EtherDevice<Self>, out: &mut [u64]) {

@@ -42,21 +42,6 @@ impl_has_delayed_work! {
     impl HasDelayedWork for LanDev { ticker } fn run(&self) {
         self.name_service();
     }
-    // The ticker is cancelled first: nothing schedules it any more (the
-    // netdev is unregistered, NAPI disabled, port events unregistered).
-    fn drop(&mut self) {
-        // The netdev is unregistered (stopped) but not freed: reclaim every
-        // posted WR.
-        let dev = self
-            .cq
-            .handler()
-            .netdev
-            .swap(core::ptr::null_mut(), Ordering::AcqRel);
-        // SAFETY: the netdev's memory is freed only after its data drops.
-        if let Some(dev) = unsafe { dev.as_ref() } {
-            self.drain(dev);
-        }
-    }
 }
 
 impl LanDev {
@@ -342,7 +327,9 @@ impl LanDev {
         if self.parent_ifindex == 0 {
             return;
         }
-        let Some(dev) = self.netdev() else {
+        // Carrier changes need no sleep: a read-side section will do.
+        let rcu = RcuReadGuard::new();
+        let Some(dev) = self.cq.handler().netdev.get(&rcu) else {
             return;
         };
         let active = self.port_up.load(Ordering::Relaxed);
@@ -357,12 +344,12 @@ impl LanDev {
         if wanted == 0 {
             return;
         }
-        let Some(dev) = self.netdev() else {
-            return;
-        };
         // Never wait for RTNL here: `ndo_stop` holds it while it cancels
         // this work.
         let Some(rtnl) = rtnl_try_lock() else {
+            return;
+        };
+        let Some(dev) = self.cq.handler().netdev.get_rtnl(&rtnl) else {
             return;
         };
         let mac = lan::mac_for(self.config.vendor, self.config.lan, wanted);

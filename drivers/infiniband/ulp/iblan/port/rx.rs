@@ -8,16 +8,14 @@ use super::*;
 
 /// Completion events wake the port's NAPI.
 pub(super) struct Events {
-    pub(super) netdev: AtomicPtr<EtherDevice<LanDev>>,
+    /// The netdev while it is registered; the ticker finds it here too.
+    pub(super) netdev: DeviceCell<LanDev>,
 }
 
 impl CqHandler for Events {
     fn completion(&self) {
-        let dev = self.netdev.load(Ordering::Acquire);
-        // SAFETY: set once the netdev is registered and cleared before it
-        // goes; the CQ (and so this handler) is destroyed before the netdev
-        // is freed.
-        if let Some(dev) = unsafe { dev.as_ref() } {
+        let rcu = RcuReadGuard::new();
+        if let Some(dev) = self.netdev.get(&rcu) {
             dev.napi_schedule();
         }
     }
