@@ -4,6 +4,7 @@
 //! and NAPI, with the driver's data in the netdev's private area.
 
 use crate::bindings;
+use crate::kapi::debugfs;
 use crate::kapi::netdev::{NetDevice, RtnlGuard};
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::skb::SkBuff;
@@ -795,6 +796,8 @@ const EOPNOTSUPP_ERRNO: c_int = -(bindings::EOPNOTSUPP as c_int);
 /// unregisters or frees it (`dellink` leaves it alone) until `drop`.
 pub struct EtherRegistration<T: EtherDriver> {
     raw: NonNull<bindings::net_device>,
+    /// Shows the netdev's data: removed before the netdev goes.
+    debugfs: Option<debugfs::File<T>>,
     /// What the netdev needs to outlive (its link type's registration):
     /// dropped after it is freed.
     held: Option<Arc<dyn Send + Sync>>,
@@ -889,6 +892,7 @@ impl<T: EtherDriver> EtherRegistration<T> {
         Ok(Self {
             // SAFETY: checked non-NULL above.
             raw: unsafe { NonNull::new_unchecked(raw) },
+            debugfs: None,
             held: None,
             _driver: PhantomData,
         })
@@ -914,8 +918,23 @@ impl<T: EtherDriver> EtherRegistration<T> {
     }
 }
 
+impl<T: EtherDriver + debugfs::Show> EtherRegistration<T> {
+    /// Shows the netdev's data in a file `name` of `dir` (replacing the one
+    /// shown so far, if any) until the netdev goes.
+    pub fn show_in_debugfs(&mut self, name: &CStr, dir: &debugfs::Dir) -> Result {
+        let data = core::ptr::from_ref(self.device().data());
+        // SAFETY: the data lives in the netdev, which this registration
+        // frees only after `drop` has removed the file (or the file is
+        // replaced, so removed, earlier).
+        self.debugfs = Some(unsafe { debugfs::File::new(name, dir, data)? });
+        Ok(())
+    }
+}
+
 impl<T: EtherDriver> Drop for EtherRegistration<T> {
     fn drop(&mut self) {
+        // No read of the data may start or run once it goes.
+        drop(self.debugfs.take());
         let raw = self.raw.as_ptr();
         // SAFETY: by the type invariant, registered and ours, with an
         // initialised `Private<T>`. Unregistering stops the netdev
