@@ -1013,8 +1013,9 @@ impl<H: CqHandler> UdQp<H> {
         // SAFETY: the QP was just created, in RESET.
         to_result(unsafe { bindings::srnic_ulp_ud_qp_ready(qp.raw.as_ptr(), port, qkey) })?;
         for index in 0..qp.recv.len() {
-            // Each buffer is posted once here, before anyone may see it.
-            qp.post_recv(index)?;
+            // SAFETY: each buffer is posted once here, before anything may
+            // complete or read it.
+            unsafe { qp.post_recv(index)? };
         }
         Ok(qp)
     }
@@ -1038,9 +1039,11 @@ impl<H: CqHandler> UdQp<H> {
 
     /// Posts receive buffer `index`.
     ///
-    /// Not public: the buffer must be neither posted nor read, which only
-    /// `new` and [`Received::repost`] know.
-    fn post_recv(&self, index: usize) -> Result {
+    /// # Safety
+    ///
+    /// The buffer is not posted, and nothing reads it from now until its
+    /// receive completes (its [`Received`] is given up, if it had one).
+    unsafe fn post_recv(&self, index: usize) -> Result {
         let buffer = self.recv.get(index).ok_or(EINVAL)?;
         // What the CPU read, or cached, of the last datagram must not hide
         // the next one the device writes.
@@ -1052,13 +1055,19 @@ impl<H: CqHandler> UdQp<H> {
             lkey: sge.lkey,
         };
         let wr_id = WR_RECV | (index as u64) << 2;
-        // SAFETY: a live QP; the element covers the buffer's live mapping
-        // and is read during the call.
+        // SAFETY: a live QP; the element covers the buffer's live mapping,
+        // which the device may write (the caller's promise) until the
+        // completion; it is read during the call.
         to_result(unsafe { bindings::srnic_ulp_post_recv(self.raw.as_ptr(), wr_id, &raw) })
     }
 
     /// Posts one signalled send of `sges` to `remote_qpn` through `ah`.
-    fn post_send(
+    ///
+    /// # Safety
+    ///
+    /// `wr_id` is one of the identifiers of the type invariant, for the
+    /// memory `sges` covers, which stays mapped until the send completes.
+    unsafe fn post_send(
         &self,
         wr_id: u64,
         sges: &[Sge],
@@ -1082,8 +1091,8 @@ impl<H: CqHandler> UdQp<H> {
         }
         // SAFETY: a live QP in RTS and a live AH (type invariants) of its PD
         // (checked); the elements cover mapped memory that stays mapped
-        // until the WR completes (the callers' part of the type invariant)
-        // and are read during the call (the provider copies the WR).
+        // until the WR completes (the caller's promise) and are read during
+        // the call (the provider copies the WR).
         to_result(unsafe {
             bindings::srnic_ulp_post_ud_send(
                 self.raw.as_ptr(),
@@ -1119,7 +1128,10 @@ impl<H: CqHandler> UdQp<H> {
         // The device must send these bytes, not a bounce buffer's old ones.
         send.buffer.for_device();
         let wr_id = WR_BUFFER | (index as u64) << 2;
-        let posted = self.post_send(wr_id, &[send.buffer.sge(len)], ah, remote_qpn, remote_qkey);
+        // SAFETY: the buffer's own identifier; it stays mapped until the QP
+        // is destroyed, after every completion.
+        let posted =
+            unsafe { self.post_send(wr_id, &[send.buffer.sge(len)], ah, remote_qpn, remote_qkey) };
         if posted.is_err() {
             // Not posted: free to be written again.
             send.posted.store(false, Ordering::Release);
@@ -1352,8 +1364,13 @@ impl<H: CqHandler> SkbPoster<'_, H> {
             *out = self.sge(*part).ok_or(EINVAL)?;
         }
         let sges = sges.get(..parts.len()).ok_or(EINVAL)?;
-        self.qp
-            .post_send(self.wr_id, sges, ah, remote_qpn, remote_qkey)?;
+        // SAFETY: the skb's identifier, for parts of its mapping (checked
+        // above), which stays until the last post holding it completes:
+        // this post is one of the count (`left` was above zero).
+        unsafe {
+            self.qp
+                .post_send(self.wr_id, sges, ah, remote_qpn, remote_qkey)?
+        };
         self.left -= 1;
         Ok(())
     }
@@ -1404,8 +1421,8 @@ impl<H: CqHandler> Received<'_, H> {
 
     /// Posts the buffer again, for the next datagram.
     pub fn repost(self) -> Result {
-        // The buffer is ours alone (type invariant of the QP), and no
-        // slice of it outlives `self`.
-        self.qp.post_recv(self.index)
+        // SAFETY: this value owns the buffer, unposted (type invariant of
+        // the QP), and gives it up here: no slice of it outlives `self`.
+        unsafe { self.qp.post_recv(self.index) }
     }
 }
