@@ -8,31 +8,55 @@ use core::pin::Pin;
 use kernel::alloc::KBox;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
+use kernel::sync::Arc;
 use kernel::types::Opaque;
 
-/// A debugfs directory; removed with its content when dropped.
-pub struct Dir(*mut bindings::dentry);
+/// A debugfs directory, shared: removed when the last clone, and the last
+/// subdirectory and file in it, are gone. Removing a directory removes
+/// what is in it, so what is in it holds it rather than outlive it.
+#[derive(Clone)]
+pub struct Dir(Arc<DirInner>);
 
-// SAFETY: a dentry pointer may be removed from any thread.
-unsafe impl Send for Dir {}
-// SAFETY: `&Dir` exposes nothing mutable.
-unsafe impl Sync for Dir {}
+/// # Invariants
+///
+/// `dentry` is what `debugfs_create_dir` returned for this value (a
+/// dentry or an error pointer, both of which `debugfs_remove` accepts),
+/// removed only by `drop`; `_parent` is the directory it is in, which is
+/// removed only after it (the field drops after `drop` ran).
+struct DirInner {
+    dentry: *mut bindings::dentry,
+    _parent: Option<Dir>,
+}
+
+// SAFETY: a dentry may be removed from any thread.
+unsafe impl Send for DirInner {}
+// SAFETY: `&DirInner` exposes nothing mutable.
+unsafe impl Sync for DirInner {}
 
 impl Dir {
     /// Creates `name` under `parent` (the debugfs root if `None`). Debugfs
-    /// is best effort: a failure gives a directory nothing can be added to.
-    pub fn new(name: &CStr, parent: Option<&Dir>) -> Self {
-        let parent = parent.map_or(core::ptr::null_mut(), |p| p.0);
-        // SAFETY: a NUL-terminated name and a valid (or NULL) parent.
-        Self(unsafe { bindings::debugfs_create_dir(name.as_char_ptr(), parent) })
+    /// is best effort: a failure of debugfs gives a directory nothing can
+    /// be added to; only running out of memory here is an error.
+    pub fn new(name: &CStr, parent: Option<&Dir>) -> Result<Self> {
+        let raw_parent = parent.map_or(core::ptr::null_mut(), |p| p.0.dentry);
+        // SAFETY: a NUL-terminated name and a live (or NULL) parent: a
+        // `Dir` is not removed while borrowed.
+        let dentry = unsafe { bindings::debugfs_create_dir(name.as_char_ptr(), raw_parent) };
+        let inner = DirInner {
+            dentry,
+            _parent: parent.cloned(),
+        };
+        // A failed allocation drops `inner`, which removes the directory.
+        Ok(Self(Arc::new(inner, GFP_KERNEL)?))
     }
 }
 
-impl Drop for Dir {
+impl Drop for DirInner {
     fn drop(&mut self) {
-        // SAFETY: created in `new`; removal waits for running reads, and
+        // SAFETY: created in `new` and not removed yet: its parent is still
+        // held (type invariant). Removal waits for running reads and
         // accepts error pointers.
-        unsafe { bindings::debugfs_remove(self.0) };
+        unsafe { bindings::debugfs_remove(self.dentry) };
     }
 }
 
@@ -55,16 +79,22 @@ pub trait Show: Sync {
 }
 
 /// A file `name` in a [`Dir`] that shows `*data`; removed when dropped.
+/// Made by the owner of the data (an [`EtherRegistration`] for its
+/// netdev's), which removes it before the data goes.
+///
+/// [`EtherRegistration`]: crate::kapi::ether::EtherRegistration
 ///
 /// # Invariants
 ///
 /// `dentry` is what creating the file for `_entry` returned (a dentry or an
-/// error pointer, both of which `debugfs_remove` accepts); `_entry`, the
-/// inode's private data, stays pinned and its `data` valid (`new`'s
-/// contract) until `drop` has removed the file.
-pub struct File<T: Show> {
+/// error pointer, both of which `debugfs_remove` accepts) in `_dir`, which
+/// is removed only after it; `_entry`, the inode's private data, stays
+/// pinned and its `data` valid (`new`'s contract) until `drop` has removed
+/// the file.
+pub struct File<T> {
     dentry: *mut bindings::dentry,
     _entry: Pin<KBox<Entry>>,
+    _dir: Dir,
     _data: core::marker::PhantomData<*const T>,
 }
 
@@ -74,9 +104,9 @@ struct Entry {
 }
 
 // SAFETY: the file only reads `T`, which is `Sync`.
-unsafe impl<T: Show> Send for File<T> {}
+unsafe impl<T: Sync> Send for File<T> {}
 // SAFETY: as above.
-unsafe impl<T: Show> Sync for File<T> {}
+unsafe impl<T: Sync> Sync for File<T> {}
 
 impl<T: Show> File<T> {
     /// Creates the file.
@@ -98,11 +128,12 @@ impl<T: Show> File<T> {
         // SAFETY: the entry is pinned until after `debugfs_remove` (drop),
         // which waits for running reads.
         let dentry = unsafe {
-            bindings::srnic_debugfs_create_show(name.as_char_ptr(), dir.0, entry.raw.get())
+            bindings::srnic_debugfs_create_show(name.as_char_ptr(), dir.0.dentry, entry.raw.get())
         };
         Ok(Self {
             dentry,
             _entry: entry,
+            _dir: dir.clone(),
             _data: core::marker::PhantomData,
         })
     }
@@ -129,7 +160,7 @@ impl<T: Show> File<T> {
     }
 }
 
-impl<T: Show> Drop for File<T> {
+impl<T> Drop for File<T> {
     fn drop(&mut self) {
         // SAFETY: by the type invariant, `new`'s result; waits for running
         // reads.

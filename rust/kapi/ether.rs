@@ -4,11 +4,14 @@
 //! and NAPI, with the driver's data in the netdev's private area.
 
 use crate::bindings;
+use crate::kapi::debugfs;
 use crate::kapi::netdev::{NetDevice, RtnlGuard};
+use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::skb::SkBuff;
 use core::marker::PhantomData;
 use core::pin::Pin;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::error::to_result;
 use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
@@ -90,6 +93,100 @@ pub trait EtherDriver: Sized + Send + Sync + 'static {
     fn set_coalesce(_dev: &EtherDevice<Self>, _coalesce: Coalesce) -> Result {
         Err(super::not_supported())
     }
+    /// Where code outside the netdev's callbacks (an event handler, a work
+    /// item) finds the netdev: asked once, before registration, and filled
+    /// from registration until the netdev begins to unregister.
+    fn device_cell(&self) -> Option<&DeviceCell<Self>> {
+        None
+    }
+    /// The netdev is unregistered (stopped, NAPI disabled) and its data
+    /// about to drop: the last look at both together. Process context.
+    fn teardown(_dev: &EtherDevice<Self>) {}
+}
+
+/// The netdev of driver `T`, for code that does not get it from a
+/// callback: a CQ event handler or a work item, in its own allocation.
+/// Readers find it under RCU or RTNL; the netdev's code fills and clears
+/// it, so a driver cannot leave it pointing at a freed netdev.
+///
+/// # Invariants
+///
+/// `netdev` is NULL or a registered netdev of driver `T` whose `Private<T>`
+/// holds a clone of this cell: it is stored only after that netdev is
+/// registered, and its `ndo_uninit` (under RTNL, before its data drops and
+/// its memory is freed) clears it and then waits for an RCU grace period.
+pub struct DeviceCell<T: EtherDriver>(Arc<CellInner<T>>);
+
+struct CellInner<T> {
+    netdev: AtomicPtr<bindings::net_device>,
+    _driver: PhantomData<T>,
+}
+
+impl<T: EtherDriver> Clone for DeviceCell<T> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<T: EtherDriver> DeviceCell<T> {
+    /// An empty cell; [`EtherDriver::device_cell`] hands it to a netdev.
+    pub fn new() -> Result<Self> {
+        let inner = CellInner {
+            netdev: AtomicPtr::new(core::ptr::null_mut()),
+            _driver: PhantomData,
+        };
+        Ok(Self(Arc::new(inner, GFP_KERNEL)?))
+    }
+
+    /// The netdev, while it is registered, for the read-side section.
+    pub fn get<'a>(&self, _rcu: &'a RcuReadGuard) -> Option<&'a EtherDevice<T>> {
+        let raw = self.0.netdev.load(Ordering::Acquire);
+        if raw.is_null() {
+            return None;
+        }
+        // SAFETY: a registered netdev of `T` (type invariant), which is
+        // freed only after a grace period that follows its clearing, so
+        // after the section `_rcu` holds.
+        Some(unsafe { EtherDevice::from_raw(raw) })
+    }
+
+    /// The netdev, while it is registered, for as long as RTNL is held.
+    pub fn get_rtnl<'a>(&self, _rtnl: &'a RtnlGuard) -> Option<&'a EtherDevice<T>> {
+        let raw = self.0.netdev.load(Ordering::Acquire);
+        if raw.is_null() {
+            return None;
+        }
+        // SAFETY: a registered netdev of `T` (type invariant), cleared by
+        // its `ndo_uninit`, which runs under RTNL: not before `_rtnl` goes.
+        Some(unsafe { EtherDevice::from_raw(raw) })
+    }
+
+    /// The netdev whose `Private<T>` holds this cell is registered.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is that netdev, registered, and its `ndo_uninit` has not run.
+    pub(super) unsafe fn set(&self, raw: *mut bindings::net_device) {
+        self.0.netdev.store(raw, Ordering::Release);
+    }
+
+    /// `raw` begins to unregister: it is found no more once this returns.
+    ///
+    /// # Safety
+    ///
+    /// Process context, no RCU read-side section open in this task.
+    unsafe fn clear(&self, raw: *mut bindings::net_device) {
+        // Another netdev sharing the cell is left in it: only its own
+        // `ndo_uninit` may take it out.
+        let _ = self.0.netdev.compare_exchange(
+            raw,
+            core::ptr::null_mut(),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+        // SAFETY: per the caller.
+        unsafe { crate::kapi::rcu::synchronize() };
+    }
 }
 
 /// Receive interrupt coalescing, as `ethtool -c/-C` shows and sets it: an
@@ -147,13 +244,62 @@ impl Placement<'_> {
 /// `by_link`) tears it down just before the netdev is freed, `data` is
 /// initialised and `napi` is added to that netdev.
 #[repr(C)]
-pub(crate) struct Private<T> {
+pub(crate) struct Private<T: EtherDriver> {
     pub(crate) napi: Opaque<bindings::napi_struct>,
     /// Created by `ip link add` (see `rtnl_link`): unregistered by `ip
     /// link del` and freed by the core. Otherwise owned by an
     /// [`EtherRegistration`].
     pub(crate) by_link: bool,
+    /// What `data` gave as its [`DeviceCell`], kept here so that the same
+    /// one is cleared whatever `data` says later.
+    cell: Option<DeviceCell<T>>,
     pub(crate) data: T,
+}
+
+impl<T: EtherDriver> Private<T> {
+    /// Moves `data` into the private area at `private`.
+    ///
+    /// # Safety
+    ///
+    /// `private` is the private area of a netdev not registered yet, sized
+    /// and aligned for `Self`, whose fields other than `napi` are not
+    /// initialised (nothing is dropped).
+    pub(super) unsafe fn write(private: *mut Self, by_link: bool, data: T) {
+        let cell = data.device_cell().cloned();
+        // SAFETY: per the caller, each field is written once.
+        unsafe {
+            core::ptr::addr_of_mut!((*private).by_link).write(by_link);
+            core::ptr::addr_of_mut!((*private).cell).write(cell);
+            core::ptr::addr_of_mut!((*private).data).write(data);
+        }
+    }
+
+    /// The netdev is registered: its cell (if any) shows it from now on.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is this area's netdev, registered, and its `ndo_uninit` has
+    /// not run.
+    pub(super) unsafe fn registered(&self, raw: *mut bindings::net_device) {
+        if let Some(cell) = &self.cell {
+            // SAFETY: per the caller; the cell is this netdev's.
+            unsafe { cell.set(raw) };
+        }
+    }
+
+    /// Drops what [`Self::write`] wrote.
+    ///
+    /// # Safety
+    ///
+    /// Written by [`Self::write`] and not dropped yet; the netdev is not
+    /// registered (any more) and nothing uses its data now or later.
+    pub(super) unsafe fn drop_data(private: *mut Self) {
+        // SAFETY: per the caller, initialised and unused; dropped once.
+        unsafe {
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*private).data));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*private).cell));
+        }
+    }
 }
 
 /// A registered Ethernet netdev of driver `T`, borrowed.
@@ -308,8 +454,24 @@ impl<T: EtherDriver> EtherDevice<T> {
         ops.ndo_change_mtu = Some(Self::ndo_change_mtu);
         ops.ndo_get_stats64 = Some(Self::ndo_get_stats64);
         ops.ndo_get_iflink = Some(Self::ndo_get_iflink);
+        ops.ndo_uninit = Some(Self::ndo_uninit);
         ops
     };
+
+    /// # Safety
+    ///
+    /// Called only by the network stack through the `net_device_ops`,
+    /// `ethtool_ops` or NAPI instance this module registered, for its own
+    /// netdev.
+    unsafe extern "C" fn ndo_uninit(raw: *mut bindings::net_device) {
+        // SAFETY: as in `ndo_open`.
+        let dev = unsafe { Self::from_raw(raw) };
+        if let Some(cell) = &dev.private().cell {
+            // SAFETY: the core unregisters (or fails to register) in
+            // process context, with RTNL but no RCU read lock held.
+            unsafe { cell.clear(raw) };
+        }
+    }
 
     /// # Safety
     ///
@@ -634,6 +796,8 @@ const EOPNOTSUPP_ERRNO: c_int = -(bindings::EOPNOTSUPP as c_int);
 /// unregisters or frees it (`dellink` leaves it alone) until `drop`.
 pub struct EtherRegistration<T: EtherDriver> {
     raw: NonNull<bindings::net_device>,
+    /// Shows the netdev's data: removed before the netdev goes.
+    debugfs: Option<debugfs::File<T>>,
     /// What the netdev needs to outlive (its link type's registration):
     /// dropped after it is freed.
     held: Option<Arc<dyn Send + Sync>>,
@@ -691,8 +855,7 @@ impl<T: EtherDriver> EtherRegistration<T> {
         // SAFETY: as above; `data` is moved in once. The placement's
         // parent is alive (its borrow) and referenced by registration.
         unsafe {
-            core::ptr::addr_of_mut!((*private).by_link).write(false);
-            core::ptr::addr_of_mut!((*private).data).write(data);
+            Private::write(private, false, data);
             placement.apply(raw);
             if !link_ops.is_null() {
                 bindings::srnic_netdev_set_link_ops(raw, link_ops);
@@ -719,14 +882,17 @@ impl<T: EtherDriver> EtherRegistration<T> {
             // SAFETY: never registered: undo in reverse.
             unsafe {
                 bindings::srnic_netif_napi_del((*private).napi.get());
-                core::ptr::drop_in_place(core::ptr::addr_of_mut!((*private).data));
+                Private::drop_data(private);
                 bindings::free_netdev(raw);
             }
             return Err(err);
         }
+        // SAFETY: registered just above, and only our drop unregisters it.
+        unsafe { (*private).registered(raw) };
         Ok(Self {
             // SAFETY: checked non-NULL above.
             raw: unsafe { NonNull::new_unchecked(raw) },
+            debugfs: None,
             held: None,
             _driver: PhantomData,
         })
@@ -752,18 +918,35 @@ impl<T: EtherDriver> EtherRegistration<T> {
     }
 }
 
+impl<T: EtherDriver + debugfs::Show> EtherRegistration<T> {
+    /// Shows the netdev's data in a file `name` of `dir` (replacing the one
+    /// shown so far, if any) until the netdev goes.
+    pub fn show_in_debugfs(&mut self, name: &CStr, dir: &debugfs::Dir) -> Result {
+        let data = core::ptr::from_ref(self.device().data());
+        // SAFETY: the data lives in the netdev, which this registration
+        // frees only after `drop` has removed the file (or the file is
+        // replaced, so removed, earlier).
+        self.debugfs = Some(unsafe { debugfs::File::new(name, dir, data)? });
+        Ok(())
+    }
+}
+
 impl<T: EtherDriver> Drop for EtherRegistration<T> {
     fn drop(&mut self) {
+        // No read of the data may start or run once it goes.
+        drop(self.debugfs.take());
         let raw = self.raw.as_ptr();
         // SAFETY: by the type invariant, registered and ours, with an
         // initialised `Private<T>`. Unregistering stops the netdev
-        // (`ndo_stop`, NAPI disabled) and waits for its users; then NAPI is
+        // (`ndo_stop`, NAPI disabled), clears its cell (`ndo_uninit`) and
+        // waits for its users; then the driver tears down, NAPI is
         // removed, the data dropped and the netdev freed.
         unsafe {
             bindings::unregister_netdev(raw);
+            T::teardown(EtherDevice::from_raw(raw));
             let private = bindings::srnic_netdev_priv(raw).cast::<Private<T>>();
             bindings::srnic_netif_napi_del((*private).napi.get());
-            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*private).data));
+            Private::drop_data(private);
             bindings::free_netdev(raw);
         }
     }

@@ -368,8 +368,7 @@ impl<T: LinkDriver> LinkOps<T> {
         // SAFETY: as above; `data` is moved in once; the placement's
         // parent is alive (its borrow) and referenced by registration.
         unsafe {
-            core::ptr::addr_of_mut!((*private).by_link).write(true);
-            core::ptr::addr_of_mut!((*private).data).write(new.data);
+            Private::write(private, true, new.data);
             new.placement.apply(raw);
             bindings::srnic_eth_hw_addr_set(raw, new.mac.as_ptr());
             bindings::srnic_netdev_set_link_ops(raw, self_ops::<T>());
@@ -388,10 +387,13 @@ impl<T: LinkDriver> LinkOps<T> {
             // the core frees the netdev.
             unsafe {
                 bindings::srnic_netif_napi_del((*private).napi.get());
-                core::ptr::drop_in_place(core::ptr::addr_of_mut!((*private).data));
+                Private::drop_data(private);
             }
             return err;
         }
+        // SAFETY: registered under the RTNL we hold, so its `ndo_uninit`
+        // has not run.
+        unsafe { (*private).registered(raw) };
         // SAFETY: registered under the RTNL we hold, so no unregistration
         // (whose end runs the destructor) can have started.
         unsafe { bindings::srnic_netdev_set_destructor(raw, Some(Self::destructor)) };
@@ -425,12 +427,14 @@ impl<T: LinkDriver> LinkOps<T> {
     /// Called only by the core, once, after unregistering a netdev that
     /// `newlink` registered.
     unsafe extern "C" fn destructor(raw: *mut bindings::net_device) {
-        // SAFETY: unregistered, NAPI disabled, not yet freed; the data was
-        // initialised by `newlink` and drops once, here.
+        // SAFETY: unregistered (its cell cleared), NAPI disabled, not yet
+        // freed, in process context; the data was initialised by `newlink`
+        // and drops once, here.
         unsafe {
+            T::teardown(EtherDevice::from_raw(raw));
             let private = bindings::srnic_netdev_priv(raw).cast::<Private<T>>();
             bindings::srnic_netif_napi_del((*private).napi.get());
-            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*private).data));
+            Private::drop_data(private);
         }
     }
 

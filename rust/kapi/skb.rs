@@ -38,25 +38,6 @@ impl SkBuff {
         raw
     }
 
-    /// Gives up ownership to work requests in flight, as the ID they carry
-    /// (an address: far above small IDs a driver uses for other work).
-    pub fn into_wr_id(self) -> u64 {
-        self.into_raw() as u64
-    }
-
-    /// Takes back an skb given up with [`Self::into_wr_id`].
-    ///
-    /// # Safety
-    ///
-    /// `wr_id` came from [`Self::into_wr_id`] and the skb is not freed yet.
-    /// Several holders (the completions of several posts) may take it back
-    /// at once only if they agree, as a count in its control block does,
-    /// on the one that frees it; every other gives it up again with
-    /// [`Self::into_wr_id`] and touches it no more.
-    pub unsafe fn from_wr_id(wr_id: u64) -> Option<Self> {
-        NonNull::new(wr_id as *mut bindings::sk_buff).map(Self)
-    }
-
     /// Appends `len` bytes of data (within the room `alloc` gave) and
     /// returns them, zeroed.
     pub fn put(&mut self, len: u32) -> Result<&mut [u8]> {

@@ -10,6 +10,7 @@
 
 use crate::bindings;
 use crate::kapi::netdev::NetDevice;
+use crate::kapi::skb::SkBuff;
 use core::marker::{PhantomData, PhantomPinned};
 use core::pin::Pin;
 use core::ptr::NonNull;
@@ -543,91 +544,22 @@ impl Pd {
     pub fn device(&self) -> &IbDevice {
         &self.0.device
     }
-
-    /// Maps `len` bytes at `addr` for the device: `to_device` for what it
-    /// reads (send), else for what it writes (receive). The soft devices'
-    /// mapping is the kernel virtual address.
-    ///
-    /// # Safety
-    ///
-    /// The bytes stay allocated until `unmap` with the same arguments.
-    pub unsafe fn map(&self, addr: *const u8, len: usize, to_device: bool) -> Result<Mapping> {
-        // SAFETY: per the caller, the range is allocated kernel memory.
-        let dma = unsafe {
-            bindings::srnic_ulp_dma_map(
-                self.0.device.as_raw(),
-                addr.cast_mut().cast(),
-                len,
-                to_device,
-            )
-        };
-        if dma == 0 {
-            return Err(ENOMEM);
-        }
-        Ok(Mapping {
-            dma,
-            len,
-            lkey: self.local_dma_lkey(),
-        })
-    }
-
-    /// Undoes `map`.
-    ///
-    /// # Safety
-    ///
-    /// `dma`, `len` and `to_device` are those of a mapping `map` returned
-    /// and that was not unmapped yet, no work request uses it any more,
-    /// and none of its gather elements ([`Mapping::sge`]) is posted again.
-    /// (With bounce buffering, unmapping another mapping would release its
-    /// bounce slots, or copy a bounce buffer over memory someone else owns.)
-    pub unsafe fn unmap(&self, dma: u64, len: usize, to_device: bool) {
-        // SAFETY: per the caller, a live mapping of ours that the device is
-        // done with.
-        unsafe { bindings::srnic_ulp_dma_unmap(self.0.device.as_raw(), dma, len, to_device) };
-    }
-}
-
-/// A mapping [`Pd::map`] made: its device address and length, and the
-/// gather elements inside it.
-#[derive(Clone, Copy)]
-pub struct Mapping {
-    dma: u64,
-    len: usize,
-    lkey: u32,
-}
-
-impl Mapping {
-    /// The device address of the first byte.
-    pub fn dma(&self) -> u64 {
-        self.dma
-    }
-
-    /// The gather element of `len` bytes at `offset` in the mapping, if
-    /// they are inside it.
-    pub fn sge(&self, offset: usize, len: usize) -> Option<Sge> {
-        let end = offset.checked_add(len)?;
-        if end > self.len {
-            return None;
-        }
-        Some(Sge {
-            addr: self.dma.checked_add(offset as u64)?,
-            length: u32::try_from(len).ok()?,
-            lkey: self.lkey,
-        })
-    }
 }
 
 /// A kernel buffer with its own mapping for a device, in one direction,
 /// for as long as it lives: a receive buffer the device writes (reposted
-/// many times), or a send buffer the CPU rewrites between sends.
+/// many times), or a send buffer the CPU rewrites between sends. Only a
+/// [`UdQp`] owns them, and it alone posts them: see its invariants.
 ///
-/// Whoever owns the bytes at a time must say so on each hand-over: on a
-/// device that maps through bounce buffers (swiotlb) or is not cache
-/// coherent, the CPU otherwise reads stale bytes, or the device sends
-/// them. [`Self::for_cpu`] after the device's completion, before reading;
-/// [`Self::for_device`] before each post.
-pub struct DmaBuffer {
-    /// Never resized, so the mapping keeps covering it.
+/// Whoever owns the bytes at a time says so on each hand-over: on a device
+/// that maps through bounce buffers (swiotlb) or is not cache coherent,
+/// the CPU otherwise reads stale bytes, or the device sends them.
+///
+/// # Invariants
+///
+/// `dma` is the live mapping of all of `bytes` (never resized) for
+/// `device`, in direction `to_device`, undone only by `drop`.
+struct DmaBuffer {
     bytes: KVec<u8>,
     dma: u64,
     lkey: u32,
@@ -643,24 +575,34 @@ impl DmaBuffer {
     ///
     /// The device uses the buffer between a post that points at it and that
     /// post's completion (or flush). The owner keeps such a post from
-    /// overlapping the buffer's drop (it destroys or drains the QP first)
-    /// and the life of a slice from [`Self::for_cpu`].
-    pub unsafe fn new(pd: &Pd, len: usize, to_device: bool) -> Result<Self> {
+    /// overlapping the buffer's drop (it destroys the QP first), the CPU's
+    /// reads ([`Self::bytes`]) and its writes ([`Self::write`]).
+    unsafe fn new(pd: &Pd, len: usize, to_device: bool) -> Result<Self> {
         let bytes = KVec::from_elem(0u8, len, GFP_KERNEL)?;
         // SAFETY: the vector's heap block is the mapped range; it is never
         // resized and is freed only after `Drop` unmaps it.
-        let mapping = unsafe { pd.map(bytes.as_ptr(), len, to_device)? };
+        let dma = unsafe {
+            bindings::srnic_ulp_dma_map(
+                pd.0.device.as_raw(),
+                bytes.as_ptr().cast_mut().cast(),
+                len,
+                to_device,
+            )
+        };
+        if dma == 0 {
+            return Err(ENOMEM);
+        }
         Ok(Self {
             bytes,
-            dma: mapping.dma,
-            lkey: mapping.lkey,
+            dma,
+            lkey: pd.local_dma_lkey(),
             to_device,
             device: pd.0.device.clone(),
         })
     }
 
     /// The gather element of the first `len` bytes (at most all).
-    pub fn sge(&self, len: usize) -> Sge {
+    fn sge(&self, len: usize) -> Sge {
         Sge {
             addr: self.dma,
             length: u32::try_from(len.min(self.bytes.len())).unwrap_or(u32::MAX),
@@ -668,25 +610,12 @@ impl DmaBuffer {
         }
     }
 
-    /// The buffer's length.
-    pub fn len(&self) -> usize {
-        self.bytes.len()
-    }
-
-    /// Whether the buffer has no bytes.
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
-    }
-
-    /// The first `len` bytes (at most all), handed to the CPU: call once the
-    /// device's completion for the buffer arrived; repost it (with
-    /// [`Self::for_device`] first) only after the last read of the slice,
-    /// as [`Self::new`] requires.
-    pub fn for_cpu(&self, len: usize) -> &[u8] {
+    /// Hands the first `len` bytes (at most all) to the CPU, once the
+    /// device's completion for the buffer arrived; returns how many.
+    fn for_cpu(&self, len: usize) -> usize {
         let len = len.min(self.bytes.len());
-        // SAFETY: `dma` is this buffer's live mapping, `len` within it. Per
-        // `new`'s contract the device does not write the bytes while the
-        // returned slice lives.
+        // SAFETY: `dma` is this buffer's live mapping (type invariant),
+        // `len` within it.
         unsafe {
             bindings::srnic_ulp_dma_sync_for_cpu(
                 self.device.as_raw(),
@@ -695,12 +624,17 @@ impl DmaBuffer {
                 self.to_device,
             )
         };
+        len
+    }
+
+    /// The first `len` bytes (at most all), as [`Self::for_cpu`] handed
+    /// them over.
+    fn bytes(&self, len: usize) -> &[u8] {
         self.bytes.get(..len).unwrap_or(&[])
     }
 
-    /// Hands the whole buffer to the device: before posting a receive into
-    /// it, or a send of what [`Self::write`] put in.
-    pub fn for_device(&self) {
+    /// Hands the whole buffer to the device: before each post.
+    fn for_device(&self) {
         // SAFETY: `dma` is this buffer's live mapping, of this length.
         unsafe {
             bindings::srnic_ulp_dma_sync_for_device(
@@ -713,14 +647,13 @@ impl DmaBuffer {
     }
 
     /// Copies `src` (at most the buffer's length) to the start of the
-    /// buffer. Hand it to the device with [`Self::for_device`] afterwards.
+    /// buffer; returns how many bytes.
     ///
     /// # Safety
     ///
-    /// No work request that points at the buffer is outstanding (the device
-    /// reads or writes it only between a post and its completion), and no
-    /// slice from [`Self::for_cpu`] is alive.
-    pub unsafe fn write(&self, src: &[u8]) {
+    /// No work request that points at the buffer is outstanding, and no
+    /// slice from [`Self::bytes`] is alive, nor another write running.
+    unsafe fn write(&self, src: &[u8]) -> usize {
         let len = src.len().min(self.bytes.len());
         // SAFETY: `len` bytes fit in the buffer; the pointer is the heap
         // block's own (not derived from a shared slice), and per the caller
@@ -728,14 +661,15 @@ impl DmaBuffer {
         unsafe {
             core::ptr::copy_nonoverlapping(src.as_ptr(), self.bytes.as_ptr().cast_mut(), len)
         };
+        len
     }
 }
 
 impl Drop for DmaBuffer {
     fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`, with its length and direction;
-        // the bytes are still allocated, and per `new`'s contract no work
-        // request uses them any more.
+        // SAFETY: the mapping made in `new`, with its length and direction
+        // (type invariant); the bytes are still allocated, and per `new`'s
+        // contract no work request uses them any more.
         unsafe {
             bindings::srnic_ulp_dma_unmap(
                 self.device.as_raw(),
@@ -762,8 +696,8 @@ pub trait CqHandler: Send + Sync + 'static {
     fn completion(&self);
 }
 
-/// A completion queue polled by its owner, with a handler for its events.
-/// The QPs that use it hold it, so it is destroyed after the last of them.
+/// A completion queue with a handler for its events, for one [`UdQp`],
+/// which owns it (so it is destroyed after the QP) and polls it.
 pub struct Cq<H: CqHandler>(Arc<CqInner<H>>);
 
 struct CqInner<H: CqHandler> {
@@ -778,10 +712,6 @@ struct CqInner<H: CqHandler> {
 unsafe impl<H: CqHandler> Send for CqInner<H> {}
 // SAFETY: as above.
 unsafe impl<H: CqHandler> Sync for CqInner<H> {}
-
-/// What a QP holds of its CQs: that they live, whatever their handlers.
-trait Held: Send + Sync {}
-impl<H: CqHandler> Held for CqInner<H> {}
 
 impl<H: CqHandler> Cq<H> {
     /// Creates a CQ of `entries` on completion vector `vector` of `pd`'s
@@ -831,7 +761,9 @@ impl<H: CqHandler> Cq<H> {
     }
 
     /// Polls up to `out.len()` completions; returns how many were written.
-    pub fn poll(&self, out: &mut [WorkCompletion]) -> usize {
+    /// Through [`UdQp::poll`] only: the QP owns the CQ, so each
+    /// completion is of one of its work requests.
+    fn poll(&self, out: &mut [WorkCompletion<'_>]) -> usize {
         let want = c_int::try_from(out.len()).unwrap_or(c_int::MAX);
         let (cq, wcs) = (self.as_raw(), out.as_mut_ptr().cast());
         // SAFETY: a live CQ; `WorkCompletion` is a transparent `ib_wc`, and
@@ -864,29 +796,32 @@ impl<H: CqHandler> Cq<H> {
     fn on_device_of(&self, pd: &Pd) -> bool {
         self.0.pd.0.device.as_raw() == pd.0.device.as_raw()
     }
-
-    fn held(&self) -> Arc<dyn Held> {
-        self.0.clone()
-    }
 }
 
 impl<H: CqHandler> Drop for CqInner<H> {
     fn drop(&mut self) {
-        // SAFETY: created in `Cq::new`; the QPs using it are gone (each
-        // holds it). No event runs after destruction, so the handler box
-        // (dropped after this) may go.
+        // SAFETY: created in `Cq::new`; its QP is gone (it owns the CQ).
+        // No event runs after destruction, so the handler box (dropped
+        // after this) may go.
         unsafe { bindings::ib_destroy_cq_user(self.raw.as_ptr(), core::ptr::null_mut()) };
     }
 }
 
-/// A work completion (`struct ib_wc`).
+/// A work completion (`struct ib_wc`) that [`UdQp::poll`] wrote: a token
+/// for what the QP had posted, which [`UdQp::complete`] redeems once (it
+/// takes the value; there is no copy).
 #[repr(transparent)]
-#[derive(Default)]
-pub struct WorkCompletion(bindings::ib_wc);
+pub struct WorkCompletion<'q>(bindings::ib_wc, PhantomData<&'q ()>);
 
-impl WorkCompletion {
-    /// The WR's identifier.
-    pub fn wr_id(&self) -> u64 {
+impl Default for WorkCompletion<'_> {
+    /// An empty slot: redeemed, it is of no QP.
+    fn default() -> Self {
+        Self(bindings::ib_wc::default(), PhantomData)
+    }
+}
+
+impl WorkCompletion<'_> {
+    fn wr_id(&self) -> u64 {
         // SAFETY: kernel CQs without `ib_cqe` use the `wr_id` member.
         unsafe { self.0.__bindgen_anon_1.wr_id }
     }
@@ -901,20 +836,9 @@ impl WorkCompletion {
         self.0.status
     }
 
-    /// Bytes received (GRH area included on UD).
-    pub fn byte_len(&self) -> u32 {
-        self.0.byte_len
-    }
-
     /// The sender's QPN (UD receive).
     pub fn src_qp(&self) -> u32 {
         self.0.src_qp
-    }
-
-    /// Whether the receive's first 40 bytes hold an IPv4 header (in their
-    /// last 20) rather than a GRH or IPv6 header.
-    pub fn ipv4_header(&self) -> bool {
-        self.0.network_hdr_type == super::access::network::IPV4
     }
 }
 
@@ -966,77 +890,143 @@ impl Drop for Ah {
 }
 
 /// A gather element of a send or receive: bytes of a [`DmaBuffer`] or of
-/// a [`Mapping`], with the local DMA lkey of their PD. Only those make
-/// one, so a posted element always covers memory mapped for the device
-/// (their `unsafe` constructors keep it so while work requests use it).
+/// a mapped skb, with the local DMA lkey of their PD.
 #[derive(Clone, Copy)]
-pub struct Sge {
+struct Sge {
     addr: u64,
     length: u32,
     lkey: u32,
 }
 
-/// A UD QP in RTS, with its send and receive CQ.
+/// Work request identifiers: every WR on a [`UdQp`] is the QP's own, so
+/// the identifier says what its completion gives back. An skb's is its
+/// address (aligned: low bits clear); buffers are numbered.
+const WR_KIND_MASK: u64 = 3;
+const WR_RECV: u64 = 1;
+const WR_BUFFER: u64 = 2;
+
+/// An in-flight skb's control block: how many posts still hold it, and
+/// its mapping, to undo after the last.
+const CB_POSTS: usize = 0;
+const CB_DMA: usize = 1;
+const CB_LEN: usize = 2;
+
+/// A send buffer of a [`UdQp`] and whether a send of it is outstanding.
+struct SendBuffer {
+    buffer: DmaBuffer,
+    posted: AtomicBool,
+}
+
+/// A UD QP in RTS, with its CQ, its receive buffers and its send buffers.
+/// It posts and redeems its work requests itself: receives into its own
+/// buffers, sends of its own buffers ([`Self::post_buffer`]) and of skbs
+/// ([`Self::send_skb`]), and what each completion gives back
+/// ([`Self::complete`]).
 ///
 /// # Invariants
 ///
 /// `raw` is a UD QP that `new` created on `pd` and brought to RTS (ERR
-/// after [`Self::flush`]), owned by this value and destroyed only by
-/// `drop`; `_cqs` keeps its CQs, and `groups` lists the multicast groups it
-/// is attached to.
-pub struct UdQp {
+/// after [`Self::flush`]), owned by this value and destroyed first by
+/// `drop` (before its buffers go); `cq` is its send and receive CQ, of no
+/// other QP; `groups` lists the multicast groups it is attached to.
+///
+/// Every WR on it was posted here, with an identifier of `WR_RECV | i << 2`
+/// (a receive into `recv[i]`), `WR_BUFFER | i << 2` (a send of `send[i]`)
+/// or an skb's address (`send_skb`). Receive buffer `i` is either posted
+/// once, or owned by one [`Received`] (or by nobody: lost until the QP
+/// goes); the CPU reads it only through that [`Received`]. Send buffer `i`
+/// is written only by the caller that set its `posted` flag, which only
+/// the completion of its send clears. An skb's control block counts the
+/// posts still holding it, and the completion that takes it to zero
+/// unmaps and frees it.
+pub struct UdQp<H: CqHandler> {
     raw: NonNull<bindings::ib_qp>,
     groups: KVec<[u8; 16]>,
     /// What it was made with, kept until it is destroyed.
     pd: Pd,
-    _cqs: [Arc<dyn Held>; 2],
+    cq: Cq<H>,
+    recv: KVec<DmaBuffer>,
+    send: KVec<SendBuffer>,
 }
 
-// SAFETY: the core's QPs may be posted to and destroyed from any thread.
-unsafe impl Send for UdQp {}
-// SAFETY: posting is serialised by the provider.
-unsafe impl Sync for UdQp {}
+// SAFETY: the core's QPs may be posted to and destroyed from any thread;
+// the buffers are shared as the type invariant says.
+unsafe impl<H: CqHandler> Send for UdQp<H> {}
+// SAFETY: posting is serialised by the provider; the buffers as above.
+unsafe impl<H: CqHandler> Sync for UdQp<H> {}
 
 /// The most gather elements a post takes here.
 pub const MAX_SEND_SGE: usize = 4;
 
-impl UdQp {
-    /// Creates a UD QP and brings it to RTS on `port` with `qkey`.
-    pub fn new<S: CqHandler, R: CqHandler>(
-        pd: &Pd,
-        send_cq: &Cq<S>,
-        recv_cq: &Cq<R>,
-        depths: (u32, u32),
-        port: u32,
-        qkey: u32,
-        caller: &'static CStr,
-    ) -> Result<Self> {
+/// What a [`UdQp`] is made with.
+pub struct UdQpConfig {
+    /// Send and receive queue depths.
+    pub depths: (u32, u32),
+    /// The port and Q_Key it serves.
+    pub port: u32,
+    /// The Q_Key.
+    pub qkey: u32,
+    /// Bytes of each receive buffer (one per receive queue entry, all
+    /// posted at once), GRH area included.
+    pub recv_len: usize,
+    /// The lengths of its send buffers ([`UdQp::post_buffer`]).
+    pub send_buffers: &'static [usize],
+}
+
+impl<H: CqHandler> UdQp<H> {
+    /// Creates a UD QP on `pd` with `cq` for its sends and receives, brings
+    /// it to RTS and posts a receive into each of its receive buffers.
+    pub fn new(pd: &Pd, cq: Cq<H>, config: &UdQpConfig, caller: &'static CStr) -> Result<Self> {
         // A CQ of another device would reach that device's provider
         // through this one's.
-        if !send_cq.on_device_of(pd) || !recv_cq.on_device_of(pd) {
+        if !cq.on_device_of(pd) {
             return Err(EINVAL);
         }
-        // SAFETY: live PD and CQs of its device, which outlive the QP (the
-        // owner drops it first).
+        let (send_depth, recv_depth) = config.depths;
+        // SAFETY: a live PD and a CQ of its device, which outlive the QP
+        // (fields, dropped after `drop` destroys it).
         let raw = from_err_ptr(unsafe {
             bindings::srnic_ulp_create_ud_qp(
                 pd.0.raw.as_ptr(),
-                send_cq.as_raw(),
-                recv_cq.as_raw(),
-                depths.0,
-                depths.1,
+                cq.as_raw(),
+                cq.as_raw(),
+                send_depth,
+                recv_depth,
                 MAX_SEND_SGE as u32,
                 caller.as_char_ptr(),
             )
         })?;
-        let qp = Self {
+        let mut qp = Self {
             raw: NonNull::new(raw).ok_or(ENOMEM)?,
             groups: KVec::new(),
             pd: pd.clone(),
-            _cqs: [send_cq.held(), recv_cq.held()],
+            cq,
+            recv: KVec::with_capacity(recv_depth as usize, GFP_KERNEL)?,
+            send: KVec::with_capacity(config.send_buffers.len(), GFP_KERNEL)?,
         };
+        for _ in 0..recv_depth {
+            // SAFETY: owned by the QP, which is destroyed before its
+            // buffers drop, and posts and reads them as its invariant says.
+            let buffer = unsafe { DmaBuffer::new(pd, config.recv_len, false)? };
+            qp.recv.push(buffer, GFP_KERNEL)?;
+        }
+        for len in config.send_buffers {
+            // SAFETY: as above.
+            let buffer = unsafe { DmaBuffer::new(pd, *len, true)? };
+            let send = SendBuffer {
+                buffer,
+                posted: AtomicBool::new(false),
+            };
+            qp.send.push(send, GFP_KERNEL)?;
+        }
+        let (port, qkey) = (config.port, config.qkey);
         // SAFETY: the QP was just created, in RESET.
         to_result(unsafe { bindings::srnic_ulp_ud_qp_ready(qp.raw.as_ptr(), port, qkey) })?;
+        for index in 0..qp.recv.len() {
+            // SAFETY: each buffer is posted once here, before anything may
+            // complete or read it.
+            unsafe { qp.post_recv(index)? };
+        }
         Ok(qp)
     }
 
@@ -1046,8 +1036,48 @@ impl UdQp {
         unsafe { (*self.raw.as_ptr()).qp_num }
     }
 
+    /// The CQ: its handler, arming and moderation.
+    pub fn cq(&self) -> &Cq<H> {
+        &self.cq
+    }
+
+    /// Polls up to `out.len()` completions of this QP; returns how many
+    /// were written (at the start of `out`).
+    pub fn poll<'q>(&'q self, out: &mut [WorkCompletion<'q>]) -> usize {
+        self.cq.poll(out)
+    }
+
+    /// Posts receive buffer `index`.
+    ///
+    /// # Safety
+    ///
+    /// The buffer is not posted, and nothing reads it from now until its
+    /// receive completes (its [`Received`] is given up, if it had one).
+    unsafe fn post_recv(&self, index: usize) -> Result {
+        let buffer = self.recv.get(index).ok_or(EINVAL)?;
+        // What the CPU read, or cached, of the last datagram must not hide
+        // the next one the device writes.
+        buffer.for_device();
+        let sge = buffer.sge(buffer.bytes.len());
+        let raw = bindings::ib_sge {
+            addr: sge.addr,
+            length: sge.length,
+            lkey: sge.lkey,
+        };
+        let wr_id = WR_RECV | (index as u64) << 2;
+        // SAFETY: a live QP; the element covers the buffer's live mapping,
+        // which the device may write (the caller's promise) until the
+        // completion; it is read during the call.
+        to_result(unsafe { bindings::srnic_ulp_post_recv(self.raw.as_ptr(), wr_id, &raw) })
+    }
+
     /// Posts one signalled send of `sges` to `remote_qpn` through `ah`.
-    pub fn post_send(
+    ///
+    /// # Safety
+    ///
+    /// `wr_id` is one of the identifiers of the type invariant, for the
+    /// memory `sges` covers, which stays mapped until the send completes.
+    unsafe fn post_send(
         &self,
         wr_id: u64,
         sges: &[Sge],
@@ -1070,9 +1100,9 @@ impl UdQp {
             out.lkey = sge.lkey;
         }
         // SAFETY: a live QP in RTS and a live AH (type invariants) of its PD
-        // (checked); the elements cover
-        // mapped memory (`Sge`) and are read during the call (the provider
-        // copies the WR).
+        // (checked); the elements cover mapped memory that stays mapped
+        // until the WR completes (the caller's promise) and are read during
+        // the call (the provider copies the WR).
         to_result(unsafe {
             bindings::srnic_ulp_post_ud_send(
                 self.raw.as_ptr(),
@@ -1086,16 +1116,180 @@ impl UdQp {
         })
     }
 
-    /// Posts one receive into `sge`.
-    pub fn post_recv(&self, wr_id: u64, sge: Sge) -> Result {
-        let raw = bindings::ib_sge {
-            addr: sge.addr,
-            length: sge.length,
-            lkey: sge.lkey,
+    /// Writes `bytes` into send buffer `index` and sends them to
+    /// `remote_qpn` through `ah`. `EBUSY` while the buffer's previous send
+    /// has not completed (its completion is [`Completion::BufferSent`]).
+    pub fn post_buffer(
+        &self,
+        index: usize,
+        bytes: &[u8],
+        ah: &Ah,
+        remote_qpn: u32,
+        remote_qkey: u32,
+    ) -> Result {
+        let send = self.send.get(index).ok_or(EINVAL)?;
+        if send.posted.swap(true, Ordering::Acquire) {
+            return Err(EBUSY);
+        }
+        // SAFETY: the flag was clear and this call set it, so no send of
+        // the buffer is outstanding, and no other write runs (the type
+        // invariant); nothing reads it on the CPU.
+        let len = unsafe { send.buffer.write(bytes) };
+        // The device must send these bytes, not a bounce buffer's old ones.
+        send.buffer.for_device();
+        let wr_id = WR_BUFFER | (index as u64) << 2;
+        // SAFETY: the buffer's own identifier; it stays mapped until the QP
+        // is destroyed, after every completion.
+        let posted =
+            unsafe { self.post_send(wr_id, &[send.buffer.sge(len)], ah, remote_qpn, remote_qkey) };
+        if posted.is_err() {
+            // Not posted: free to be written again.
+            send.posted.store(false, Ordering::Release);
+        }
+        posted
+    }
+
+    /// Maps the linear data of `skb` for the device and lets `post` send
+    /// parts of it, at most `max_posts` times; the skb is freed (and
+    /// unmapped) after the last of those sends completes. Returns how many
+    /// were posted, or the skb if it could not be mapped.
+    ///
+    /// The skb's control block is the QP's until it is freed.
+    pub fn send_skb(
+        &self,
+        skb: SkBuff,
+        max_posts: u32,
+        post: impl FnOnce(&mut SkbPoster<'_, H>),
+    ) -> core::result::Result<u32, SkBuff> {
+        let data = skb.data();
+        let len = data.len();
+        // SAFETY: the skb's linear data, which stays put until the last
+        // completion unmaps it and then frees the skb.
+        let dma = unsafe {
+            bindings::srnic_ulp_dma_map(
+                self.pd.0.device.as_raw(),
+                data.as_ptr().cast_mut().cast(),
+                len,
+                true,
+            )
         };
-        // SAFETY: a live QP; the element covers mapped memory (`Sge`) and
-        // is read during the call.
-        to_result(unsafe { bindings::srnic_ulp_post_recv(self.raw.as_ptr(), wr_id, &raw) })
+        if dma == 0 {
+            return Err(skb);
+        }
+        let cb = skb.control_block();
+        // Every post the caller may make holds the skb until this call
+        // gives back those it did not make.
+        for (at, value) in [
+            (CB_POSTS, u64::from(max_posts)),
+            (CB_DMA, dma),
+            (CB_LEN, len as u64),
+        ] {
+            if let Some(word) = cb.get(at) {
+                word.store(value, Ordering::Relaxed);
+            }
+        }
+        let wr_id = skb.into_raw() as u64;
+        let mut poster = SkbPoster {
+            qp: self,
+            wr_id,
+            dma,
+            len,
+            left: max_posts,
+        };
+        post(&mut poster);
+        let unposted = poster.left;
+        // With no post allowed, nothing else would free it.
+        if unposted > 0 || max_posts == 0 {
+            // SAFETY: the skb `wr_id` holds, with its mapping, in flight
+            // with `unposted` of its count this call's own.
+            unsafe { self.skb_sent(wr_id, unposted) };
+        }
+        Ok(max_posts - unposted)
+    }
+
+    /// `done` of the posts of the in-flight skb at `wr_id` are over: the
+    /// last one unmaps and frees it.
+    ///
+    /// # Safety
+    ///
+    /// `wr_id` is an skb [`Self::send_skb`] gave to its posts, not freed
+    /// yet, and `done` of its count are the caller's to give back (the
+    /// completion of that many of its posts, or those it never made).
+    unsafe fn skb_sent(&self, wr_id: u64, done: u32) {
+        // SAFETY: per the caller, a live skb; only its count is written
+        // concurrently, and atomically.
+        let Some(skb) = (unsafe { SkBuff::from_raw(wr_id as *mut bindings::sk_buff) }) else {
+            return;
+        };
+        let cb = skb.control_block();
+        // The mapping is read first: once the count drops, the last holder
+        // (on another CPU) may free the skb.
+        let (Some(dma), Some(len), Some(posts)) =
+            (cb.get(CB_DMA), cb.get(CB_LEN), cb.get(CB_POSTS))
+        else {
+            let _ = skb.into_raw();
+            return;
+        };
+        let (dma, len) = (dma.load(Ordering::Relaxed), len.load(Ordering::Relaxed));
+        if posts.fetch_sub(u64::from(done), Ordering::AcqRel) > u64::from(done) {
+            // Others still hold it.
+            let _ = skb.into_raw();
+            return;
+        }
+        // SAFETY: `send_skb` mapped the skb's data with these values; this
+        // is the last holder, so the device is done with them.
+        unsafe {
+            bindings::srnic_ulp_dma_unmap(self.pd.0.device.as_raw(), dma, len as usize, true)
+        };
+        skb.consume();
+    }
+
+    /// What `wc`, polled from this QP, gives back.
+    pub fn complete<'q>(&'q self, wc: WorkCompletion<'q>) -> Completion<'q, H> {
+        // Of another QP (or an empty slot): its token is not ours.
+        if wc.0.qp != self.raw.as_ptr() {
+            return Completion::Foreign;
+        }
+        let ok = wc.ok();
+        let id = wc.wr_id();
+        let index = (id >> 2) as usize;
+        match id & WR_KIND_MASK {
+            WR_RECV => {
+                let Some(buffer) = self.recv.get(index) else {
+                    return Completion::Foreign;
+                };
+                let len = if ok {
+                    // Only what the device wrote comes over (from a bounce
+                    // buffer, or out of stale cache lines).
+                    buffer.for_cpu(wc.0.byte_len as usize)
+                } else {
+                    0
+                };
+                Completion::Received(Received {
+                    qp: self,
+                    index,
+                    len,
+                    ok,
+                    ipv4: wc.0.network_hdr_type == super::access::network::IPV4,
+                })
+            }
+            WR_BUFFER => match self.send.get(index) {
+                Some(send) => {
+                    // The device is done with it: it may be written again.
+                    send.posted.store(false, Ordering::Release);
+                    Completion::BufferSent(index)
+                }
+                None => Completion::Foreign,
+            },
+            0 => {
+                // SAFETY: of this QP (checked), so an skb `send_skb` gave
+                // to a post (type invariant), which this completion holds
+                // and gives back, once: the completion is taken by value.
+                unsafe { self.skb_sent(id, 1) };
+                Completion::SkbSent
+            }
+            _ => Completion::Foreign,
+        }
     }
 
     /// Attaches the QP to multicast group `mgid`.
@@ -1117,14 +1311,128 @@ impl UdQp {
     }
 }
 
-impl Drop for UdQp {
+impl<H: CqHandler> Drop for UdQp<H> {
     fn drop(&mut self) {
         for mgid in self.groups.iter() {
             let mut gid = bindings::ib_gid { raw: *mgid };
             // SAFETY: an attached group (type invariant).
             let _ = unsafe { bindings::ib_detach_mcast(self.raw.as_ptr(), &mut gid, 0) };
         }
-        // SAFETY: ours (type invariant); no post runs concurrently with drop.
+        // SAFETY: ours (type invariant); no post runs concurrently with
+        // drop. Once destroyed the device touches none of its WRs' memory,
+        // so the buffers (fields) may go; skbs still in flight stay
+        // allocated and mapped (the owner drains the QP first).
         let _ = unsafe { bindings::ib_destroy_qp_user(self.raw.as_ptr(), core::ptr::null_mut()) };
+    }
+}
+
+/// Posts the sends of one skb: see [`UdQp::send_skb`].
+pub struct SkbPoster<'a, H: CqHandler> {
+    qp: &'a UdQp<H>,
+    wr_id: u64,
+    dma: u64,
+    len: usize,
+    /// Posts the caller may still make.
+    left: u32,
+}
+
+impl<H: CqHandler> SkbPoster<'_, H> {
+    /// The gather element of `len` bytes at `offset` in the skb's data.
+    fn sge(&self, (offset, len): (usize, usize)) -> Option<Sge> {
+        if offset.checked_add(len)? > self.len {
+            return None;
+        }
+        Some(Sge {
+            addr: self.dma.checked_add(offset as u64)?,
+            length: u32::try_from(len).ok()?,
+            lkey: self.qp.pd.local_dma_lkey(),
+        })
+    }
+
+    /// Sends the parts of the skb's data given as (offset, length), in
+    /// order, to `remote_qpn` through `ah`. `EINVAL` for a part outside
+    /// the data, `ENOSPC` past the posts the call allowed.
+    pub fn post(
+        &mut self,
+        parts: &[(usize, usize)],
+        ah: &Ah,
+        remote_qpn: u32,
+        remote_qkey: u32,
+    ) -> Result {
+        if self.left == 0 {
+            return Err(ENOSPC);
+        }
+        let mut sges = [Sge {
+            addr: 0,
+            length: 0,
+            lkey: 0,
+        }; MAX_SEND_SGE];
+        if parts.len() > MAX_SEND_SGE {
+            return Err(EINVAL);
+        }
+        for (out, part) in sges.iter_mut().zip(parts) {
+            *out = self.sge(*part).ok_or(EINVAL)?;
+        }
+        let sges = sges.get(..parts.len()).ok_or(EINVAL)?;
+        // SAFETY: the skb's identifier, for parts of its mapping (checked
+        // above), which stays until the last post holding it completes:
+        // this post is one of the count (`left` was above zero).
+        unsafe {
+            self.qp
+                .post_send(self.wr_id, sges, ah, remote_qpn, remote_qkey)?
+        };
+        self.left -= 1;
+        Ok(())
+    }
+}
+
+/// What a completion of a [`UdQp`] gave back.
+pub enum Completion<'q, H: CqHandler> {
+    /// A receive buffer, with what arrived in it.
+    Received(Received<'q, H>),
+    /// A send of an skb [`UdQp::send_skb`] posted (freed after its last).
+    SkbSent,
+    /// The send of this send buffer: it may be posted again.
+    BufferSent(usize),
+    /// Of no WR of the QP (an empty slot, or another QP's).
+    Foreign,
+}
+
+/// A receive buffer of a [`UdQp`] whose receive completed: it is not
+/// posted until [`Self::repost`]; dropped instead, it is posted no more.
+pub struct Received<'q, H: CqHandler> {
+    qp: &'q UdQp<H>,
+    index: usize,
+    /// Bytes the device wrote, handed to the CPU (0 if it failed).
+    len: usize,
+    ok: bool,
+    ipv4: bool,
+}
+
+impl<H: CqHandler> Received<'_, H> {
+    /// Whether the receive succeeded; flushed and failed ones did not.
+    pub fn ok(&self) -> bool {
+        self.ok
+    }
+
+    /// Whether the datagram's first 40 bytes hold an IPv4 header (in their
+    /// last 20) rather than a GRH or IPv6 header.
+    pub fn ipv4_header(&self) -> bool {
+        self.ipv4
+    }
+
+    /// What arrived: the GRH area, then the datagram.
+    pub fn bytes(&self) -> &[u8] {
+        self.qp
+            .recv
+            .get(self.index)
+            .map_or(&[], |buffer| buffer.bytes(self.len))
+    }
+
+    /// Posts the buffer again, for the next datagram.
+    pub fn repost(self) -> Result {
+        // SAFETY: this value owns the buffer, unposted (type invariant of
+        // the QP), and gives it up here: no slice of it outlives `self`.
+        unsafe { self.qp.post_recv(self.index) }
     }
 }

@@ -66,7 +66,7 @@ impl kernel::Module for IblanModule {
         let link = LINK.register()?;
         let context = Context {
             link,
-            debugfs: debugfs::Dir::new(c_str!("iblan"), None),
+            debugfs: debugfs::Dir::new(c_str!("iblan"), None)?,
         };
         // Unregistered, and the context dropped, when the module is.
         Ok(Self {
@@ -75,29 +75,20 @@ impl kernel::Module for IblanModule {
     }
 }
 
-/// One LAN port. Fields drop in order: the debugfs files before the netdev
-/// they show.
+/// One LAN port: its netdev, with its debugfs directory and file.
 struct Port {
-    _peers_file: Option<debugfs::File<LanDev>>,
-    _dir: Option<debugfs::Dir>,
     _registration: EtherRegistration<LanDev>,
 }
 
 impl Port {
-    fn new(root: &debugfs::Dir, registration: EtherRegistration<LanDev>) -> Self {
-        let dev = registration.device();
-        let dir = Some(debugfs::Dir::new(
-            dev.as_netdev().name().as_c_str(),
-            Some(root),
-        ));
-        // SAFETY: the data lives in the netdev, which the registration
-        // keeps until after the file is dropped (field order).
-        let file = dir.as_ref().and_then(|dir| unsafe {
-            debugfs::File::new(c_str!("peers"), dir, core::ptr::from_ref(dev.data())).ok()
-        });
+    fn new(root: &debugfs::Dir, mut registration: EtherRegistration<LanDev>) -> Self {
+        let mut name = registration.device().as_netdev().name();
+        // Debugfs is best effort: the port works without its file. The
+        // file holds the directory.
+        if let Ok(dir) = debugfs::Dir::new(name.as_c_str(), Some(root)) {
+            let _ = registration.show_in_debugfs(c_str!("peers"), &dir);
+        }
         Self {
-            _peers_file: file,
-            _dir: dir,
             _registration: registration,
         }
     }

@@ -21,12 +21,13 @@ use crate::forwarding::Forwarding;
 use crate::kapi::address_not_available;
 use crate::kapi::debugfs::{SeqOut, Show};
 use crate::kapi::ether::{
-    Coalesce, EtherDevice, EtherDriver, EtherRegistration, LinkStats, TxOutcome,
+    Coalesce, DeviceCell, EtherDevice, EtherDriver, EtherRegistration, LinkStats, TxOutcome,
 };
 use crate::kapi::netdev::{rtnl_lock, rtnl_try_lock, RtnlGuard};
+use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::consumer::{
-    Ah, Cq, CqHandler, DeviceRef, DmaBuffer, IbDevice, Ipv6Membership, Pd, UdQp, WorkCompletion,
-    DEVICE_NAME_MAX,
+    Ah, Completion, Cq, CqHandler, DeviceRef, IbDevice, Ipv6Membership, Pd, Received, UdQp,
+    UdQpConfig, WorkCompletion, DEVICE_NAME_MAX,
 };
 use crate::kapi::rtnl_link::{
     iblan, Attr, ExtAck, LinkDriver, LinkInfo, LinkOps, LinkRegistration, NewLink,
@@ -41,9 +42,7 @@ use crate::pure::lan::{
     ANNOUNCE_LEN, FRAG_HEADER_LEN, LAN_COUNT, MAX_FRAME_LEN,
 };
 use core::pin::Pin;
-use core::sync::atomic::{
-    AtomicBool, AtomicI32, AtomicPtr, AtomicU16, AtomicU32, AtomicU64, Ordering,
-};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use kernel::c_str;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -81,17 +80,16 @@ const PROBE_MS: u64 = 500;
 const MTU_DEFAULT: u32 = 1500;
 const MTU_MAX: u32 = 9000;
 
-/// Work request identifiers: receives and the announcement are small
-/// numbers, sends carry their skb's address (always above these).
-const WR_ANNOUNCE: u64 = 1;
-const WR_RECV_BASE: u64 = 1 << 32;
-const WR_SKB_MIN: u64 = 1 << 40;
+/// The QP's send buffers: the announcement's, the only one.
+const SEND_BUFFERS: &[usize] = &[ANNOUNCE_LEN];
+const ANNOUNCE_BUFFER: usize = 0;
 
 /// The netdev's private data. Fields drop in declaration order, which is
 /// the order the verbs objects must go in.
 pub(crate) struct LanDev {
-    qp: UdQp,
-    cq: Cq<Events>,
+    /// With its CQ, its receive buffers (each the GRH area and one
+    /// path-MTU datagram) and the announcement's send buffer.
+    qp: UdQp<Events>,
     /// After the QP: its sends are done (or flushed) when the AHs go.
     /// Bottom halves off, interrupts on: sends are posted under it, and a
     /// provider may then send at once (srnic defers a post made with
@@ -101,14 +99,9 @@ pub(crate) struct LanDev {
     sends_completed: AtomicU64,
     group_ah: Ah,
     _membership: Ipv6Membership,
-    /// Receive buffers: each holds the GRH area and one path-MTU datagram.
-    /// After the QP: no receive into them is outstanding when they go.
-    rx: KVec<DmaBuffer>,
     reassembly: Pin<KBox<SpinLockIrq<Reassembly>>>,
     /// Where foreign MACs (bridged, macvlan) sit.
     forwarding: Forwarding,
-    /// The one announcement in flight (`announce_busy`), sent from here.
-    announce: DmaBuffer,
     pd: Pd,
     device: DeviceRef,
     config: LanConfig,
@@ -230,45 +223,31 @@ impl LanDev {
             SEND_DEPTH + RECV_DEPTH,
             0,
             Events {
-                netdev: AtomicPtr::new(core::ptr::null_mut()),
+                netdev: DeviceCell::new()?,
             },
             CALLER,
         )?;
-        let mut qp = UdQp::new(
-            &pd,
-            &cq,
-            &cq,
-            (SEND_DEPTH, RECV_DEPTH),
+        let qp_config = UdQpConfig {
+            depths: (SEND_DEPTH, RECV_DEPTH),
             port,
-            config.qkey(),
-            CALLER,
-        )?;
+            qkey: config.qkey(),
+            recv_len: GRH_LEN + datagram_len as usize,
+            send_buffers: SEND_BUFFERS,
+        };
+        let mut qp = UdQp::new(&pd, cq, &qp_config, CALLER)?;
         let membership = Ipv6Membership::join(netdev, group)?;
         qp.attach(&group)?;
         let group_ah = Ah::new(&pd, port, sgid_index, &group, 1)?;
 
-        let mut rx = KVec::with_capacity(RECV_DEPTH as usize, GFP_KERNEL)?;
-        let rx_len = GRH_LEN + datagram_len as usize;
-        for _ in 0..RECV_DEPTH {
-            // SAFETY: the buffer lives in `rx`, which drops after the QP (so
-            // after every receive into it); `completion` reads a buffer only
-            // between its receive's completion and its repost.
-            let buffer = unsafe { DmaBuffer::new(&pd, rx_len, false)? };
-            rx.push(buffer, GFP_KERNEL)?;
-        }
         let mut buffers = KVec::with_capacity(REASSEMBLY_SLOTS, GFP_KERNEL)?;
         for _ in 0..REASSEMBLY_SLOTS {
             let buffer = KVec::from_elem(0u8, MAX_FRAME_LEN, GFP_KERNEL)?;
             buffers.push(buffer, GFP_KERNEL)?;
         }
-        // SAFETY: the buffer drops after the QP (so after every send of it);
-        // nothing takes a slice of it.
-        let announce = unsafe { DmaBuffer::new(&pd, ANNOUNCE_LEN, true)? };
 
         let lid = lid.unwrap_or_else(|| lan::initial_lid(&sgid));
         let data = LanDev {
             qp,
-            cq,
             peers: KBox::pin_init(
                 new_spinlock_bh!(PeerTable::new()?, "iblan_peers"),
                 GFP_KERNEL,
@@ -276,7 +255,6 @@ impl LanDev {
             sends_completed: AtomicU64::new(0),
             group_ah,
             _membership: membership,
-            rx,
             reassembly: KBox::pin_init(
                 new_spinlock_irq!(
                     Reassembly {
@@ -292,7 +270,6 @@ impl LanDev {
                 GFP_KERNEL,
             )?,
             forwarding: Forwarding::new()?,
-            announce,
             device: dev.get()?,
             config,
             port,
@@ -335,29 +312,16 @@ impl LanDev {
             parent_ifindex,
             _hold: hold,
         };
-        for index in 0..data.rx.len() {
-            data.post_receive(index)?;
-        }
+        // The QP synced each receive buffer for the device and posted it.
+        data.add(Stat::DmaSyncsForDevice, RECV_DEPTH.into());
         Ok(data)
     }
 
-    /// The netdev is registered: completions may reach it now.
+    /// The netdev is registered: its carrier follows the port from now.
     fn attach(&self, netdev: &EtherDevice<LanDev>) {
-        self.cq
-            .handler()
-            .netdev
-            .store(core::ptr::from_ref(netdev).cast_mut(), Ordering::Release);
         if self.port_up.load(Ordering::Relaxed) {
             netdev.carrier_on();
         }
-    }
-
-    /// The netdev, once registered and until it goes.
-    fn netdev(&self) -> Option<&EtherDevice<LanDev>> {
-        let dev = self.cq.handler().netdev.load(Ordering::Acquire);
-        // SAFETY: set once the netdev is registered and cleared before its
-        // data (this) drops; the netdev's memory outlives its data.
-        unsafe { dev.as_ref() }
     }
 
     /// Whether the port has a LAN port in `lan` already (this one, the
@@ -442,7 +406,7 @@ impl EtherDriver for LanDev {
         lan.announce_soon.store(true, Ordering::Relaxed);
         lan.ticker.schedule(0);
         // Receives that completed while the netdev was down wait in the CQ.
-        if lan.cq.arm() {
+        if lan.qp.cq().arm() {
             dev.napi_schedule();
         }
         dev.wake_queue();
@@ -513,7 +477,7 @@ impl EtherDriver for LanDev {
     }
 
     fn poll_done(dev: &EtherDevice<Self>) {
-        if dev.data().cq.arm() {
+        if dev.data().qp.cq().arm() {
             dev.napi_schedule();
         }
     }
@@ -552,11 +516,23 @@ impl EtherDriver for LanDev {
         ) else {
             return Err(EINVAL);
         };
-        lan.cq.set_moderation(frames, usecs)?;
+        lan.qp.cq().set_moderation(frames, usecs)?;
         lan.coalesce_usecs.store(coalesce.usecs, Ordering::Relaxed);
         lan.coalesce_frames
             .store(coalesce.frames, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Completions reach the netdev through the CQ's handler, and the
+    /// ticker finds it there.
+    fn device_cell(&self) -> Option<&DeviceCell<Self>> {
+        Some(&self.qp.cq().handler().netdev)
+    }
+
+    /// The netdev is unregistered (stopped) but not freed: every posted WR
+    /// is reclaimed while the verbs objects and the netdev are both there.
+    fn teardown(dev: &EtherDevice<Self>) {
+        dev.data().drain(dev);
     }
 
     fn ethtool_stats(dev: &EtherDevice<Self>, out: &mut [u64]) {

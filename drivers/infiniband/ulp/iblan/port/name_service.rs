@@ -42,21 +42,6 @@ impl_has_delayed_work! {
     impl HasDelayedWork for LanDev { ticker } fn run(&self) {
         self.name_service();
     }
-    // The ticker is cancelled first: nothing schedules it any more (the
-    // netdev is unregistered, NAPI disabled, port events unregistered).
-    fn drop(&mut self) {
-        // The netdev is unregistered (stopped) but not freed: reclaim every
-        // posted WR.
-        let dev = self
-            .cq
-            .handler()
-            .netdev
-            .swap(core::ptr::null_mut(), Ordering::AcqRel);
-        // SAFETY: the netdev's memory is freed only after its data drops.
-        if let Some(dev) = unsafe { dev.as_ref() } {
-            self.drain(dev);
-        }
-    }
 }
 
 impl LanDev {
@@ -90,22 +75,19 @@ impl LanDev {
             sequence: self.sequence.fetch_add(1, Ordering::Relaxed),
         };
         let bytes = announcement.encode();
-        // SAFETY: no send of the buffer is outstanding (`announce_busy` was
-        // false, and only the completion of that send clears it), and no
-        // slice of it exists.
-        unsafe { self.announce.write(&bytes) };
-        // The device must send these bytes, not a bounce buffer's old ones.
-        self.announce.for_device();
-        self.count(Stat::DmaSyncsForDevice);
-        let sge = self.announce.sge(ANNOUNCE_LEN);
         let mut peers = self.peers.lock();
-        let posted = self.qp.post_send(
-            WR_ANNOUNCE,
-            &[sge],
+        // The QP writes the bytes into its buffer and syncs it for the
+        // device, unless (EBUSY) the previous announcement is in flight.
+        let posted = self.qp.post_buffer(
+            ANNOUNCE_BUFFER,
+            &bytes,
             &self.group_ah,
             0xff_ffff,
             self.config.qkey(),
         );
+        if posted != Err(EBUSY) {
+            self.count(Stat::DmaSyncsForDevice);
+        }
         if posted.is_ok() {
             peers.posted += 1;
         }
@@ -287,12 +269,12 @@ impl LanDev {
     pub(super) fn lid_taken(&self, lid: u16) -> bool {
         self.send_to_group(false, true);
         let deadline = now_ms() + PROBE_MS;
-        let mut batch: [WorkCompletion; 16] = Default::default();
+        let mut batch: [WorkCompletion<'_>; 16] = Default::default();
         let mut taken = false;
         while !taken && now_ms() < deadline {
-            let got = self.cq.poll(&mut batch);
-            for wc in batch.iter().take(got) {
-                taken |= self.probe_completion(wc, lid);
+            let got = self.qp.poll(&mut batch);
+            for wc in batch.iter_mut().take(got) {
+                taken |= self.probe_completion(core::mem::take(wc), lid);
             }
             if got == 0 {
                 sleep_ms(10);
@@ -303,24 +285,22 @@ impl LanDev {
 
     /// One completion while probing: whether it is an announcement of
     /// another node holding `lid` in this LAN.
-    pub(super) fn probe_completion(&self, wc: &WorkCompletion, lid: u16) -> bool {
-        let id = wc.wr_id();
-        if id == WR_ANNOUNCE {
-            self.sends_completed.fetch_add(1, Ordering::AcqRel);
-            self.announce_busy.store(false, Ordering::Release);
-            self.sq_free.fetch_add(1, Ordering::AcqRel);
-            return false;
-        }
-        let Some(index) = id.checked_sub(WR_RECV_BASE).filter(|_| id < WR_SKB_MIN) else {
-            return false;
+    pub(super) fn probe_completion(&self, wc: WorkCompletion<'_>, lid: u16) -> bool {
+        let received = match self.qp.complete(wc) {
+            Completion::Received(received) => received,
+            Completion::BufferSent(_) => {
+                self.sends_completed.fetch_add(1, Ordering::AcqRel);
+                self.announce_busy.store(false, Ordering::Release);
+                self.sq_free.fetch_add(1, Ordering::AcqRel);
+                return false;
+            }
+            Completion::SkbSent | Completion::Foreign => return false,
         };
-        let index = index as usize;
         let mut taken = false;
-        if let (true, Some(buffer)) = (wc.ok(), self.rx.get(index)) {
-            let bytes = buffer.for_cpu(wc.byte_len() as usize);
-            self.count(Stat::RxDmaSyncs);
+        if received.ok() {
             self.count(Stat::RxDatagrams);
-            if let Some((_, payload)) = crate::pure::split_checked(bytes, GRH_LEN) {
+            self.count(Stat::RxDmaSyncs);
+            if let Some((_, payload)) = crate::pure::split_checked(received.bytes(), GRH_LEN) {
                 if let Ok(Datagram::Announcement(a)) = lan::classify_datagram(payload) {
                     taken = !a.leaving
                         && !a.probe
@@ -330,7 +310,7 @@ impl LanDev {
                 }
             }
         }
-        if self.post_receive(index).is_err() {
+        if self.repost(received).is_err() {
             self.count(Stat::RxErrors);
         }
         taken
@@ -342,7 +322,9 @@ impl LanDev {
         if self.parent_ifindex == 0 {
             return;
         }
-        let Some(dev) = self.netdev() else {
+        // Carrier changes need no sleep: a read-side section will do.
+        let rcu = RcuReadGuard::new();
+        let Some(dev) = self.qp.cq().handler().netdev.get(&rcu) else {
             return;
         };
         let active = self.port_up.load(Ordering::Relaxed);
@@ -357,12 +339,12 @@ impl LanDev {
         if wanted == 0 {
             return;
         }
-        let Some(dev) = self.netdev() else {
-            return;
-        };
         // Never wait for RTNL here: `ndo_stop` holds it while it cancels
         // this work.
         let Some(rtnl) = rtnl_try_lock() else {
+            return;
+        };
+        let Some(dev) = self.qp.cq().handler().netdev.get_rtnl(&rtnl) else {
             return;
         };
         let mac = lan::mac_for(self.config.vendor, self.config.lan, wanted);

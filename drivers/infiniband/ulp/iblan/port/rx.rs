@@ -8,16 +8,14 @@ use super::*;
 
 /// Completion events wake the port's NAPI.
 pub(super) struct Events {
-    pub(super) netdev: AtomicPtr<EtherDevice<LanDev>>,
+    /// The netdev while it is registered; the ticker finds it here too.
+    pub(super) netdev: DeviceCell<LanDev>,
 }
 
 impl CqHandler for Events {
     fn completion(&self) {
-        let dev = self.netdev.load(Ordering::Acquire);
-        // SAFETY: set once the netdev is registered and cleared before it
-        // goes; the CQ (and so this handler) is destroyed before the netdev
-        // is freed.
-        if let Some(dev) = unsafe { dev.as_ref() } {
+        let rcu = RcuReadGuard::new();
+        if let Some(dev) = self.netdev.get(&rcu) {
             dev.napi_schedule();
         }
     }
@@ -46,51 +44,45 @@ pub(super) fn mac_at(frame: &[u8], at: usize) -> Option<[u8; 6]> {
 }
 
 impl LanDev {
-    pub(super) fn post_receive(&self, index: usize) -> Result {
-        let buffer = self.rx.get(index).ok_or(EINVAL)?;
-        // What the CPU read, or cached, of the last datagram must not hide
-        // the next one the device writes.
-        buffer.for_device();
+    /// Gives a receive buffer back to the device.
+    pub(super) fn repost(&self, received: Received<'_, Events>) -> Result {
+        // The QP syncs it for the device first.
         self.count(Stat::DmaSyncsForDevice);
-        self.qp
-            .post_recv(WR_RECV_BASE + index as u64, buffer.sge(buffer.len()))
+        received.repost()
     }
 
-    pub(super) fn completion(&self, dev: &EtherDevice<LanDev>, wc: &WorkCompletion) {
-        let id = wc.wr_id();
-        if id >= WR_SKB_MIN || id == WR_ANNOUNCE {
-            // Retired peers whose sends are all done may go (see
-            // `release_retired`).
-            self.sends_completed.fetch_add(1, Ordering::AcqRel);
-            if id == WR_ANNOUNCE {
-                self.announce_busy.store(false, Ordering::Release);
-            } else {
-                self.send_done(id, 1);
-            }
-            self.send_slot_freed(dev);
-        } else if let Some(index) = id.checked_sub(WR_RECV_BASE) {
-            let index = index as usize;
-            if !self.running.load(Ordering::Acquire) {
-                // Down or going: receives wait (or are flushed at teardown).
+    pub(super) fn completion(&self, dev: &EtherDevice<LanDev>, wc: WorkCompletion<'_>) {
+        let received = match self.qp.complete(wc) {
+            Completion::Received(received) => received,
+            sent @ (Completion::SkbSent | Completion::BufferSent(_)) => {
+                // Retired peers whose sends are all done may go (see
+                // `release_retired`).
+                self.sends_completed.fetch_add(1, Ordering::AcqRel);
+                if matches!(sent, Completion::BufferSent(_)) {
+                    self.announce_busy.store(false, Ordering::Release);
+                }
+                self.send_slot_freed(dev);
                 return;
             }
-            if !wc.ok() {
-                // A local error: the buffer goes back, nothing to deliver.
-                self.count(Stat::RxErrors);
-                let _ = self.post_receive(index);
-                return;
-            }
-            self.count(Stat::RxDatagrams);
-            if let Some(buffer) = self.rx.get(index) {
-                // Only what the device wrote comes over (from a bounce
-                // buffer, or out of stale cache lines).
-                let bytes = buffer.for_cpu(wc.byte_len() as usize);
-                self.count(Stat::RxDmaSyncs);
-                self.received(dev, bytes, wc.ipv4_header());
-            }
-            if self.post_receive(index).is_err() {
-                self.count(Stat::RxErrors);
-            }
+            Completion::Foreign => return,
+        };
+        if !self.running.load(Ordering::Acquire) {
+            // Down or going: receives wait (or are flushed at teardown).
+            return;
+        }
+        if !received.ok() {
+            // A local error: the buffer goes back, nothing to deliver.
+            self.count(Stat::RxErrors);
+            let _ = self.repost(received);
+            return;
+        }
+        self.count(Stat::RxDatagrams);
+        // The QP handed over only what the device wrote (from a bounce
+        // buffer, or out of stale cache lines).
+        self.count(Stat::RxDmaSyncs);
+        self.received(dev, received.bytes(), received.ipv4_header());
+        if self.repost(received).is_err() {
+            self.count(Stat::RxErrors);
         }
     }
 
@@ -304,11 +296,11 @@ impl LanDev {
 
     pub(super) fn poll(&self, dev: &EtherDevice<LanDev>, budget: u32) -> u32 {
         let mut done = 0;
-        let mut batch: [WorkCompletion; 16] = Default::default();
+        let mut batch: [WorkCompletion<'_>; 16] = Default::default();
         while done < budget {
-            let got = self.cq.poll(&mut batch);
-            for wc in batch.iter().take(got) {
-                self.completion(dev, wc);
+            let got = self.qp.poll(&mut batch);
+            for wc in batch.iter_mut().take(got) {
+                self.completion(dev, core::mem::take(wc));
             }
             done += got as u32;
             if got < batch.len() {
@@ -321,12 +313,12 @@ impl LanDev {
     /// Reclaims every posted WR after the QP moved to ERR.
     pub(super) fn drain(&self, dev: &EtherDevice<LanDev>) {
         let _ = self.qp.flush();
-        let mut batch: [WorkCompletion; 16] = Default::default();
+        let mut batch: [WorkCompletion<'_>; 16] = Default::default();
         // Flushing is asynchronous on soft devices: wait up to ~2 s.
         for _ in 0..2000 {
-            let got = self.cq.poll(&mut batch);
-            for wc in batch.iter().take(got) {
-                self.completion(dev, wc);
+            let got = self.qp.poll(&mut batch);
+            for wc in batch.iter_mut().take(got) {
+                self.completion(dev, core::mem::take(wc));
             }
             if got == 0 {
                 if self.sq_free.load(Ordering::Acquire) == SEND_DEPTH {

@@ -102,42 +102,31 @@ impl LanDev {
                 out.copy_from_slice(&header.encode());
             }
         }
-        let total = skb.data().len();
-        // SAFETY: the skb's data stays put until the last completion frees
-        // it, after unmapping.
-        let Ok(mapping) = (unsafe { self.pd.map(skb.data().as_ptr(), total, true) }) else {
+        // The QP maps the frame, and frees it (unmapped) after the last
+        // of the posts completes.
+        let sent = self.qp.send_skb(skb, posts, |poster| {
+            'peers: for peer in peers.selected(targets) {
+                for index in 0..fragments {
+                    let Some((offset, len)) = plan.fragment(index) else {
+                        break 'peers;
+                    };
+                    // The fragment's header, then its part of the frame.
+                    let parts = [
+                        (index * FRAG_HEADER_LEN, FRAG_HEADER_LEN),
+                        (header_len as usize + offset, len),
+                    ];
+                    if poster.post(&parts, &peer.ah, peer.qpn, peer.qkey).is_err() {
+                        self.count(Stat::TxPostErrors);
+                        break 'peers;
+                    }
+                }
+            }
+        });
+        let Ok(posted) = sent else {
             drop(peers);
             self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
             return TxOutcome::Sent;
         };
-        InFlight::of(&skb).start(posts, mapping.dma(), total);
-        let wr_id = skb.into_wr_id();
-        let mut posted = 0u32;
-        'peers: for peer in peers.selected(targets) {
-            for index in 0..fragments {
-                let Some((offset, len)) = plan.fragment(index) else {
-                    break 'peers;
-                };
-                // Both inside the mapping of the frame (the plan's
-                // fragments are), or nothing is posted.
-                let (Some(header), Some(body)) = (
-                    mapping.sge(index * FRAG_HEADER_LEN, FRAG_HEADER_LEN),
-                    mapping.sge(header_len as usize + offset, len),
-                ) else {
-                    break 'peers;
-                };
-                let sges = [header, body];
-                if self
-                    .qp
-                    .post_send(wr_id, &sges, &peer.ah, peer.qpn, peer.qkey)
-                    .is_err()
-                {
-                    self.count(Stat::TxPostErrors);
-                    break 'peers;
-                }
-                posted += 1;
-            }
-        }
         peers.posted += u64::from(posted);
         drop(peers);
         // Each posted slot comes back with its completion, the rest now.
@@ -156,38 +145,12 @@ impl LanDev {
         self.link
             .tx_bytes
             .fetch_add(frame_len as u64, Ordering::Relaxed);
-        let unposted = posts - posted;
-        if unposted > 0 {
-            self.send_done(wr_id, unposted);
-        }
         // Stop early rather than fail the next frame.
         if self.sq_free.load(Ordering::Acquire) < SEND_DEPTH / 8 {
             dev.stop_queue();
             self.count(Stat::TxQueueStops);
         }
         TxOutcome::Sent
-    }
-
-    /// `done` posts of the skb at `wr_id` completed; the last one unmaps
-    /// and frees it.
-    pub(super) fn send_done(&self, wr_id: u64, done: u32) {
-        // The count in the skb's control block picks the last completion;
-        // every other gives the skb up again at once without touching it.
-        // SAFETY: `wr_id` is the skb `transmit` gave up to its posts, which
-        // hold it until the last of them completes.
-        let Some(skb) = (unsafe { SkBuff::from_wr_id(wr_id) }) else {
-            return;
-        };
-        let Some((dma, len)) = InFlight::of(&skb).complete(done) else {
-            // Others still hold it.
-            let _ = skb.into_wr_id();
-            return;
-        };
-        // SAFETY: `transmit` mapped the skb's data with these values and
-        // stored them in its control block before the first post; this is
-        // the completion of the last post, so the device is done with them.
-        unsafe { self.pd.unmap(dma, len, true) };
-        skb.consume();
     }
 
     pub(super) fn send_slot_freed(&self, dev: &EtherDevice<LanDev>) {
@@ -229,49 +192,5 @@ impl Drop for SendSlots<'_> {
         if self.reserved > 0 {
             self.free.fetch_add(self.reserved, Ordering::AcqRel);
         }
-    }
-}
-
-/// A frame's skb while its sends are in flight, as its control block
-/// keeps it: how many posts still hold it, and its mapping to undo after
-/// the last.
-struct InFlight<'a>(&'a [AtomicU64; 6]);
-
-impl<'a> InFlight<'a> {
-    const POSTS: usize = 0;
-    const DMA: usize = 1;
-    const LEN: usize = 2;
-
-    fn of(skb: &'a SkBuff) -> Self {
-        Self(skb.control_block())
-    }
-
-    fn word(&self, at: usize) -> Option<&AtomicU64> {
-        self.0.get(at)
-    }
-
-    /// `posts` sends will hold the skb, whose data is mapped at `dma`.
-    fn start(&self, posts: u32, dma: u64, len: usize) {
-        for (at, value) in [
-            (Self::POSTS, u64::from(posts)),
-            (Self::DMA, dma),
-            (Self::LEN, len as u64),
-        ] {
-            if let Some(word) = self.word(at) {
-                word.store(value, Ordering::Relaxed);
-            }
-        }
-    }
-
-    /// `done` more sends completed: the mapping to undo if they were the
-    /// last. The mapping is read first: once the count drops, the last
-    /// holder (on another CPU) may free the skb.
-    fn complete(self, done: u32) -> Option<(u64, usize)> {
-        let dma = self.word(Self::DMA)?.load(Ordering::Relaxed);
-        let len = self.word(Self::LEN)?.load(Ordering::Relaxed) as usize;
-        let before = self
-            .word(Self::POSTS)?
-            .fetch_sub(u64::from(done), Ordering::AcqRel);
-        (before <= u64::from(done)).then_some((dma, len))
     }
 }
