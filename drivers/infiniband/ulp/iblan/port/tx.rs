@@ -9,63 +9,26 @@ use super::*;
 impl LanDev {
     /// Sends one frame; see [`EtherDriver::start_xmit`].
     pub(super) fn transmit(&self, dev: &EtherDevice<LanDev>, mut skb: SkBuff) -> TxOutcome {
-        // Without scatter-gather the stack hands over linear frames; one
-        // that is not costs a copy, counted.
-        if skb.is_nonlinear() {
-            self.count(Stat::TxCopies);
-        }
-        if skb.linearize().is_err() {
-            self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
-            return TxOutcome::Sent;
-        }
+        let Some((mac, plan)) = self.plan_frame(&mut skb) else {
+            return self.drop_frame();
+        };
         let frame_len = skb.data().len();
-        let Some(mac) = skb
-            .data()
-            .get(..6)
-            .and_then(|m| <[u8; 6]>::try_from(m).ok())
-        else {
-            self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
-            return TxOutcome::Sent;
-        };
-        let Ok(plan) = FragmentPlan::new(frame_len, self.datagram_len as usize) else {
-            self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
-            return TxOutcome::Sent;
-        };
-        let kind = lan::classify_mac(&mac, self.config.vendor, self.config.lan);
-        let foreign = kind == MacKind::Foreign;
-        let lid = match kind {
-            MacKind::Unicast { lid } => Some(lid),
-            MacKind::Foreign => self.forwarding.lookup(&mac),
-            MacKind::Broadcast | MacKind::Multicast => None,
-        };
+        let fragments = plan.count();
+        let (kind, lid) = self.destination(&mac);
         // The table stays locked from the choice of peers to their last
         // post: a peer cannot leave (and lose its AH) in between.
         let mut peers = self.peers.lock();
         let (targets, peer_count) = peers.targets(lid);
-        let fanout = matches!(targets, Targets::All);
-        if foreign {
-            // Whether the frame goes where its MAC was learned, or floods
-            // (never learned, aged out, or that node is gone).
-            self.count(if fanout {
-                Stat::TxForeignFloods
-            } else {
-                Stat::TxForeignDirect
-            });
-        } else if fanout && lid.is_some() {
-            self.count(Stat::TxUnknownLidFloods);
-        }
+        self.count_flood(kind, lid, &targets);
         if peer_count == 0 {
             drop(peers);
             self.count(Stat::TxNoPeer);
-            self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
-            return TxOutcome::Sent;
+            return self.drop_frame();
         }
-        let fragments = plan.count();
         let posts = (fragments * peer_count) as u32;
         if posts > SEND_DEPTH {
             drop(peers);
-            self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
-            return TxOutcome::Sent;
+            return self.drop_frame();
         }
         // Reserve send queue slots; without room the stack keeps the frame.
         let Some(mut slots) = SendSlots::reserve(&self.sq_free, posts) else {
@@ -78,30 +41,10 @@ impl LanDev {
             }
             return TxOutcome::Busy(skb);
         };
-        // The fragment headers go in front of the frame, so that one
-        // mapping covers everything every post points at.
-        let header_len = (fragments * FRAG_HEADER_LEN) as u32;
-        // `cow_head` makes the headroom private (the frame itself may be
-        // shared with a clone), and only the pushed bytes are written.
-        let pushed = match skb.cow_head(header_len) {
-            Ok(()) => skb.push(header_len),
-            Err(err) => Err(err),
-        };
-        let Ok(headers) = pushed else {
+        let Ok(header_len) = self.write_fragment_headers(&mut skb, &plan) else {
             drop(peers);
-            self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
-            return TxOutcome::Sent;
+            return self.drop_frame();
         };
-        let frame = self.frame_number.fetch_add(1, Ordering::Relaxed) as u16;
-        for index in 0..fragments {
-            let at = index * FRAG_HEADER_LEN;
-            if let (Some(out), Some(header)) = (
-                headers.get_mut(at..at + FRAG_HEADER_LEN),
-                plan.header(index, frame),
-            ) {
-                out.copy_from_slice(&header.encode());
-            }
-        }
         // The QP maps the frame, and frees it (unmapped) after the last
         // of the posts completes.
         let sent = self.qp.send_skb(skb, posts, |poster| {
@@ -113,7 +56,7 @@ impl LanDev {
                     // The fragment's header, then its part of the frame.
                     let parts = [
                         (index * FRAG_HEADER_LEN, FRAG_HEADER_LEN),
-                        (header_len as usize + offset, len),
+                        (header_len + offset, len),
                     ];
                     if poster.post(&parts, &peer.ah, peer.qpn, peer.qkey).is_err() {
                         self.count(Stat::TxPostErrors);
@@ -124,14 +67,106 @@ impl LanDev {
         });
         let Ok(posted) = sent else {
             drop(peers);
-            self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
-            return TxOutcome::Sent;
+            return self.drop_frame();
         };
         peers.posted += u64::from(posted);
         drop(peers);
         // Each posted slot comes back with its completion, the rest now.
         slots.posted(posted);
         drop(slots);
+        self.count_sent(
+            frame_len,
+            fragments,
+            posted,
+            matches!(targets, Targets::All),
+        );
+        // Stop early rather than fail the next frame.
+        if self.sq_free.load(Ordering::Acquire) < SEND_DEPTH / 8 {
+            dev.stop_queue();
+            self.count(Stat::TxQueueStops);
+        }
+        TxOutcome::Sent
+    }
+
+    /// A frame that cannot be sent: counted as dropped, and gone.
+    fn drop_frame(&self) -> TxOutcome {
+        self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
+        TxOutcome::Sent
+    }
+
+    /// Makes the frame linear and returns its destination MAC and how it
+    /// is cut into datagrams; `None` if it cannot be sent.
+    fn plan_frame(&self, skb: &mut SkBuff) -> Option<([u8; 6], FragmentPlan)> {
+        // Without scatter-gather the stack hands over linear frames; one
+        // that is not costs a copy, counted.
+        if skb.is_nonlinear() {
+            self.count(Stat::TxCopies);
+        }
+        skb.linearize().ok()?;
+        let mac = skb
+            .data()
+            .get(..6)
+            .and_then(|m| <[u8; 6]>::try_from(m).ok())?;
+        let plan = FragmentPlan::new(skb.data().len(), self.datagram_len as usize).ok()?;
+        Some((mac, plan))
+    }
+
+    /// What kind of MAC `mac` is, and the LID of the node a frame to it
+    /// goes to: an iblan MAC's own, or the node a foreign MAC was learned
+    /// behind; `None` floods. (Looked up before the peer table is locked:
+    /// the forwarding table has a lock of its own.)
+    fn destination(&self, mac: &[u8; 6]) -> (MacKind, Option<u16>) {
+        let kind = lan::classify_mac(mac, self.config.vendor, self.config.lan);
+        let lid = match kind {
+            MacKind::Unicast { lid } => Some(lid),
+            MacKind::Foreign => self.forwarding.lookup(mac),
+            MacKind::Broadcast | MacKind::Multicast => None,
+        };
+        (kind, lid)
+    }
+
+    /// Counts a frame that floods where it should not, or a foreign MAC's
+    /// frame that went to the node it was learned behind.
+    fn count_flood(&self, kind: MacKind, lid: Option<u16>, targets: &Targets) {
+        let fanout = matches!(targets, Targets::All);
+        if kind == MacKind::Foreign {
+            // Whether the frame goes where its MAC was learned, or floods
+            // (never learned, aged out, or that node is gone).
+            self.count(if fanout {
+                Stat::TxForeignFloods
+            } else {
+                Stat::TxForeignDirect
+            });
+        } else if fanout && lid.is_some() {
+            self.count(Stat::TxUnknownLidFloods);
+        }
+    }
+
+    /// Writes the fragment headers in front of the frame, so that one
+    /// mapping covers everything every post points at; returns their
+    /// length.
+    fn write_fragment_headers(&self, skb: &mut SkBuff, plan: &FragmentPlan) -> Result<usize> {
+        let fragments = plan.count();
+        let header_len = fragments * FRAG_HEADER_LEN;
+        // `cow_head` makes the headroom private (the frame itself may be
+        // shared with a clone), and only the pushed bytes are written.
+        skb.cow_head(header_len as u32)?;
+        let headers = skb.push(header_len as u32)?;
+        let frame = self.frame_number.fetch_add(1, Ordering::Relaxed) as u16;
+        for index in 0..fragments {
+            let at = index * FRAG_HEADER_LEN;
+            if let (Some(out), Some(header)) = (
+                headers.get_mut(at..at + FRAG_HEADER_LEN),
+                plan.header(index, frame),
+            ) {
+                out.copy_from_slice(&header.encode());
+            }
+        }
+        Ok(header_len)
+    }
+
+    /// Counts a frame whose `posted` sends are under way.
+    fn count_sent(&self, frame_len: usize, fragments: usize, posted: u32, fanout: bool) {
         self.add(Stat::TxPosts, posted.into());
         self.count(Stat::TxFrames);
         if fanout {
@@ -145,12 +180,6 @@ impl LanDev {
         self.link
             .tx_bytes
             .fetch_add(frame_len as u64, Ordering::Relaxed);
-        // Stop early rather than fail the next frame.
-        if self.sq_free.load(Ordering::Acquire) < SEND_DEPTH / 8 {
-            dev.stop_queue();
-            self.count(Stat::TxQueueStops);
-        }
-        TxOutcome::Sent
     }
 
     pub(super) fn send_slot_freed(&self, dev: &EtherDevice<LanDev>) {
