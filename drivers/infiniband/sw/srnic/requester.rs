@@ -15,7 +15,7 @@ use crate::completer;
 use crate::counters::Counter;
 use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
-use crate::kapi::rdma::rxe_abi::wqe::{self, SendOp, WorkWqe};
+use crate::kapi::rdma::rxe_abi::wqe::{self, Remote, SendOp, WorkWqe};
 use crate::kapi::rdma::verbs::QpState;
 use crate::kapi::rdma::verbs::WcStatus;
 use crate::kapi::rdma::Qp;
@@ -531,6 +531,16 @@ fn build_datagram<'a>(
     Ok(packet)
 }
 
+/// Where a WQE's next packet goes: the WQE's slot and the one after it,
+/// the destination QP, and the packet's PSN.
+#[derive(Clone, Copy)]
+struct Place {
+    index: u32,
+    next_index: u32,
+    dest: u32,
+    psn: Psn,
+}
+
 /// Makes the next packet of the WQE in slot `index` and moves the
 /// requester on; `unreliable` for UC.
 fn build<'a>(
@@ -542,37 +552,17 @@ fn build<'a>(
 ) -> Option<Packet<'a>> {
     let this: &'a SrnicQp = qp;
     let mtu = state.segment_bytes();
-    let dest = state.attrs.dest_qp_num;
+    let place = Place {
+        index,
+        next_index: this.work.geometry().next(index),
+        dest: state.attrs.dest_qp_num,
+        psn: state.requester.psn,
+    };
     let req = &mut state.requester;
-    let psn = req.psn;
-    let next_index = this.work.geometry().next(index);
     let length = wqe.length();
+    let (dest, psn, next_index) = (place.dest, place.psn, place.next_index);
     match wqe.op() {
-        SendOp::Read { remote } => {
-            // After lost responses, only the rest is asked for again.
-            let at = req.sent.min(length);
-            let rest = length.checked_sub(at)?;
-            let packets = packets_for(rest, mtu)?;
-            // The remote address is the peer's to check against its
-            // region; a sum past 2^64 wraps to an address no region
-            // covers, and the peer refuses it.
-            let packet = Packet::new(RC_RDMA_READ_REQUEST, dest, psn)?.with_reth(
-                remote.addr.wrapping_add(u64::from(at)),
-                remote.rkey,
-                rest,
-            );
-            if at == 0 {
-                wqe.set_first_psn(psn.get());
-                wqe.set_last_psn(psn.add(packets.checked_sub(1)?).get());
-            }
-            wqe.set_state(wqe_state::SENT);
-            wqe.set_has_rd_atomic(true);
-            req.psn = psn.add(packets);
-            req.rd_atomic = req.rd_atomic.saturating_add(1);
-            req.index = next_index;
-            req.sent = 0;
-            Some(packet)
-        }
+        SendOp::Read { remote } => build_read(req, wqe, place, remote, mtu),
         SendOp::AtomicWrite { remote } => {
             // Eight bytes with a RETH, answered like a READ.
             let mut packet = Packet::new(RC_ATOMIC_WRITE, dest, psn)?
@@ -617,46 +607,96 @@ fn build<'a>(
             req.sent_one_answered(wqe, next_index);
             Some(packet)
         }
-        op => {
-            let at = req.sent;
-            let size = length.saturating_sub(at).min(mtu);
-            let end = at.checked_add(size)?;
-            let first = at == 0;
-            let last = end >= length;
-            let code = request_opcode(unreliable, wqe.opcode(), first, last)?;
-            let mut packet = Packet::new(code, dest, psn)?;
-            if first {
-                wqe.set_first_psn(psn.get());
-                if let SendOp::Write { remote, .. } = op {
-                    packet = packet.with_reth(remote.addr, remote.rkey, length);
-                }
-            }
-            if size > 0 {
-                packet = packet.with_payload(wqe_data(qp, index, wqe)?, u64::from(at), size);
-            }
-            if last {
-                match op {
-                    SendOp::Send { imm, invalidate } => {
-                        packet.hdr.imm = imm;
-                        packet.hdr.ieth = invalidate;
-                    }
-                    SendOp::Write { imm, .. } => packet.hdr.imm = imm,
-                    _ => {}
-                }
-                packet.hdr.bth.ack_req = true;
-                packet.hdr.bth.solicited = wqe.send_flags() & IB_SEND_SOLICITED != 0;
-                wqe.set_last_psn(psn.get());
-                wqe.set_state(wqe_state::SENT);
-                req.index = next_index;
-                req.sent = 0;
-            } else {
-                wqe.set_state(wqe_state::PENDING);
-                req.sent = end;
-            }
-            req.psn = psn.next();
-            Some(packet)
+        op => build_segment(qp, req, wqe, place, op, mtu, unreliable),
+    }
+}
+
+/// A READ request for what of the READ has not arrived yet.
+fn build_read<'a>(
+    req: &mut Requester,
+    wqe: &mut WorkWqe,
+    place: Place,
+    remote: Remote,
+    mtu: u32,
+) -> Option<Packet<'a>> {
+    let length = wqe.length();
+    let psn = place.psn;
+    // After lost responses, only the rest is asked for again.
+    let at = req.sent.min(length);
+    let rest = length.checked_sub(at)?;
+    let packets = packets_for(rest, mtu)?;
+    // The remote address is the peer's to check against its region; a sum
+    // past 2^64 wraps to an address no region covers, and the peer
+    // refuses it.
+    let packet = Packet::new(RC_RDMA_READ_REQUEST, place.dest, psn)?.with_reth(
+        remote.addr.wrapping_add(u64::from(at)),
+        remote.rkey,
+        rest,
+    );
+    if at == 0 {
+        wqe.set_first_psn(psn.get());
+        wqe.set_last_psn(psn.add(packets.checked_sub(1)?).get());
+    }
+    wqe.set_state(wqe_state::SENT);
+    wqe.set_has_rd_atomic(true);
+    req.psn = psn.add(packets);
+    req.rd_atomic = req.rd_atomic.saturating_add(1);
+    req.index = place.next_index;
+    req.sent = 0;
+    Some(packet)
+}
+
+/// The next packet of a SEND or RDMA WRITE: at most `mtu` bytes from where
+/// the last one ended, the RETH on the first, the immediate data or key to
+/// invalidate on the last.
+fn build_segment<'a>(
+    qp: &'a Qp<SrnicDevice>,
+    req: &mut Requester,
+    wqe: &mut WorkWqe,
+    place: Place,
+    op: SendOp,
+    mtu: u32,
+    unreliable: bool,
+) -> Option<Packet<'a>> {
+    let length = wqe.length();
+    let psn = place.psn;
+    let at = req.sent;
+    let size = length.saturating_sub(at).min(mtu);
+    let end = at.checked_add(size)?;
+    let first = at == 0;
+    let last = end >= length;
+    let code = request_opcode(unreliable, wqe.opcode(), first, last)?;
+    let mut packet = Packet::new(code, place.dest, psn)?;
+    if first {
+        wqe.set_first_psn(psn.get());
+        if let SendOp::Write { remote, .. } = op {
+            packet = packet.with_reth(remote.addr, remote.rkey, length);
         }
     }
+    if size > 0 {
+        packet = packet.with_payload(wqe_data(qp, place.index, wqe)?, u64::from(at), size);
+    }
+    if last {
+        match op {
+            SendOp::Send { imm, invalidate } => {
+                packet.hdr.imm = imm;
+                packet.hdr.ieth = invalidate;
+            }
+            SendOp::Write { imm, .. } => packet.hdr.imm = imm,
+            _ => {}
+        }
+        packet.hdr.bth.ack_req = true;
+        packet.hdr.bth.solicited = wqe.send_flags() & IB_SEND_SOLICITED != 0;
+        wqe.set_last_psn(psn.get());
+        wqe.set_state(wqe_state::SENT);
+        req.index = place.next_index;
+        req.sent = 0;
+    } else {
+        wqe.set_state(wqe_state::PENDING);
+        req.sent = end;
+    }
+    req.psn = psn.next();
+    Some(packet)
 }
 
 /// How much one run of a requester may send before the QP's own work (on
