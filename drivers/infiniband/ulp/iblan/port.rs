@@ -218,33 +218,10 @@ impl LanDev {
             }
         }
         let pd = Pd::new(dev, CALLER)?;
-        let cq = Cq::new(
-            &pd,
-            SEND_DEPTH + RECV_DEPTH,
-            0,
-            Events {
-                netdev: DeviceCell::new()?,
-            },
-            CALLER,
-        )?;
-        let qp_config = UdQpConfig {
-            depths: (SEND_DEPTH, RECV_DEPTH),
-            port,
-            qkey: config.qkey(),
-            recv_len: GRH_LEN + datagram_len as usize,
-            send_buffers: SEND_BUFFERS,
-        };
-        let mut qp = UdQp::new(&pd, cq, &qp_config, CALLER)?;
+        let mut qp = Self::open_qp(&pd, port, &config, datagram_len)?;
         let membership = Ipv6Membership::join(netdev, group)?;
         qp.attach(&group)?;
         let group_ah = Ah::new(&pd, port, sgid_index, &group, 1)?;
-
-        let mut buffers = KVec::with_capacity(REASSEMBLY_SLOTS, GFP_KERNEL)?;
-        for _ in 0..REASSEMBLY_SLOTS {
-            let buffer = KVec::from_elem(0u8, MAX_FRAME_LEN, GFP_KERNEL)?;
-            buffers.push(buffer, GFP_KERNEL)?;
-        }
-
         let lid = lid.unwrap_or_else(|| lan::initial_lid(&sgid));
         let data = LanDev {
             qp,
@@ -256,17 +233,7 @@ impl LanDev {
             group_ah,
             _membership: membership,
             reassembly: KBox::pin_init(
-                new_spinlock_irq!(
-                    Reassembly {
-                        table: Reassembler::new(KVec::from_elem(
-                            ReassemblySlot::CLOSED,
-                            REASSEMBLY_SLOTS,
-                            GFP_KERNEL
-                        )?),
-                        buffers,
-                    },
-                    "iblan_reassembly"
-                ),
+                new_spinlock_irq!(Reassembly::new()?, "iblan_reassembly"),
                 GFP_KERNEL,
             )?,
             forwarding: Forwarding::new()?,
@@ -315,6 +282,28 @@ impl LanDev {
         // The QP synced each receive buffer for the device and posted it.
         data.add(Stat::DmaSyncsForDevice, RECV_DEPTH.into());
         Ok(data)
+    }
+
+    /// The port's UD QP, on a CQ of its own, with its receive buffers
+    /// (one datagram and its GRH each) posted.
+    fn open_qp(pd: &Pd, port: u32, config: &LanConfig, datagram_len: u32) -> Result<UdQp<Events>> {
+        let cq = Cq::new(
+            pd,
+            SEND_DEPTH + RECV_DEPTH,
+            0,
+            Events {
+                netdev: DeviceCell::new()?,
+            },
+            CALLER,
+        )?;
+        let qp_config = UdQpConfig {
+            depths: (SEND_DEPTH, RECV_DEPTH),
+            port,
+            qkey: config.qkey(),
+            recv_len: GRH_LEN + datagram_len as usize,
+            send_buffers: SEND_BUFFERS,
+        };
+        UdQp::new(pd, cq, &qp_config, CALLER)
     }
 
     /// The netdev is registered: its carrier follows the port from now.

@@ -27,6 +27,24 @@ pub(super) struct Reassembly {
     pub(super) buffers: KVec<KVec<u8>>,
 }
 
+impl Reassembly {
+    /// Every slot closed, each with a buffer for the largest frame.
+    pub(super) fn new() -> Result<Self> {
+        let mut buffers = KVec::with_capacity(REASSEMBLY_SLOTS, GFP_KERNEL)?;
+        for _ in 0..REASSEMBLY_SLOTS {
+            buffers.push(KVec::from_elem(0u8, MAX_FRAME_LEN, GFP_KERNEL)?, GFP_KERNEL)?;
+        }
+        Ok(Self {
+            table: Reassembler::new(KVec::from_elem(
+                ReassemblySlot::CLOSED,
+                REASSEMBLY_SLOTS,
+                GFP_KERNEL,
+            )?),
+            buffers,
+        })
+    }
+}
+
 /// Copies a fragment's payload to its place in a reassembly buffer.
 fn copy_into(buffers: &mut KVec<KVec<u8>>, slot: usize, offset: usize, payload: &[u8]) {
     if let Some(out) = buffers
