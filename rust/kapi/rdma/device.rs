@@ -1067,11 +1067,12 @@ impl<T: Driver> Device<T> {
         // a device whose data and netdev reference `register` set up; the
         // allocation itself is freed later by the core.
         unsafe {
+            // Out of every table, waiting for lookups, first: a lookup may
+            // schedule the maintenance work.
+            (*dev).listing.unlist();
             // The maintenance work may requeue itself; this waits for it
             // and keeps it from running again.
             bindings::cancel_delayed_work_sync(core::ptr::addr_of_mut!((*dev).maintenance).cast());
-            // Out of every table, waiting for lookups, before the data goes.
-            (*dev).listing.unlist();
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).data));
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*dev).vectors));
             bindings::srnic_dev_put((*dev).netdev.as_ptr());

@@ -8,6 +8,7 @@ use super::access::{LOCAL_WRITE, NEEDS_LOCAL_WRITE};
 use super::device::{Device, Driver};
 use super::objects::{Ah, Cq, Mr, MrKind, Mw, MwType, Qp, Srq};
 use super::rxe_abi::queue::{response, QueueMapping};
+use super::table::Listable;
 use super::udata::UserData;
 use super::umem::{KernelMemory, UserMemory, UserVerb};
 use super::verbs::{AddressVector, CqArm, PollOutput, QpInit, QpModify, SrqAttributes, SrqModify};
@@ -298,8 +299,15 @@ impl<T: Driver> Device<T> {
                     unsafe { core::ptr::addr_of_mut!((*qp).qp_num).write_volatile(qpn) };
                 }
                 Err(err) => {
-                    // SAFETY: initialised above, never published.
-                    unsafe { Qp::<T>::drop_data(qp) };
+                    // The driver may have listed the QP before it failed:
+                    // out of every table, nothing queues its work but the
+                    // work itself, which cancelling allows for.
+                    qp_ref.listing().unlist();
+                    // SAFETY: initialised above; the work as just said.
+                    unsafe {
+                        Qp::<T>::cancel_work(qp);
+                        Qp::<T>::drop_data(qp);
+                    }
                     return Err(err);
                 }
             }
@@ -374,11 +382,14 @@ impl<T: Driver> Device<T> {
         qp: *mut bindings::ib_qp,
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
-        // SAFETY: the QP is live until its data drops here; once the driver
-        // has taken it out of service only its own work item can queue the
-        // work again, which cancelling allows for.
+        // SAFETY: the QP is live until its data drops here. Once it is out
+        // of every table (unlisting waits for the lookups that found it),
+        // nothing but its own work item can queue the work again, which
+        // cancelling allows for.
         unsafe {
-            T::destroy_qp(Qp::<T>::from_raw(qp));
+            let live = Qp::<T>::from_raw(qp);
+            T::destroy_qp(live);
+            live.listing().unlist();
             Qp::<T>::cancel_work(qp);
             Qp::<T>::drop_data(qp);
         }
