@@ -79,10 +79,14 @@ fuzz:
 # width), clippy over the host crate, and clippy over the kernel crates
 # (srnic, iblan, the in-kernel test) with the kernel's own lint set
 # (Kbuild's CLIPPY=1, by the clippy of the rustc the kernel uses), warnings
-# as errors. scripts/check-install checks what make install ships: man
-# pages, dkms.conf, the unit.
+# as errors; no `unsafe` or raw `bindings::` in drivers/.
+# scripts/check-install checks what make install ships: man pages,
+# dkms.conf, the unit.
 lint: $(MODULES_NEED)
 	rustfmt --edition 2021 --check $$(git ls-files '*.rs')
+	@# Drivers reach the kernel only through rust/kapi's safe wrappers.
+	@! git grep -n -e unsafe -e 'bindings::' -- 'drivers/*.rs' || \
+		{ echo "make lint: unsafe code or raw bindings in drivers/ (move it behind rust/kapi)" >&2; exit 1; }
 	cd rust/pure && cargo clippy --quiet --all-targets -- -D warnings
 	$(MAKE) -C $(KDIR) M=$(CURDIR) $(KBUILD_ARGS) CLIPPY=1 CLIPPY_DRIVER=/usr/bin/clippy-driver modules
 	scripts/check-install
