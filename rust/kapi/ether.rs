@@ -113,8 +113,9 @@ pub trait EtherDriver: Sized + Send + Sync + 'static {
 ///
 /// `netdev` is NULL or a registered netdev of driver `T` whose `Private<T>`
 /// holds a clone of this cell: it is stored only after that netdev is
-/// registered, and its `ndo_uninit` (under RTNL, before its data drops and
-/// its memory is freed) clears it and then waits for an RCU grace period.
+/// registered, and its `ndo_uninit` (under RTNL) clears it; the core then
+/// waits for an RCU grace period (`synchronize_net`) before it releases
+/// the netdev, whose data drops and memory is freed after that.
 pub struct DeviceCell<T: EtherDriver>(Arc<CellInner<T>>);
 
 struct CellInner<T> {
@@ -170,12 +171,12 @@ impl<T: EtherDriver> DeviceCell<T> {
         self.0.netdev.store(raw, Ordering::Release);
     }
 
-    /// `raw` begins to unregister: it is found no more once this returns.
-    ///
-    /// # Safety
-    ///
-    /// Process context, no RCU read-side section open in this task.
-    unsafe fn clear(&self, raw: *mut bindings::net_device) {
+    /// `raw` begins to unregister: no lookup finds it once this returns.
+    /// Lookups that found it before are waited for by the core: after
+    /// every `ndo_uninit` of an unregistration it waits a grace period
+    /// (`synchronize_net`) before it drops the netdev's registration
+    /// reference, and the netdev's data goes only after that.
+    fn clear(&self, raw: *mut bindings::net_device) {
         // Another netdev sharing the cell is left in it: only its own
         // `ndo_uninit` may take it out.
         let _ = self.0.netdev.compare_exchange(
@@ -184,8 +185,6 @@ impl<T: EtherDriver> DeviceCell<T> {
             Ordering::AcqRel,
             Ordering::Relaxed,
         );
-        // SAFETY: per the caller.
-        unsafe { crate::kapi::rcu::synchronize() };
     }
 }
 
@@ -467,9 +466,7 @@ impl<T: EtherDriver> EtherDevice<T> {
         // SAFETY: as in `ndo_open`.
         let dev = unsafe { Self::from_raw(raw) };
         if let Some(cell) = &dev.private().cell {
-            // SAFETY: the core unregisters (or fails to register) in
-            // process context, with RTNL but no RCU read lock held.
-            unsafe { cell.clear(raw) };
+            cell.clear(raw);
         }
     }
 
