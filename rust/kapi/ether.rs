@@ -933,11 +933,10 @@ impl<T: EtherDriver> Drop for EtherRegistration<T> {
         // No read of the data may start or run once it goes.
         drop(self.debugfs.take());
         let raw = self.raw.as_ptr();
-        // SAFETY: by the type invariant, registered and ours, with an
-        // initialised `Private<T>`. Unregistering stops the netdev
-        // (`ndo_stop`, NAPI disabled), clears its cell (`ndo_uninit`) and
-        // waits for its users; then the driver tears down, NAPI is
-        // removed, the data dropped and the netdev freed.
+        // Unregistering stops the netdev (`ndo_stop`, NAPI disabled), clears its cell
+        // (`ndo_uninit`) and waits for its users; then the driver tears down, NAPI is removed,
+        // the data dropped and the netdev freed.
+        // SAFETY: by the type invariant, registered and ours, with an initialised `Private<T>`.
         unsafe {
             bindings::unregister_netdev(raw);
             T::teardown(EtherDevice::from_raw(raw));

@@ -217,10 +217,9 @@ struct Registered<T: LinkDriver> {
 
 impl<T: LinkDriver> Drop for Registered<T> {
     fn drop(&mut self) {
-        // SAFETY: registered by `LinkOps::register`, which made this value
-        // the only way to unregister; no netdev of `new_linked` is left
-        // (each held a clone). The core deletes the links `ip link add`
-        // made and waits for unregistrations in flight.
+        // SAFETY: registered by `LinkOps::register`, which made this value the only way to
+        // unregister; no netdev of `new_linked` is left (each held a clone). The core deletes the
+        // links `ip link add` made and waits for unregistrations in flight.
         unsafe { bindings::rtnl_link_unregister(self.ops.raw.get()) };
         self.ops.registered.store(false, Ordering::Release);
     }

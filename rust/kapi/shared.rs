@@ -161,10 +161,9 @@ impl<'a> SharedRange<'a> {
         if src.len != self.len {
             return Err(EINVAL);
         }
-        // SAFETY: `src` is valid for reads and `self` for writes of `len`
-        // bytes (their invariants, `self` writable as checked); no Rust
-        // reference exists over foreign bytes, and Rust buffers are
-        // borrowed by the ranges, so raw accesses race with no reference.
+        // SAFETY: `src` is valid for reads and `self` for writes of `len` bytes (their invariants,
+        // `self` writable as checked); no Rust reference exists over foreign bytes, and Rust
+        // buffers are borrowed by the ranges, so raw accesses race with no reference.
         unsafe { core::ptr::copy(src.start.as_ptr(), self.start.as_ptr(), self.len) };
         Ok(())
     }

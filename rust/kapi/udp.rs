@@ -78,10 +78,9 @@ impl<R: UdpReceiver> UdpTunnel<R> {
     pub fn open(net: &Net, family: Family, port: u16, receiver: Arc<R>) -> Result<Self> {
         let mut err = 0;
         let target: *const R = &*receiver;
-        // SAFETY: creates and configures a kernel socket; `receive_cb::<R>`
-        // stays valid while the module is loaded, the socket is closed
-        // before that ends, and the tunnel keeps `receiver` alive (by the
-        // `Arc`, whose data never moves) until the socket is closed.
+        // SAFETY: creates and configures a kernel socket; `receive_cb::<R>` stays valid while the
+        // module is loaded, the socket is closed before that ends, and the tunnel keeps `receiver`
+        // alive (by the `Arc`, whose data never moves) until the socket is closed.
         let sock = unsafe {
             bindings::srnic_udp_tunnel_open(
                 net.as_raw(),
@@ -104,11 +103,9 @@ impl<R: UdpReceiver> UdpTunnel<R> {
 
 impl<R: UdpReceiver> Drop for UdpTunnel<R> {
     fn drop(&mut self) {
-        // SAFETY: by the type invariant, ours, released once. Receive
-        // callbacks run
-        // under RCU; waiting for a grace period lets any running one finish
-        // before its receiver (dropped after this, with the fields) or the
-        // module's code may go.
+        // SAFETY: by the type invariant, ours, released once. Receive callbacks run under RCU;
+        // waiting for a grace period lets any running one finish before its receiver (dropped after
+        // this, with the fields) or the module's code may go.
         unsafe { bindings::srnic_udp_tunnel_close(self.sock.as_ptr()) };
         // SAFETY: a tunnel is closed from the module's namespace exit or
         // module exit, process context without a read-side section open
@@ -333,10 +330,9 @@ impl DatagramList {
             return Err(EINVAL);
         }
         let skb = skb.into_raw();
-        // SAFETY: both skbs are ours, `last` is the list's tail or null
-        // (type invariant),
-        // and `skb` has its IP and UDP headers in its linear part
-        // (checked); the head takes ownership of `skb`.
+        // SAFETY: both skbs are ours, `last` is the list's tail or null (type invariant), and `skb`
+        // has its IP and UDP headers in its linear part (checked); the head takes ownership of
+        // `skb`.
         unsafe {
             bindings::srnic_skb_chain_datagram(self.head.as_raw(), self.last, skb, self.network_len)
         };

@@ -161,10 +161,9 @@ impl<T: HasDelayedWork> DelayedWork<T> {
         if !self.is_ready() {
             return false;
         }
-        // SAFETY: ready, so initialised (type invariant); the owner was
-        // pinned at `init` and cancels the work in its `Drop` before it
-        // goes (the trait's contract), and nothing schedules from then on
-        // (`Drop` holds the only reference).
+        // SAFETY: ready, so initialised (type invariant); the owner was pinned at `init` and
+        // cancels the work in its `Drop` before it goes (the trait's contract), and nothing
+        // schedules from then on (`Drop` holds the only reference).
         unsafe {
             bindings::srnic_mod_delayed_work(
                 self.raw.get(),
@@ -189,10 +188,10 @@ impl<T: HasDelayedWork> DelayedWork<T> {
     ///
     /// Called only by the workqueue for a work item this module initialised.
     unsafe extern "C" fn trampoline(work: *mut bindings::work_struct) {
-        // SAFETY: the work is the first field of a `delayed_work`, which is
-        // the first field of a `repr(C)` `DelayedWork<T>` at `T::OFFSET` in
-        // an owner pinned at `init`, whose `Drop` cancels the work (waiting
-        // for this run) before anything of it goes (the trait's contract).
+        // The owner was pinned at `init`, and its `Drop` cancels the work (waiting for this run)
+        // before anything of it goes (the trait's contract).
+        // SAFETY: the work is the first field of a `delayed_work`, the first field of a
+        // `repr(C)` `DelayedWork<T>` at `T::OFFSET` in that live owner.
         let owner = unsafe { &*work.cast::<u8>().sub(T::OFFSET).cast::<T>() };
         owner.run();
     }

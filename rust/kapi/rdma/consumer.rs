@@ -1099,10 +1099,9 @@ impl<H: CqHandler> UdQp<H> {
             out.length = sge.length;
             out.lkey = sge.lkey;
         }
-        // SAFETY: a live QP in RTS and a live AH (type invariants) of its PD
-        // (checked); the elements cover mapped memory that stays mapped
-        // until the WR completes (the caller's promise) and are read during
-        // the call (the provider copies the WR).
+        // SAFETY: a live QP in RTS and a live AH (type invariants) of its PD (checked); the
+        // elements cover mapped memory that stays mapped until the WR completes (the caller's
+        // promise) and are read during the call (the provider copies the WR).
         to_result(unsafe {
             bindings::srnic_ulp_post_ud_send(
                 self.raw.as_ptr(),
@@ -1318,10 +1317,9 @@ impl<H: CqHandler> Drop for UdQp<H> {
             // SAFETY: an attached group (type invariant).
             let _ = unsafe { bindings::ib_detach_mcast(self.raw.as_ptr(), &mut gid, 0) };
         }
-        // SAFETY: ours (type invariant); no post runs concurrently with
-        // drop. Once destroyed the device touches none of its WRs' memory,
-        // so the buffers (fields) may go; skbs still in flight stay
-        // allocated and mapped (the owner drains the QP first).
+        // SAFETY: ours (type invariant); no post runs concurrently with drop. Once destroyed the
+        // device touches none of its WRs' memory, so the buffers (fields) may go; skbs still in
+        // flight stay allocated and mapped (the owner drains the QP first).
         let _ = unsafe { bindings::ib_destroy_qp_user(self.raw.as_ptr(), core::ptr::null_mut()) };
     }
 }

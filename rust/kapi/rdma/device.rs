@@ -1185,10 +1185,9 @@ impl<T: Driver> DeviceRef<T> {
     /// Unregisters the device and waits until that is complete. Harmless if
     /// it is unregistered already or concurrently.
     pub fn unregister(&self) {
-        // SAFETY: the memory is kept by our reference (type invariant); the
-        // core serialises
-        // concurrent unregistrations and returns only once the device is
-        // gone, including `dealloc_driver`.
+        // SAFETY: the memory is kept by our reference (type invariant); the core serialises
+        // concurrent unregistrations and returns only once the device is gone, including
+        // `dealloc_driver`.
         unsafe { bindings::ib_unregister_device(self.ib.as_ptr()) };
     }
 }

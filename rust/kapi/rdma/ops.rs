@@ -382,10 +382,9 @@ impl<T: Driver> Device<T> {
         qp: *mut bindings::ib_qp,
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
-        // SAFETY: the QP is live until its data drops here. Once it is out
-        // of every table (unlisting waits for the lookups that found it),
-        // nothing but its own work item can queue the work again, which
-        // cancelling allows for.
+        // SAFETY: the QP is live until its data drops here. Once it is out of every table
+        // (unlisting waits for the lookups that found it), nothing but its own work item can queue
+        // the work again, which cancelling allows for.
         unsafe {
             let live = Qp::<T>::from_raw(qp);
             T::destroy_qp(live);

@@ -249,10 +249,9 @@ impl<T: Listable> ObjectTable<T> {
 
     /// The object numbered `id`, valid while `guard` lives.
     pub fn get<'g>(&self, _guard: &'g RcuReadGuard, id: u32) -> Option<&'g T> {
-        // SAFETY: `xa_load` may run under RCU alone. An entry is removed and
-        // a grace period passes before its object may drop or be freed
-        // (`Listable`), so what we load stays valid for the read-side
-        // section `guard` spans.
+        // SAFETY: `xa_load` may run under RCU alone. An entry is removed and a grace period passes
+        // before its object may drop or be freed (`Listable`), so what we load stays valid for the
+        // read-side section `guard` spans.
         unsafe {
             bindings::xa_load(self.inner.xa.get(), id as usize)
                 .cast::<T>()

@@ -61,11 +61,9 @@ impl<'a> SendWr<'a> {
         if !matches!(qp.qp_type(), QpType::Ud | QpType::Gsi) {
             return None;
         }
-        // SAFETY: WRs posted to a UD or GSI QP sit first in an `ib_ud_wr`
-        // (the core's contract with kernel callers), and this one was
-        // posted to `qp` (type invariant, checked above); its AH is one of
-        // `qp`'s device, so an `Ah<T>`, which the poster keeps alive for
-        // the call.
+        // SAFETY: WRs posted to a UD or GSI QP sit first in an `ib_ud_wr` (the core's contract with
+        // kernel callers), and this one was posted to `qp` (type invariant, checked above); its AH
+        // is one of `qp`'s device, so an `Ah<T>`, which the poster keeps alive for the call.
         unsafe {
             let ah = (*(self.raw as *const bindings::ib_send_wr).cast::<bindings::ib_ud_wr>()).ah;
             if ah.is_null() {

@@ -73,10 +73,9 @@ impl QueueMapping {
         vma: *mut bindings::vm_area_struct,
     ) -> Result {
         let mapping = entry.cast::<QueueMapping>();
-        // SAFETY: by the type invariant, `entry` is the first field of the
-        // live `QueueMapping` and the buffer a `vmalloc_user` allocation of
-        // the entry's size, which the core checked is as large as the area
-        // (it refuses entries whose size differs).
+        // SAFETY: by the type invariant, `entry` is the first field of the live `QueueMapping` and
+        // the buffer a `vmalloc_user` allocation of the entry's size, which the core checked is as
+        // large as the area (it refuses entries whose size differs).
         to_result(unsafe { bindings::remap_vmalloc_range(vma, (*mapping).base.as_ptr().cast(), 0) })
     }
 
@@ -352,10 +351,9 @@ impl Queue {
 impl Drop for Queue {
     fn drop(&mut self) {
         match self.mapping {
-            // SAFETY: by the type invariant, the entry `share` inserted,
-            // holding our reference; removing it drops
-            // the queue's reference, and `mmap_free` frees the buffer once
-            // no `mmap` call holds one.
+            // SAFETY: by the type invariant, the entry `share` inserted, holding our reference;
+            // removing it drops the queue's reference, and `mmap_free` frees the buffer once no
+            // `mmap` call holds one.
             Some(mapping) => unsafe {
                 bindings::rdma_user_mmap_entry_remove(core::ptr::addr_of_mut!(
                     (*mapping.as_ptr()).entry

@@ -807,10 +807,9 @@ impl WorkWqe {
 /// `EINVAL` if they are not all in the slot.
 pub fn send_inline(queue: &Queue, index: u32, len: u32) -> Result<SharedRange<'_>> {
     let at = queue.slot_bytes(index, SEND_HEADER, len as usize)?;
-    // SAFETY: `len` bytes inside the slot (checked), in the ring's buffer,
-    // which lives while `queue` is borrowed; the buffer is reached only by
-    // raw accesses, never by Rust references. Read only: the ring may be
-    // one a process maps.
+    // SAFETY: `len` bytes inside the slot (checked), in the ring's buffer, which lives while
+    // `queue` is borrowed; the buffer is reached only by raw accesses, never by Rust references.
+    // Read only: the ring may be one a process maps.
     unsafe { SharedRange::foreign(at.cast_mut(), len as usize, false) }.ok_or(EINVAL)
 }
 
