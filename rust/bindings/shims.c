@@ -266,6 +266,72 @@ struct scatterlist *srnic_umem_sgl(struct ib_umem *umem, unsigned int *nents)
 	return umem->sgt_append.sgt.sgl;
 }
 
+bool srnic_uses_virt_dma(struct ib_device *dev)
+{
+	return ib_uses_virt_dma(dev);
+}
+
+struct ib_umem_odp *srnic_odp_of_notifier(struct mmu_interval_notifier *mni)
+{
+	return container_of(mni, struct ib_umem_odp, notifier);
+}
+
+void srnic_odp_lock(struct ib_umem_odp *odp)
+{
+	mutex_lock(&odp->umem_mutex);
+}
+
+bool srnic_odp_trylock(struct ib_umem_odp *odp)
+{
+	return mutex_trylock(&odp->umem_mutex);
+}
+
+void srnic_odp_unlock(struct ib_umem_odp *odp)
+{
+	mutex_unlock(&odp->umem_mutex);
+}
+
+void srnic_odp_set_owner(struct ib_umem_odp *odp, void *owner)
+{
+	mutex_lock(&odp->umem_mutex);
+	odp->private = owner;
+	mutex_unlock(&odp->umem_mutex);
+}
+
+void *srnic_odp_owner(struct ib_umem_odp *odp)
+{
+	lockdep_assert_held(&odp->umem_mutex);
+	return odp->private;
+}
+
+void srnic_odp_bounds(struct ib_umem_odp *odp, u64 *start, u64 *end, u32 *page_shift)
+{
+	*start = ib_umem_start(odp);
+	*end = ib_umem_end(odp);
+	*page_shift = odp->page_shift;
+}
+
+u64 srnic_odp_dma_entry(struct ib_umem_odp *odp, u64 index)
+{
+	return READ_ONCE(odp->dma_list[index]);
+}
+
+void srnic_odp_set_seq(struct mmu_interval_notifier *mni, unsigned long seq)
+{
+	mmu_interval_set_seq(mni, seq);
+}
+
+bool srnic_mmu_range_blockable(const struct mmu_notifier_range *range)
+{
+	return mmu_notifier_range_blockable(range);
+}
+
+void srnic_mmu_range_bounds(const struct mmu_notifier_range *range, u64 *start, u64 *end)
+{
+	*start = range->start;
+	*end = range->end;
+}
+
 void srnic_cq_comp_handler(struct ib_cq *cq)
 {
 	if (cq->comp_handler)

@@ -45,6 +45,8 @@
 #include <rdma/ib_mad.h>
 #include <rdma/ib_pack.h>
 #include <rdma/ib_umem.h>
+#include <rdma/ib_umem_odp.h>
+#include <linux/mmu_notifier.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_netlink.h>
 #include <rdma/uverbs_ioctl.h>
@@ -126,6 +128,20 @@ void srnic_percpu_counter_add(u64 *counters, unsigned int index, u64 value);
 u64 srnic_percpu_counter_sum(u64 *counters, unsigned int index);
 void srnic_wmb(void);
 struct scatterlist *srnic_umem_sgl(struct ib_umem *umem, unsigned int *nents);
+bool srnic_uses_virt_dma(struct ib_device *dev);
+struct ib_umem_odp *srnic_odp_of_notifier(struct mmu_interval_notifier *mni);
+void srnic_odp_lock(struct ib_umem_odp *odp);
+bool srnic_odp_trylock(struct ib_umem_odp *odp);
+void srnic_odp_unlock(struct ib_umem_odp *odp);
+void srnic_odp_set_owner(struct ib_umem_odp *odp, void *owner);
+void *srnic_odp_owner(struct ib_umem_odp *odp);
+void srnic_odp_bounds(struct ib_umem_odp *odp, u64 *start, u64 *end, u32 *page_shift);
+u64 srnic_odp_dma_entry(struct ib_umem_odp *odp, u64 index);
+void srnic_odp_set_seq(struct mmu_interval_notifier *mni, unsigned long seq);
+bool srnic_mmu_range_blockable(const struct mmu_notifier_range *range);
+void srnic_mmu_range_bounds(const struct mmu_notifier_range *range, u64 *start, u64 *end);
+static const u64 SRNIC_ODP_READ_ALLOWED = ODP_READ_ALLOWED_BIT;
+static const u64 SRNIC_ODP_WRITE_ALLOWED = ODP_WRITE_ALLOWED_BIT;
 struct scatterlist *srnic_sg_next(struct scatterlist *sg);
 
 

@@ -27,6 +27,7 @@
  *
  * Each check prints "ok: ..." or exits 1 after "FAIL: ...".
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
@@ -41,6 +42,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1555,10 +1557,149 @@ static void bigread_test(void)
 	rc_free(&b);
 }
 
+/* ---- Memory paged on demand (IBV_ACCESS_ON_DEMAND) ---- */
+
+#define ODP_LEN (64 * 1024)
+
+/* A region of `len` bytes at `at` (NULL: anywhere): pages of the memfd
+ * `fd` (shared), or anonymous private memory if `fd` < 0. */
+static unsigned char *odp_map(void *at, int fd, size_t len)
+{
+	int flags = (at ? MAP_FIXED : 0) | (fd < 0 ? MAP_PRIVATE | MAP_ANONYMOUS : MAP_SHARED);
+	void *p = mmap(at, len, PROT_READ | PROT_WRITE, flags, fd, 0);
+
+	if (p == MAP_FAILED)
+		FAIL("mmap: %s", strerror(errno));
+	return p;
+}
+
+static int odp_memfd(const char *name, size_t len)
+{
+	int fd = memfd_create(name, 0);
+
+	if (fd < 0 || ftruncate(fd, len))
+		FAIL("memfd %s: %s", name, strerror(errno));
+	return fd;
+}
+
+/* What WRITEs and READs through regions paged on demand do when the
+ * process maps other pages, forks, or maps nothing there any more. */
+static void odp_test(void)
+{
+	struct rc_side a, b;
+	struct ibv_device_attr_ex ex;
+
+	if (ibv_query_device_ex(ctx, NULL, &ex))
+		FAIL("ibv_query_device_ex: %s", strerror(errno));
+	CHECK((ex.odp_caps.general_caps & IBV_ODP_SUPPORT) &&
+	      (ex.odp_caps.per_transport_caps.rc_odp_caps & IBV_ODP_SUPPORT_WRITE) &&
+	      (ex.odp_caps.per_transport_caps.rc_odp_caps & IBV_ODP_SUPPORT_READ),
+	      "the device advertises on-demand paging for RC WRITE and READ");
+	rc_pair(&a, &b, ALL_ACCESS, 7);
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+		     IBV_ACCESS_ON_DEMAND;
+
+	/* A region over a memfd's pages, never touched before the WRITE. */
+	int old_fd = odp_memfd("odp-old", ODP_LEN), new_fd = odp_memfd("odp-new", ODP_LEN);
+	unsigned char *region = odp_map(NULL, old_fd, ODP_LEN);
+	struct ibv_mr *mr = ibv_reg_mr(pd, region, ODP_LEN, access);
+
+	if (!mr)
+		FAIL("ibv_reg_mr ON_DEMAND: %s", strerror(errno));
+	fill(a.buf, ODP_LEN, 31);
+	CHECK(write_to(&a, 1, (uintptr_t)region, mr->rkey, ODP_LEN) == IBV_WC_SUCCESS &&
+	      !memcmp(region, a.buf, ODP_LEN),
+	      "ODP: a WRITE to pages never touched lands");
+
+	/* Other pages at the same address: the next WRITE lands in them. */
+	if (munmap(region, ODP_LEN))
+		FAIL("munmap: %s", strerror(errno));
+	if (odp_map(region, new_fd, ODP_LEN) != region)
+		FAIL("mmap did not map the same address");
+	fill(a.buf, ODP_LEN, 32);
+	CHECK(write_to(&a, 2, (uintptr_t)region, mr->rkey, ODP_LEN) == IBV_WC_SUCCESS &&
+	      !memcmp(region, a.buf, ODP_LEN),
+	      "ODP: after munmap and mmap at the same address, the WRITE lands in the new pages");
+	unsigned char *old = malloc(ODP_LEN), *want = malloc(ODP_LEN);
+
+	if (!old || !want || pread(old_fd, old, ODP_LEN, 0) != ODP_LEN)
+		FAIL("read the old pages: %s", strerror(errno));
+	fill(want, ODP_LEN, 31);
+	CHECK(!memcmp(old, want, ODP_LEN), "ODP: the old pages kept the first WRITE only");
+
+	/* READ back from the region: the source pages are the new ones. */
+	memset(a.buf, 0, ODP_LEN);
+	struct ibv_sge sge = { (uintptr_t)a.buf, ODP_LEN, a.mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 3, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	wr.wr.rdma.remote_addr = (uintptr_t)region;
+	wr.wr.rdma.rkey = mr->rkey;
+	if (ibv_post_send(a.qp, &wr, &bad))
+		FAIL("post READ: %s", strerror(errno));
+	rc_expect(a.cq, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, "ODP: READ from the region");
+	CHECK(!memcmp(a.buf, region, ODP_LEN), "ODP: the READ returned the new pages' data");
+	ibv_dereg_mr(mr);
+	munmap(region, ODP_LEN);
+
+	/* fork: the parent's WRITEs land in the parent's copy of private
+	 * memory, the child keeps what it had. */
+	region = odp_map(NULL, -1, ODP_LEN);
+	mr = ibv_reg_mr(pd, region, ODP_LEN, access);
+	if (!mr)
+		FAIL("ibv_reg_mr ON_DEMAND: %s", strerror(errno));
+	fill(a.buf, ODP_LEN, 33);
+	CHECK(write_to(&a, 4, (uintptr_t)region, mr->rkey, ODP_LEN) == IBV_WC_SUCCESS &&
+	      !memcmp(region, a.buf, ODP_LEN), "ODP: a WRITE to private memory lands");
+	int go[2];
+
+	if (pipe(go))
+		FAIL("pipe: %s", strerror(errno));
+	pid_t child = fork();
+
+	if (child < 0)
+		FAIL("fork: %s", strerror(errno));
+	if (child == 0) {
+		char c;
+
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(2);
+		fill(want, ODP_LEN, 33);
+		_exit(memcmp(region, want, ODP_LEN) ? 1 : 0);
+	}
+	close(go[0]);
+	fill(a.buf, ODP_LEN, 34);
+	CHECK(write_to(&a, 5, (uintptr_t)region, mr->rkey, ODP_LEN) == IBV_WC_SUCCESS &&
+	      !memcmp(region, a.buf, ODP_LEN),
+	      "ODP: after fork, the parent's WRITE lands in the parent's copy");
+	int status;
+
+	if (write(go[1], "g", 1) != 1 || waitpid(child, &status, 0) != child)
+		FAIL("child: %s", strerror(errno));
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "ODP: the child's copy still holds what it had at fork (status %d)", status);
+	close(go[1]);
+
+	/* Nothing mapped there any more: the WRITE fails with an access
+	 * error, it does not wait for ever (the pair is spent). */
+	if (munmap(region, ODP_LEN))
+		FAIL("munmap: %s", strerror(errno));
+	CHECK(write_to(&a, 6, (uintptr_t)region, mr->rkey, 4096) == IBV_WC_REM_ACCESS_ERR,
+	      "ODP: a WRITE to an unmapped range of the region is a remote access error");
+	ibv_dereg_mr(mr);
+	close(old_fd);
+	close(new_fd);
+	free(old);
+	free(want);
+	rc_free(&a);
+	rc_free(&b);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3)
-		FAIL("usage: %s DEVICE limits|flush|race|hostile|rc|memory|bigread|events|hold|watch",
+		FAIL("usage: %s DEVICE limits|flush|race|hostile|rc|memory|bigread|odp|events|hold|watch",
 		     argv[0]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(argv[2], "memory"))
@@ -1578,6 +1719,8 @@ int main(int argc, char **argv)
 	}
 	else if (!strcmp(argv[2], "bigread"))
 		bigread_test();
+	else if (!strcmp(argv[2], "odp"))
+		odp_test();
 	else if (!strcmp(argv[2], "events"))
 		events_test();
 	else if (!strcmp(argv[2], "memory"))

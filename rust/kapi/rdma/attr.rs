@@ -101,7 +101,35 @@ pub struct DeviceAttributes {
     pub max_cq_moderation_count: u16,
     /// Longest a CQ's event may wait, in microseconds.
     pub max_cq_moderation_period: u16,
+    /// What on-demand paging serves, per transport (`ODP_*` bits); all
+    /// zero: no on-demand paging.
+    pub odp: OdpCaps,
 }
+
+/// On-demand paging capabilities (`struct ib_odp_caps`): the operations
+/// whose memory may be paged on demand, for each transport.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OdpCaps {
+    /// RC.
+    pub rc: u32,
+    /// UC.
+    pub uc: u32,
+    /// UD.
+    pub ud: u32,
+}
+
+/// `IB_ODP_SUPPORT_SEND`: memory of sends.
+pub const ODP_SEND: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND;
+/// `IB_ODP_SUPPORT_RECV`: memory of receives.
+pub const ODP_RECV: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV;
+/// `IB_ODP_SUPPORT_WRITE`: targets of RDMA WRITE.
+pub const ODP_WRITE: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_WRITE;
+/// `IB_ODP_SUPPORT_READ`: sources of RDMA READ.
+pub const ODP_READ: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_READ;
+/// `IB_ODP_SUPPORT_ATOMIC`: targets of atomics.
+pub const ODP_ATOMIC: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC;
+/// `IB_ODP_SUPPORT_SRQ_RECV`: memory of receives from an SRQ.
+pub const ODP_SRQ_RECV: u32 = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV;
 
 impl DeviceAttributes {
     pub(crate) fn write_to(&self, out: &mut bindings::ib_device_attr) {
@@ -152,6 +180,14 @@ impl DeviceAttributes {
         out.kernel_cap_flags = u64::from(bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG);
         if self.local_dma_lkey {
             out.kernel_cap_flags |= u64::from(bindings::ib_kernel_cap_flags_IBK_LOCAL_DMA_LKEY);
+        }
+        let odp = self.odp;
+        if odp.rc | odp.uc | odp.ud != 0 {
+            out.kernel_cap_flags |= u64::from(bindings::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING);
+            out.odp_caps.general_caps = u64::from(bindings::ib_odp_general_cap_bits_IB_ODP_SUPPORT);
+            out.odp_caps.per_transport_caps.rc_odp_caps = odp.rc;
+            out.odp_caps.per_transport_caps.uc_odp_caps = odp.uc;
+            out.odp_caps.per_transport_caps.ud_odp_caps = odp.ud;
         }
     }
 }

@@ -278,6 +278,11 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// one run at a time, never after the QP is destroyed.
     fn qp_work(_qp: &Qp<Self>) {}
 
+    /// Whether user regions may be paged on demand (`IB_ACCESS_ON_DEMAND`
+    /// registers [`MrKind::OnDemand`]); otherwise such registrations fail
+    /// with `EOPNOTSUPP`.
+    const ON_DEMAND_PAGING: bool = false;
+
     /// The names of the port's counters (`rdma statistic show link`).
     const COUNTERS: &'static CounterNames = &CounterNames::EMPTY;
 

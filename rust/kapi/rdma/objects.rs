@@ -675,6 +675,13 @@ pub enum MrKind {
         /// The address the region's first byte has on the wire.
         iova: u64,
     },
+    /// User memory paged in on demand, addressed from `iova`.
+    OnDemand {
+        /// The registration.
+        memory: super::odp::OdpMemory,
+        /// The address the region's first byte has on the wire.
+        iova: u64,
+    },
     /// Pages given later by fast registration, at most `max_pages`.
     FastReg {
         /// Capacity of the page list.

@@ -7,6 +7,7 @@
 use super::access::{LOCAL_WRITE, NEEDS_LOCAL_WRITE};
 use super::device::{Device, Driver};
 use super::objects::{Ah, Cq, Mr, MrKind, Mw, MwType, Qp, Srq};
+use super::odp::{OdpMemory, ON_DEMAND};
 use super::rxe_abi::queue::{response, QueueMapping};
 use super::table::Listable;
 use super::udata::UserData;
@@ -668,6 +669,7 @@ impl<T: Driver> Device<T> {
         let dev = unsafe { Self::from_ib((*pd).device) };
         let (iova, length) = match &kind {
             MrKind::User { memory, iova } => (*iova, memory.length()),
+            MrKind::OnDemand { memory, iova } => (*iova, memory.length()),
             _ => (0, 0),
         };
         let data = T::create_mr(dev, kind, access)?;
@@ -733,9 +735,18 @@ impl<T: Driver> Device<T> {
             // command of a user process, in its task; `verb` stays in
             // this callback.
             let verb = unsafe { UserVerb::new(ib) }.ok_or(EINVAL)?;
-            let memory = UserMemory::pin(&verb, start, length, access)?;
+            let kind = if access & ON_DEMAND != 0 {
+                if !T::ON_DEMAND_PAGING {
+                    return Err(crate::kapi::not_supported());
+                }
+                let memory = OdpMemory::register(&verb, start, length, access)?;
+                MrKind::OnDemand { memory, iova }
+            } else {
+                let memory = UserMemory::pin(&verb, start, length, access)?;
+                MrKind::User { memory, iova }
+            };
             // SAFETY: the core passes a live PD of this device.
-            unsafe { Self::new_mr(pd, MrKind::User { memory, iova }, access) }
+            unsafe { Self::new_mr(pd, kind, access) }
         });
         result.unwrap_or_else(err_ptr)
     }
@@ -764,6 +775,11 @@ impl<T: Driver> Device<T> {
             let verb = unsafe { UserVerb::new((*mr).device) }.ok_or(EINVAL)?;
             let new_access = if flags & bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS != 0 {
                 check_access(access as u32)?;
+                // Paging on demand is a property of a registration, which
+                // re-registration keeps in place.
+                if access as u32 & ON_DEMAND != 0 {
+                    return Err(crate::kapi::not_supported());
+                }
                 Some(access as u32)
             } else {
                 None

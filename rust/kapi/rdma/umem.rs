@@ -77,6 +77,11 @@ impl UserVerb<'_> {
             _verb: PhantomData,
         })
     }
+
+    /// The device the verb runs on: registered and live while `self` is.
+    pub(super) fn device_ptr(&self) -> *mut bindings::ib_device {
+        self.device.as_ptr()
+    }
 }
 
 // SAFETY: the umem and the page array are owned; pages are only handed out

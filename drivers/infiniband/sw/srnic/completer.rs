@@ -542,6 +542,24 @@ fn resend_from(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn) {
     }
 }
 
+/// How long the requester waits for a page of its own memory paged on
+/// demand before it asks again.
+const PAGE_WAIT_US: u32 = 1000;
+
+/// A response found the page it lands in paged on demand and not
+/// present: the QP's work faults it in, and the requester asks again from
+/// `psn` after a moment, as after an RNR NAK but without spending RNR
+/// retries (the wait is this node's, not the peer's).
+fn wait_for_page(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn, fault: crate::memory::Fault) {
+    let this: &SrnicQp = qp;
+    this.want_fault(qp, fault);
+    resend_from(qp, state, psn);
+    let until = now_ns().saturating_add(u64::from(PAGE_WAIT_US) * 1000);
+    state.requester.last_progress = until;
+    state.requester.rnr_until = Some(until);
+    qp.run_work_after(PAGE_WAIT_US / 1000);
+}
+
 fn receiver_not_ready(
     qp: &Qp<SrnicDevice>,
     state: &mut QpInner,
@@ -640,6 +658,10 @@ fn read_response(
             let status = match side {
                 CopyError::Destination => WcStatus::LocalProtectionError,
                 CopyError::Source => WcStatus::RemoteAccessError,
+                CopyError::Absent(fault) => {
+                    wait_for_page(qp, state, psn, fault);
+                    return true;
+                }
             };
             fail_oldest(qp, state, status, upcalls);
             return false;
@@ -674,9 +696,18 @@ fn atomic_acknowledge(
     };
     let target = crate::requester::wqe_sges(qp, index, &wqe);
     let bytes = original.to_ne_bytes();
-    if payload::store(guard, &target, &bytes).is_err() {
-        fail_oldest(qp, state, WcStatus::LocalProtectionError, upcalls);
-        return false;
+    match payload::store(guard, &target, &bytes) {
+        Ok(()) => {}
+        // The responder answers the atomic sent again from its cache of
+        // recent results, without executing it twice.
+        Err(CopyError::Absent(fault)) => {
+            wait_for_page(qp, state, packet.psn(), fault);
+            return true;
+        }
+        Err(_) => {
+            fail_oldest(qp, state, WcStatus::LocalProtectionError, upcalls);
+            return false;
+        }
     }
     progress(state, packet.psn());
     complete_oldest(qp, state, &wqe, WcStatus::Success, upcalls);

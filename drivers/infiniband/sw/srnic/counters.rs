@@ -69,9 +69,18 @@ pub(crate) enum Counter {
     /// Times the requester was started (by a post, an answer, a timer or
     /// its work); a refused answer must not start it.
     RequesterRuns,
+    /// Accesses to memory paged on demand that found a page not present
+    /// (and waited for it: an RNR NAK, a deferred send, a dropped
+    /// response or datagram).
+    OdpMisses,
+    /// Ranges of such memory faulted in by a QP's work.
+    OdpFaults,
+    /// Faults that failed (the process maps no memory there): the access
+    /// that wanted it fails.
+    OdpFaultErrors,
 }
 
-const COUNT: usize = Counter::RequesterRuns as usize + 1;
+const COUNT: usize = Counter::OdpFaultErrors as usize + 1;
 
 const DESCS: [CounterDesc; COUNT] = [
     CounterDesc::new(kernel::c_str!("sent_packets")),
@@ -108,6 +117,9 @@ const DESCS: [CounterDesc; COUNT] = [
     CounterDesc::new(kernel::c_str!("answers_dropped")),
     CounterDesc::new(kernel::c_str!("rejected_answers")),
     CounterDesc::new(kernel::c_str!("requester_runs")),
+    CounterDesc::new(kernel::c_str!("odp_misses")),
+    CounterDesc::new(kernel::c_str!("odp_faults")),
+    CounterDesc::new(kernel::c_str!("odp_fault_errors")),
 ];
 
 /// The names the core shows.

@@ -12,10 +12,11 @@ use crate::kapi::rdma::verbs::{
 use crate::kapi::rdma::wr::{RecvChain, SendChain};
 use crate::kapi::rdma::{
     Ah, CounterNames, Cq, Device, DeviceAttributes, Driver, LinkLayer, Mr, MrKind, Mw, MwType,
-    PhysState, PortAttributes, PortEvent, PortState, Qp, Srq, UserData, UserMemory, UserVerb,
-    DEVICE_ATOMIC_WRITE, DEVICE_FLUSH_GLOBAL, DEVICE_FLUSH_PERSISTENT, DEVICE_MEM_MGT_EXTENSIONS,
-    DEVICE_MEM_WINDOW, DEVICE_MEM_WINDOW_TYPE_2B, DEVICE_PORT_ACTIVE_EVENT, DEVICE_RC_RNR_NAK_GEN,
-    DEVICE_SRQ_RESIZE, DEVICE_SYS_IMAGE_GUID, PORT_CM_SUP,
+    OdpCaps, PhysState, PortAttributes, PortEvent, PortState, Qp, Srq, UserData, UserMemory,
+    UserVerb, DEVICE_ATOMIC_WRITE, DEVICE_FLUSH_GLOBAL, DEVICE_FLUSH_PERSISTENT,
+    DEVICE_MEM_MGT_EXTENSIONS, DEVICE_MEM_WINDOW, DEVICE_MEM_WINDOW_TYPE_2B,
+    DEVICE_PORT_ACTIVE_EVENT, DEVICE_RC_RNR_NAK_GEN, DEVICE_SRQ_RESIZE, DEVICE_SYS_IMAGE_GUID,
+    ODP_ATOMIC, ODP_READ, ODP_RECV, ODP_SEND, ODP_SRQ_RECV, ODP_WRITE, PORT_CM_SUP,
 };
 use crate::memory::{SrnicAh, SrnicMr, SrnicMw};
 use crate::pure::mtu::{active_mtu_for_netdev, IbMtu};
@@ -269,6 +270,14 @@ impl Driver for SrnicDevice {
                 | DEVICE_FLUSH_PERSISTENT
                 | DEVICE_ATOMIC_WRITE,
             local_dma_lkey: true,
+            // Memory paged on demand serves every operation of every
+            // transport (see memory.rs and the requester's and
+            // responder's waits for pages).
+            odp: OdpCaps {
+                rc: ODP_SEND | ODP_RECV | ODP_WRITE | ODP_READ | ODP_ATOMIC | ODP_SRQ_RECV,
+                uc: ODP_SEND | ODP_RECV | ODP_WRITE | ODP_SRQ_RECV,
+                ud: ODP_SEND | ODP_RECV | ODP_SRQ_RECV,
+            },
             ..Default::default()
         })
     }
@@ -507,6 +516,7 @@ impl Driver for SrnicDevice {
     /// timer, and the flush of receives a process posted in ERR, on the
     /// QP's own CPU.
     fn qp_work(qp: &Qp<Self>) {
+        SrnicQp::run_fault(qp);
         crate::outbox::run(qp);
         let waiting = crate::requester::kick_waiting(qp);
         let timing = crate::completer::check_timeout(qp);
@@ -517,6 +527,8 @@ impl Driver for SrnicDevice {
             qp.run_work_after(crate::qp::SWEEP_INTERVAL_MS);
         }
     }
+
+    const ON_DEMAND_PAGING: bool = true;
 
     const COUNTERS: &'static CounterNames = &crate::counters::NAMES;
 

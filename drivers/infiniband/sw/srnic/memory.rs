@@ -11,8 +11,8 @@ use crate::device::{limits, SrnicDevice, FIRST_MW_INDEX};
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::AddressVector;
 use crate::kapi::rdma::{
-    access::WRITING_ACCESS, Ah, Device, KernelMemory, Mr, MrKind, Mw, MwType, Qp, UserMemory,
-    UserVerb,
+    access::WRITING_ACCESS, Ah, Device, KernelMemory, Miss, Mr, MrKind, Mw, MwType, OdpMemory, Qp,
+    UserMemory, UserVerb,
 };
 use crate::kapi::shared::SharedRange;
 use crate::kapi::sync::SpinLockIrq;
@@ -26,6 +26,8 @@ enum MrMapping {
     Dma(KernelMemory),
     /// Pinned user pages from `iova`.
     User { memory: UserMemory, iova: u64 },
+    /// User pages from `iova`, paged in on demand.
+    OnDemand { memory: OdpMemory, iova: u64 },
     /// Pages set by fast registration.
     FastReg {
         memory: KernelMemory,
@@ -47,6 +49,9 @@ pub(crate) struct SrnicMr {
     /// Memory windows bound to the region, or [`DEREGISTERING`] once
     /// deregistration has begun (no window binds any more).
     windows: AtomicU32,
+    /// Whether the region is paged on demand (for life: re-registration
+    /// keeps it so).
+    on_demand: bool,
     #[pin]
     state: SpinLockIrq<MrState>,
 }
@@ -88,6 +93,7 @@ impl MrMapping {
         match self {
             Self::Dma(_) | Self::FastReg { .. } => true,
             Self::User { memory, .. } => memory.writable(),
+            Self::OnDemand { memory, .. } => memory.writable(),
         }
     }
 
@@ -96,6 +102,7 @@ impl MrMapping {
         match self {
             Self::Dma(_) => None,
             Self::User { memory, iova } => Some((*iova, memory.length())),
+            Self::OnDemand { memory, iova } => Some((*iova, memory.length())),
             Self::FastReg { iova, length, .. } => Some((*iova, *length)),
         }
     }
@@ -108,7 +115,37 @@ impl MrMapping {
 pub(crate) struct Span<'g> {
     pub(crate) mr: &'g Mr<SrnicDevice>,
     pub(crate) offset: u64,
+    /// Where the access checked ends.
+    end: u64,
+    /// Whether the access writes.
+    write: bool,
     generation: u32,
+}
+
+/// A range of an on-demand region to fault in from process context
+/// ([`crate::qp::SrnicQp::want_fault`]) before an access to it is tried
+/// again. It holds the registration: dropped only in process context or
+/// inside the read-side section that found the region.
+pub(crate) struct Fault {
+    memory: OdpMemory,
+    offset: u64,
+    len: u64,
+    write: bool,
+}
+
+impl Fault {
+    /// Faults the range in. Process context.
+    pub(crate) fn run(&self) -> Result {
+        self.memory.fault(self.offset, self.len, self.write)
+    }
+}
+
+/// Why a span's bytes cannot be reached.
+pub(crate) enum Unreachable {
+    /// An access error: outside the region, re-registered, or denied.
+    Denied,
+    /// Not present now: fault in, then try again.
+    Absent(Fault),
 }
 
 impl<'g> Span<'g> {
@@ -137,26 +174,80 @@ impl<'g> Span<'g> {
         Some(Self {
             mr,
             offset,
+            end: offset.saturating_add(u64::from(len)),
+            write: access & WRITING_ACCESS != 0,
             generation: state.generation,
         })
     }
 
-    /// The memory at byte `at` of the span, as far as it is contiguous;
-    /// `None` once the region was re-registered. Usable while `guard`
-    /// lives: pages go only after a grace period (deregistration and
-    /// re-registration wait for one).
-    pub(crate) fn translate(&self, guard: &'g RcuReadGuard, at: u64) -> Option<SharedRange<'g>> {
-        let offset = self.offset.checked_add(at)?;
+    /// The first part of the span not present now, if its region is
+    /// paged on demand (a hint: pages may go at any time).
+    pub(crate) fn first_absent(&self) -> Option<Fault> {
         let state = self.mr.state.lock();
         if state.generation != self.generation {
             return None;
         }
-        match &state.mapping {
+        let MrMapping::OnDemand { memory, .. } = &state.mapping else {
+            return None;
+        };
+        let (offset, len) = memory.first_absent(
+            self.offset,
+            self.end.saturating_sub(self.offset),
+            self.write,
+        )?;
+        Some(Fault {
+            memory: memory.clone(),
+            offset,
+            len,
+            write: self.write,
+        })
+    }
+
+    /// The memory at byte `at` of the span, as far as it is contiguous;
+    /// denied once the region was re-registered, absent if its page is
+    /// paged on demand and not present. Usable while `guard` lives: pages
+    /// go only after a grace period (deregistration, re-registration and
+    /// the invalidation of on-demand pages wait for one).
+    pub(crate) fn translate(
+        &self,
+        guard: &'g RcuReadGuard,
+        at: u64,
+    ) -> Result<SharedRange<'g>, Unreachable> {
+        let offset = self.offset.checked_add(at).ok_or(Unreachable::Denied)?;
+        let state = self.mr.state.lock();
+        if state.generation != self.generation {
+            return Err(Unreachable::Denied);
+        }
+        if let MrMapping::OnDemand { memory, .. } = &state.mapping {
+            return memory
+                .bytes_at(guard, offset, self.write)
+                .map_err(|miss| match miss {
+                    Miss::Denied => Unreachable::Denied,
+                    Miss::Absent => Unreachable::Absent(Fault {
+                        memory: memory.clone(),
+                        offset,
+                        len: self.end.saturating_sub(offset).max(1),
+                        write: self.write,
+                    }),
+                });
+        }
+        self.translate_pinned(guard, &state.mapping, offset)
+            .ok_or(Unreachable::Denied)
+    }
+
+    fn translate_pinned(
+        &self,
+        guard: &'g RcuReadGuard,
+        mapping: &MrMapping,
+        offset: u64,
+    ) -> Option<SharedRange<'g>> {
+        match mapping {
             // Kernel virtual addresses: the kernel consumer owns them.
             MrMapping::Dma(memory) => {
                 memory.bytes_at(guard, offset, (PAGE_SIZE - offset % PAGE_SIZE) as usize)
             }
             MrMapping::User { memory, .. } => memory.bytes_at(guard, offset),
+            MrMapping::OnDemand { .. } => None,
             MrMapping::FastReg {
                 memory,
                 pages,
@@ -190,9 +281,11 @@ impl SrnicMr {
         access: u32,
     ) -> Result<impl PinInit<Self, Error>> {
         let valid = !matches!(kind, MrKind::FastReg { .. });
+        let on_demand = matches!(kind, MrKind::OnDemand { .. });
         let mapping = match kind {
             MrKind::Dma { memory } => MrMapping::Dma(memory),
             MrKind::User { memory, iova } => MrMapping::User { memory, iova },
+            MrKind::OnDemand { memory, iova } => MrMapping::OnDemand { memory, iova },
             MrKind::FastReg { max_pages, memory } => {
                 if max_pages == 0 || max_pages > limits::MAX_FAST_REG_PAGES {
                     return Err(EINVAL);
@@ -213,6 +306,7 @@ impl SrnicMr {
             key: AtomicU32::new(0),
             valid: AtomicBool::new(valid),
             windows: AtomicU32::new(0),
+            on_demand,
             state <- new_spinlock_irq!(MrState {
                 access,
                 generation: 0,
@@ -231,6 +325,11 @@ impl SrnicMr {
         let key = key_of(index, dev);
         mr.key.store(key, Ordering::Release);
         Ok(key)
+    }
+
+    /// Whether the region is paged on demand.
+    pub(crate) fn on_demand(&self) -> bool {
+        self.on_demand
     }
 
     pub(crate) fn access(&self) -> u32 {
@@ -255,7 +354,12 @@ impl SrnicMr {
         let (current_access, read_only_pin) = {
             let state = self.state.lock();
             let MrMapping::User { memory, iova } = &state.mapping else {
-                return Err(EINVAL);
+                // On-demand regions keep their registration (see the kapi).
+                return Err(if matches!(state.mapping, MrMapping::OnDemand { .. }) {
+                    crate::kapi::not_supported()
+                } else {
+                    EINVAL
+                });
             };
             let read_only = (!memory.writable()).then(|| (memory.range(), *iova));
             (state.access, read_only)

@@ -217,6 +217,14 @@ fn send_read_burst(
                         outcome.gone = true;
                         break;
                     }
+                    // The QP's work faults the page in before it sends the
+                    // rest.
+                    Err(wire::SendError::Absent(fault)) => {
+                        let this: &crate::qp::SrnicQp = qp;
+                        this.want_fault(qp, fault);
+                        outcome.refused = true;
+                        break;
+                    }
                     Err(_) => {
                         outcome.refused = true;
                         break;

@@ -16,7 +16,7 @@ use crate::kapi::rdma::rxe_abi::queue::Queue;
 use crate::kapi::rdma::rxe_abi::wqe::{self, Sge};
 use crate::kapi::rdma::{Device, KernelMemory};
 use crate::kapi::shared::SharedRange;
-use crate::memory::{lookup_mr, Span};
+use crate::memory::{lookup_mr, Fault, Span, Unreachable};
 
 pub(crate) use crate::kapi::rdma::access::LOCAL_WRITE;
 
@@ -73,18 +73,29 @@ pub(crate) enum Extent<'a> {
 }
 
 /// Which side of a copy failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CopyError {
     /// The source could not be read (a local protection error if it is
     /// the requester's).
     Source,
     /// The destination could not be written.
     Destination,
+    /// A page of either side is paged on demand and not present: nothing
+    /// is lost, the copy is tried again once it is faulted in.
+    Absent(Fault),
 }
 
 /// The first `want` bytes of `range`, or all of it if it is shorter.
 fn at_most<'g>(range: SharedRange<'g>, want: usize) -> Option<SharedRange<'g>> {
     range.sub(0, want.min(range.len()))
+}
+
+/// Where byte `at` of a local extent is.
+enum LocalPiece<'g> {
+    /// Kernel memory (the local DMA key).
+    Kernel(SharedRange<'g>),
+    /// A checked span of the region an SGE names, and how much of it is
+    /// wanted.
+    Region(Span<'g>, usize),
 }
 
 impl<'a> Extent<'a> {
@@ -96,51 +107,123 @@ impl<'a> Extent<'a> {
         at: u64,
         want: usize,
         access: u32,
-    ) -> Option<SharedRange<'g>>
+    ) -> Result<SharedRange<'g>, Unreachable>
     where
         'a: 'g,
     {
-        match self {
+        let (span, at, want) = match self {
             Self::Inline(data) => {
-                let at = usize::try_from(at).ok()?;
-                let left = data.len().checked_sub(at).filter(|l| *l > 0)?;
-                data.sub(at, want.min(left))
+                let at = usize::try_from(at).map_err(|_| Unreachable::Denied)?;
+                let left = data.len().checked_sub(at).filter(|l| *l > 0);
+                let left = left.ok_or(Unreachable::Denied)?;
+                return data.sub(at, want.min(left)).ok_or(Unreachable::Denied);
             }
-            Self::Region(span) => at_most(span.translate(guard, at)?, want),
-            Self::Local {
-                dev,
-                sges,
-                pd,
-                kernel,
-            } => {
-                let mut start = 0u64;
-                let mut n = 0;
-                let sge = loop {
-                    let sge = sges.get(n)?;
-                    let end = start + u64::from(sge.length());
-                    if at < end {
-                        break sge;
-                    }
-                    start = end;
-                    n += 1;
-                };
-                let within = at - start;
-                let left = u64::from(sge.length()) - within;
-                let addr = sge.addr().checked_add(within)?;
-                if sge.lkey() == LOCAL_DMA_LKEY {
-                    // A kernel virtual address, owned by the kernel consumer.
-                    let n = usize::try_from(left).ok()?.min(want);
-                    return kernel.as_ref()?.bytes_at(guard, addr, n);
-                }
-                let mr = lookup_mr(dev, guard, sge.lkey())?;
-                if mr.pd_id() != *pd {
-                    return None;
-                }
-                let left32 = u32::try_from(left).ok()?;
-                let span = Span::check(mr, addr, left32, access)?;
-                at_most(span.translate(guard, 0)?, want.min(left as usize))
+            Self::Region(span) => (*span, at, want),
+            Self::Local { .. } => match self.local(guard, at, want, access) {
+                Some(LocalPiece::Kernel(range)) => return Ok(range),
+                Some(LocalPiece::Region(span, want)) => (span, 0, want),
+                None => return Err(Unreachable::Denied),
+            },
+        };
+        at_most(span.translate(guard, at)?, want).ok_or(Unreachable::Denied)
+    }
+
+    /// Byte `at` of a local extent, at most `want` bytes of it, its key
+    /// checked for `access`.
+    fn local<'g>(
+        &self,
+        guard: &'g RcuReadGuard,
+        at: u64,
+        want: usize,
+        access: u32,
+    ) -> Option<LocalPiece<'g>>
+    where
+        'a: 'g,
+    {
+        let Self::Local {
+            dev,
+            sges,
+            pd,
+            kernel,
+        } = self
+        else {
+            return None;
+        };
+        let mut start = 0u64;
+        let mut n = 0;
+        let sge = loop {
+            let sge = sges.get(n)?;
+            let end = start + u64::from(sge.length());
+            if at < end {
+                break sge;
             }
+            start = end;
+            n += 1;
+        };
+        let within = at - start;
+        let left = u64::from(sge.length()) - within;
+        let addr = sge.addr().checked_add(within)?;
+        if sge.lkey() == LOCAL_DMA_LKEY {
+            // A kernel virtual address, owned by the kernel consumer.
+            let n = usize::try_from(left).ok()?.min(want);
+            return kernel
+                .as_ref()?
+                .bytes_at(guard, addr, n)
+                .map(LocalPiece::Kernel);
         }
+        let mr = lookup_mr(dev, guard, sge.lkey())?;
+        if mr.pd_id() != *pd {
+            return None;
+        }
+        let left32 = u32::try_from(left).ok()?;
+        let span = Span::check(mr, addr, left32, access)?;
+        Some(LocalPiece::Region(span, want.min(left as usize)))
+    }
+}
+
+/// The first part of the first `len` bytes of a local extent that lies
+/// in a region paged on demand and is not present now (writable, if
+/// `access` writes): what to fault in before a message starts, so that
+/// its packets find their pages. Keys that do not check out are left to
+/// the copy, which reports them.
+pub(crate) fn first_absent(
+    guard: &RcuReadGuard,
+    extent: &Extent<'_>,
+    len: u32,
+    access: u32,
+) -> Option<Fault> {
+    let Extent::Local { dev, sges, pd, .. } = extent else {
+        return None;
+    };
+    let mut left = len;
+    let mut n = 0;
+    while left > 0 {
+        let sge = sges.get(n)?;
+        n += 1;
+        let here = sge.length().min(left);
+        left -= here;
+        if sge.lkey() == LOCAL_DMA_LKEY || here == 0 {
+            continue;
+        }
+        let Some(mr) = lookup_mr(dev, guard, sge.lkey()) else {
+            continue;
+        };
+        if !mr.on_demand() || mr.pd_id() != *pd {
+            continue;
+        }
+        let fault = Span::check(mr, sge.addr(), here, access).and_then(|span| span.first_absent());
+        if fault.is_some() {
+            return fault;
+        }
+    }
+    None
+}
+
+/// The error of one side of a copy.
+fn side_error(unreachable: Unreachable, side: CopyError) -> CopyError {
+    match unreachable {
+        Unreachable::Denied => side,
+        Unreachable::Absent(fault) => CopyError::Absent(fault),
     }
 }
 
@@ -160,10 +243,10 @@ pub(crate) fn copy(
         let want = (len - done) as usize;
         let from = src
             .chunk(guard, src_at + done, want, 0)
-            .ok_or(CopyError::Source)?;
+            .map_err(|e| side_error(e, CopyError::Source))?;
         let to = dst
             .chunk(guard, dst_at + done, from.len(), LOCAL_WRITE)
-            .ok_or(CopyError::Destination)?;
+            .map_err(|e| side_error(e, CopyError::Destination))?;
         let step = to.len();
         if step == 0 {
             return Err(CopyError::Destination);
@@ -192,9 +275,10 @@ pub(crate) fn for_each_piece<'g, E>(
     let len = u64::from(len);
     while done < len {
         let want = (len - done) as usize;
-        let from = src
-            .chunk(guard, at + done, want, 0)
-            .ok_or(PieceError::Source)?;
+        let from = src.chunk(guard, at + done, want, 0).map_err(|e| match e {
+            Unreachable::Denied => PieceError::Source,
+            Unreachable::Absent(fault) => PieceError::Absent(fault),
+        })?;
         let n = from.len();
         if n == 0 {
             return Err(PieceError::Source);
@@ -206,10 +290,11 @@ pub(crate) fn for_each_piece<'g, E>(
 }
 
 /// Why [`for_each_piece`] stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PieceError<E> {
     /// The source could not be read.
     Source,
+    /// A page of the source is paged on demand and not present.
+    Absent(Fault),
     /// The callback said so.
     Piece(E),
 }

@@ -4,6 +4,7 @@
 //! (or an SRQ) the responder consumes, the IBTA state machine and the flush
 //! of outstanding work when a QP fails or closes (seed 004).
 
+use crate::counters::Counter;
 use crate::cq::{CqUpcalls, SrnicCq};
 use crate::device::{limits, SrnicDevice};
 use crate::kapi::rdma::rxe_abi::queue::{response, Queue};
@@ -15,6 +16,7 @@ use crate::kapi::rdma::verbs::{
 use crate::kapi::rdma::wr::{RecvChain, SendChain, SendWr};
 use crate::kapi::rdma::{Device, Qp, QpEvent, UserData};
 use crate::kapi::sync::SpinLockIrq;
+use crate::memory::Fault;
 use crate::pure::grh::IpHeader;
 use crate::pure::ring::RingGeometry;
 use crate::pure::wr::{QpType, SendLimits};
@@ -48,6 +50,10 @@ pub(crate) struct SrnicQp {
     /// The interface index the connection's packets leave through (its
     /// source GID's netdev: a VLAN GID's is the VLAN), 0 if unknown.
     egress: AtomicI32,
+    /// Memory paged on demand that an access of this QP found absent, for
+    /// the QP's work to fault in.
+    #[pin]
+    fault: SpinLockIrq<Option<Fault>>,
 }
 
 /// How often receives posted to user QPs in ERR are flushed.
@@ -211,6 +217,7 @@ impl SrnicQp {
                 requester_pending: AtomicBool::new(false),
                 needs_sweep: AtomicBool::new(false),
                 egress: AtomicI32::new(0),
+                fault <- new_spinlock_irq!(None),
             }? Error),
         ))
     }
@@ -696,6 +703,43 @@ impl SrnicQp {
 
     /// Destruction: flushed completions are not required, but the queues
     /// are left consistent for anyone still mapping them.
+    /// Asks the QP's work to fault `fault` in. One waits at a time: a
+    /// request made meanwhile is dropped here (inside the read-side
+    /// section that found its region, so it is not the last hold of the
+    /// registration) and made again when its access is tried again.
+    pub(crate) fn want_fault(&self, qp: &Qp<SrnicDevice>, fault: Fault) {
+        qp.device().counters.inc(Counter::OdpMisses);
+        let surplus = {
+            let mut slot = self.fault.lock();
+            if slot.is_none() {
+                *slot = Some(fault);
+                None
+            } else {
+                Some(fault)
+            }
+        };
+        drop(surplus);
+        qp.run_work_soon();
+    }
+
+    /// Faults in what an access asked for, from the QP's work (process
+    /// context, no lock held), and restarts the requester, which may have
+    /// been waiting for it.
+    pub(crate) fn run_fault(qp: &Qp<SrnicDevice>) {
+        let this: &SrnicQp = qp;
+        let Some(fault) = this.fault.lock().take() else {
+            return;
+        };
+        let counters = &qp.device().counters;
+        counters.inc(Counter::OdpFaults);
+        if fault.run().is_err() {
+            counters.inc(Counter::OdpFaultErrors);
+        }
+        // Here, in process context, the registration may end with it.
+        drop(fault);
+        this.requester_pending.store(true, Ordering::Release);
+    }
+
     pub(crate) fn destroy(qp: &Qp<SrnicDevice>) {
         let dev = qp.device();
         dev.qps.remove(qp);

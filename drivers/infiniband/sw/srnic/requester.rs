@@ -20,7 +20,7 @@ use crate::kapi::rdma::verbs::QpState;
 use crate::kapi::rdma::verbs::WcStatus;
 use crate::kapi::rdma::Qp;
 use crate::memory;
-use crate::payload::{Extent, SgeList};
+use crate::payload::{self, Extent, SgeList, LOCAL_WRITE};
 use crate::pure::grh::IpHeader;
 use crate::pure::headers::Transport;
 use crate::pure::headers::{AtomicEth, Deth, Feth, BTH_LEN, DETH_LEN, ICRC_LEN, IMM_LEN};
@@ -280,14 +280,42 @@ fn start_message(
         | opcode::ATOMIC_WRITE
         | opcode::FLUSH => {
             let depth = u32::from(state.attrs.max_rd_atomic).max(1);
-            if state.requester.rd_atomic >= depth {
+            if state.requester.rd_atomic >= depth || awaits_pages(qp, guard, index, wqe) {
                 Start::Wait
             } else {
                 Start::Send
             }
         }
+        _ if awaits_pages(qp, guard, index, wqe) => Start::Wait,
         _ => Start::Send,
     }
+}
+
+/// Whether a page of the WQE's own memory is paged on demand and not
+/// present (what it sends from, or where a READ's data or an atomic's
+/// result lands); the QP's work then faults it in and restarts the
+/// requester. Checked before the first packet, so that a message's
+/// packets find their pages and the answers theirs.
+fn awaits_pages(qp: &Qp<SrnicDevice>, guard: &RcuReadGuard, index: u32, wqe: &WorkWqe) -> bool {
+    let (extent, len, access) = match wqe.op() {
+        SendOp::Send { .. } | SendOp::Write { .. } | SendOp::AtomicWrite { .. } => {
+            let Some(data) = wqe_data(qp, index, wqe) else {
+                return false;
+            };
+            (data, wqe.length(), 0)
+        }
+        SendOp::Read { .. } => (wqe_sges(qp, index, wqe), wqe.length(), LOCAL_WRITE),
+        SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. } => {
+            (wqe_sges(qp, index, wqe), 8, LOCAL_WRITE)
+        }
+        _ => return false,
+    };
+    let Some(fault) = payload::first_absent(guard, &extent, len, access) else {
+        return false;
+    };
+    let this: &SrnicQp = qp;
+    this.want_fault(qp, fault);
+    true
 }
 
 /// The datagram of a UD or GSI WQE. One that cannot be sent (too long
@@ -796,7 +824,7 @@ fn run_within(qp: &Qp<SrnicDevice>, mut budget: Budget) {
         // Out before another CPU may send for this QP, so that the packets
         // leave in PSN order. A refused list is like one lost on the wire:
         // the retransmission timer is running.
-        if sender.flush() == Err(wire::SendError::Refused) {
+        if matches!(sender.flush(), Err(wire::SendError::Refused)) {
             queue_full = true;
         }
         this.requester_busy.store(false, Ordering::Release);

@@ -22,7 +22,7 @@ use crate::kapi::rdma::rxe_abi::wqe::RecvCopy;
 use crate::kapi::rdma::verbs::{QpState, WcOpcode, WcStatus};
 use crate::kapi::rdma::Qp;
 use crate::kapi::shared::{SharedRange, SharedWord};
-use crate::memory::{self, remote_region, remote_start, Span};
+use crate::memory::{self, remote_region, remote_start, Fault, Span, Unreachable};
 use crate::outbox::answer_of;
 use crate::payload::{self, CopyError, Extent, SgeList};
 use crate::pure::aeth::{NakCode, Syndrome};
@@ -756,6 +756,15 @@ fn datagram(
         Ok(()) => WcStatus::Success,
         Err(CopyError::Source) => WcStatus::GeneralError,
         Err(CopyError::Destination) => WcStatus::LocalProtectionError,
+        // The receive buffer is paged on demand and not present: the
+        // datagram is lost (counted) and the receive WQE waits for the
+        // next one, by which time its page is faulted in.
+        Err(CopyError::Absent(fault)) => {
+            let this: &SrnicQp = qp;
+            this.want_fault(qp, fault);
+            qp.device().counters.inc(Counter::NoReceiveDrops);
+            return;
+        }
     };
     complete_receive(
         qp,
@@ -778,6 +787,21 @@ fn rnr<'a>(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn) -> Reply<'a> {
     }
     qp.device().counters.inc(Counter::RnrNaksSent);
     acknowledge(state, psn, Syndrome::Rnr(state.attrs.min_rnr_timer))
+}
+
+/// A page of memory paged on demand is not present: the QP's work faults
+/// it in, and the request waits for it. An RNR NAK asks the requester to
+/// send it again after its RNR timer; UC drops the message (nothing asks
+/// again, as with any UC loss).
+fn wait_for_page<'a>(
+    qp: &Qp<SrnicDevice>,
+    state: &mut QpInner,
+    psn: Psn,
+    fault: Fault,
+) -> Reply<'a> {
+    let this: &SrnicQp = qp;
+    this.want_fault(qp, fault);
+    rnr(qp, state, psn)
 }
 
 fn send<'a>(
@@ -831,6 +855,7 @@ fn send<'a>(
         ) {
             Ok(()) => {}
             Err(CopyError::Source) => return Reply::SourceFault,
+            Err(CopyError::Absent(fault)) => return wait_for_page(qp, state, psn, fault),
             Err(CopyError::Destination) => {
                 complete_receive(
                     qp,
@@ -924,6 +949,7 @@ fn write<'a>(
         match payload::copy(guard, source, packet.payload_at, &region, 0, len) {
             Ok(()) => {}
             Err(CopyError::Source) => return Reply::SourceFault,
+            Err(CopyError::Absent(fault)) => return wait_for_page(qp, state, psn, fault),
             Err(CopyError::Destination) => {
                 return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls)
             }
@@ -978,6 +1004,13 @@ fn read<'a>(
     let Some(packets) = packets_for(reth.dma_len, mtu) else {
         return Reply::None;
     };
+    // The response is sent from the region's pages as it goes: those paged
+    // on demand are faulted in first (pages that go meanwhile end the
+    // response early, and the requester asks again).
+    let on_demand = region.as_ref().is_some_and(|span| span.mr.on_demand());
+    if let Some(fault) = region.as_ref().filter(|_| on_demand).and_then(Span::first_absent) {
+        return wait_for_page(qp, state, psn, fault);
+    }
     let msn = if duplicate {
         state.responder.msn
     } else {
@@ -1020,20 +1053,32 @@ fn empty_read_response<'a>(state: &QpInner, psn: Psn) -> Reply<'a> {
     }
 }
 
+/// Why an atomic's target cannot be operated on now.
+enum TargetError {
+    /// The NAK to send.
+    Refused(NakCode),
+    /// Its page is paged on demand and not present.
+    Absent(Fault),
+}
+
 /// The eight bytes at `va` behind `rkey` as one atomic word, if the key
-/// grants `access` and the memory is 8-byte aligned; else the NAK to send.
+/// grants `access` and the memory is 8-byte aligned.
 fn atomic_target<'g>(
     qp: &Qp<SrnicDevice>,
     guard: &'g RcuReadGuard,
     rkey: u32,
     va: u64,
     access: u32,
-) -> core::result::Result<SharedWord<'g>, NakCode> {
-    let span = remote_region(qp, guard, rkey, va, 8, access).ok_or(NakCode::RemoteAccess)?;
-    let range = span.translate(guard, 0).ok_or(NakCode::RemoteAccess)?;
+) -> core::result::Result<SharedWord<'g>, TargetError> {
+    let span = remote_region(qp, guard, rkey, va, 8, access)
+        .ok_or(TargetError::Refused(NakCode::RemoteAccess))?;
+    let range = span.translate(guard, 0).map_err(|e| match e {
+        Unreachable::Denied => TargetError::Refused(NakCode::RemoteAccess),
+        Unreachable::Absent(fault) => TargetError::Absent(fault),
+    })?;
     // The owning process and copies into the region may access these bytes
     // meanwhile; `SharedWord` uses the kernel's atomics, which allow that.
-    SharedWord::at(&range).ok_or(NakCode::InvalidRequest)
+    SharedWord::at(&range).ok_or(TargetError::Refused(NakCode::InvalidRequest))
 }
 
 /// RDMA ATOMIC WRITE: eight bytes stored in one go at an aligned target
@@ -1062,12 +1107,15 @@ fn atomic_write<'a>(
     }
     let cell = match atomic_target(qp, guard, reth.rkey, reth.va, REMOTE_WRITE) {
         Ok(cell) => cell,
-        Err(code) => return refuse(qp, state, psn, code, upcalls),
+        Err(TargetError::Refused(code)) => return refuse(qp, state, psn, code, upcalls),
+        Err(TargetError::Absent(fault)) => return wait_for_page(qp, state, psn, fault),
     };
     let mut value = [0u8; 8];
     let staging = Extent::Inline(SharedRange::from_mut_slice(&mut value));
-    if payload::copy(guard, source, packet.payload_at, &staging, 0, 8).is_err() {
-        return Reply::SourceFault;
+    match payload::copy(guard, source, packet.payload_at, &staging, 0, 8) {
+        Ok(()) => {}
+        Err(CopyError::Absent(fault)) => return wait_for_page(qp, state, psn, fault),
+        Err(_) => return Reply::SourceFault,
     }
     cell.store(u64::from_ne_bytes(value));
     let resp = &mut state.responder;
@@ -1178,7 +1226,8 @@ fn atomic<'a>(
     }
     let cell = match atomic_target(qp, guard, request.rkey, request.va, REMOTE_ATOMIC) {
         Ok(cell) => cell,
-        Err(code) => return refuse(qp, state, psn, code, upcalls),
+        Err(TargetError::Refused(code)) => return refuse(qp, state, psn, code, upcalls),
+        Err(TargetError::Absent(fault)) => return wait_for_page(qp, state, psn, fault),
     };
     let original = if packet.hdr.info.operation == Operation::CompareSwap {
         cell.compare_exchange(request.compare, request.swap_add)

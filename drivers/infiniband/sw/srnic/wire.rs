@@ -277,10 +277,12 @@ pub(crate) fn source_port(qpn: u32, dest_qpn: u32) -> u16 {
 }
 
 /// Why a packet did not go out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SendError {
     /// The sender's memory could not be read.
     Source,
+    /// A page of the sender's memory is paged on demand and not present:
+    /// dropped, to be sent again once it is faulted in.
+    Absent(crate::memory::Fault),
     /// No route, no memory, or addresses of two families: dropped (the
     /// sender retries).
     Dropped,
@@ -782,6 +784,7 @@ fn fragmented(
     match appended {
         Ok(()) => Ok(Some(skb)),
         Err(PieceError::Source) => Err(SendError::Source),
+        Err(PieceError::Absent(fault)) => Err(SendError::Absent(fault)),
         // Not page-backed, or too many pieces: copy instead.
         Err(PieceError::Piece(())) => Ok(None),
     }
@@ -818,6 +821,7 @@ fn copied(
         .map_err(|e| match e {
             CopyError::Source => SendError::Source,
             CopyError::Destination => SendError::Dropped,
+            CopyError::Absent(fault) => SendError::Absent(fault),
         })?;
     }
     Ok(skb)

@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! User memory registered for on-demand paging (`IB_ACCESS_ON_DEMAND`,
+//! through the core's `struct ib_umem_odp`): nothing is pinned; pages are
+//! faulted in when the transport first needs them, and given up when the
+//! process's mapping of them changes.
+//!
+//! The transport reads the core's page list (`dma_list`: on a device
+//! without DMA mapping, each entry is the page's kernel address and two
+//! permission bits) inside RCU read-side sections, the way it reaches
+//! pinned pages, and never faults there: a page not present is a
+//! [`Miss::Absent`], which the caller answers by waiting (an RNR NAK, or
+//! its own deferral) and by asking [`OdpMemory::fault`] from process
+//! context for the range.
+//!
+//! The notifier's invalidation is what keeps this sound. Under the umem's
+//! mutex (which every change of the page list holds) it first makes every
+//! reader miss on the whole region, then waits for a grace period, so no
+//! read-side section still uses a page it found before, and only then
+//! clears the entries and lets the core mark the pages dirty. The page
+//! itself is freed only after the notifier returns.
+
+use super::access::WRITING_ACCESS;
+use super::umem::UserVerb;
+use crate::bindings;
+use crate::kapi::rcu::RcuReadGuard;
+use crate::kapi::shared::SharedRange;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use kernel::alloc::flags::GFP_KERNEL;
+use kernel::error::from_err_ptr;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// `IB_ACCESS_ON_DEMAND`.
+pub const ON_DEMAND: u32 = bindings::ib_access_flags_IB_ACCESS_ON_DEMAND;
+
+/// At most this much is faulted in by one call, so one request cannot
+/// keep the QP's work busy for long; the transport asks again for the
+/// rest.
+const MAX_FAULT_BYTES: u64 = 4 << 20;
+
+/// Why a range of an on-demand region cannot be reached now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Miss {
+    /// Outside the region, or a write to a region that may not be
+    /// written, or a page the process does not map (its last fault
+    /// failed): an access error.
+    Denied,
+    /// Not present (or not writable yet): fault it in and try again.
+    Absent,
+}
+
+/// A user range registered for on-demand paging. Clones share the
+/// registration, which ends when the last one drops; that may sleep, so
+/// a clone is dropped only in process context, or inside the read-side
+/// section in which the region that holds the registration was found
+/// (where it cannot be the last).
+#[derive(Clone)]
+pub struct OdpMemory {
+    region: Arc<OdpRegion>,
+}
+
+/// # Invariants
+///
+/// `umem` is a live `ib_umem_odp` of a device without DMA mapping, whose
+/// notifier runs [`invalidate`] with `private` pointing at this value (set
+/// once it is in its `Arc`, cleared by the release in `drop`).
+struct OdpRegion {
+    umem: NonNull<bindings::ib_umem_odp>,
+    /// User address of the region's first byte, and its length.
+    start: u64,
+    length: u64,
+    /// The umem's pages: first address, end, and page size.
+    umem_start: u64,
+    umem_end: u64,
+    page_shift: u32,
+    /// Whether the registration grants writing access.
+    writable: bool,
+    /// Invalidations in progress: while non-zero, every read misses.
+    invalidating: AtomicU32,
+    /// One past the index of the page whose last fault failed (0: none):
+    /// the next access to it is denied rather than retried for ever.
+    failed_page: AtomicU64,
+}
+
+// SAFETY: the umem is owned and released once, in process context (see
+// `OdpMemory`); the notifier serialises its own users with the umem's
+// mutex.
+unsafe impl Send for OdpRegion {}
+// SAFETY: shared access reads the page list with marked loads and atomics.
+unsafe impl Sync for OdpRegion {}
+
+static NOTIFIER_OPS: bindings::mmu_interval_notifier_ops = bindings::mmu_interval_notifier_ops {
+    invalidate: Some(invalidate),
+};
+
+impl OdpMemory {
+    /// Registers `length` bytes at user address `start` of the process
+    /// `verb` runs for, for on-demand paging with `access` (which holds
+    /// [`ON_DEMAND`]). Implicit regions (the whole address space) are not
+    /// supported: `EOPNOTSUPP`.
+    pub fn register(verb: &UserVerb<'_>, start: u64, length: u64, access: u32) -> Result<Self> {
+        if length == 0 || access & ON_DEMAND == 0 {
+            return Err(EINVAL);
+        }
+        if start == 0 && length == u64::MAX {
+            return Err(crate::kapi::not_supported());
+        }
+        start.checked_add(length).ok_or(EINVAL)?;
+        let device = verb.device_ptr();
+        // SAFETY: a live device (`UserVerb`'s invariant).
+        if !unsafe { bindings::srnic_uses_virt_dma(device) } {
+            return Err(crate::kapi::not_supported());
+        }
+        // SAFETY: this task runs a user verb in process context
+        // (`UserVerb`'s invariant), whose address space the umem records;
+        // the ops are static.
+        let umem = from_err_ptr(unsafe {
+            bindings::ib_umem_odp_get(
+                device,
+                start as usize,
+                length as usize,
+                access as i32,
+                &NOTIFIER_OPS,
+            )
+        })?;
+        let umem = NonNull::new(umem).ok_or(ENOMEM)?;
+        let (mut umem_start, mut umem_end, mut page_shift) = (0u64, 0u64, 0u32);
+        // SAFETY: a live umem.
+        unsafe {
+            bindings::srnic_odp_bounds(
+                umem.as_ptr(),
+                &mut umem_start,
+                &mut umem_end,
+                &mut page_shift,
+            )
+        };
+        let region = OdpRegion {
+            umem,
+            start,
+            length,
+            umem_start,
+            umem_end,
+            page_shift,
+            writable: access & WRITING_ACCESS != 0,
+            invalidating: AtomicU32::new(0),
+            failed_page: AtomicU64::new(0),
+        };
+        // From here on `region`'s drop releases the umem.
+        let region = Arc::new(region, GFP_KERNEL)?;
+        // SAFETY: under the umem's mutex (the shim takes it), which the
+        // notifier holds while it reads `private`; the `Arc` keeps the
+        // value at this address until its drop releases the umem, after
+        // which the notifier no longer runs.
+        unsafe {
+            bindings::srnic_odp_set_owner(
+                umem.as_ptr(),
+                core::ptr::from_ref::<OdpRegion>(&region).cast_mut().cast(),
+            )
+        };
+        Ok(Self { region })
+    }
+
+    /// Bytes covered.
+    pub fn length(&self) -> u64 {
+        self.region.length
+    }
+
+    /// Whether the registration grants writing.
+    pub fn writable(&self) -> bool {
+        self.region.writable
+    }
+
+    /// Byte `offset` of the region and those after it in the same page
+    /// (or to the region's end), for the read-side section `_guard`, if
+    /// its page is present (writable, for `write`).
+    pub fn bytes_at<'g>(
+        &self,
+        _guard: &'g RcuReadGuard,
+        offset: u64,
+        write: bool,
+    ) -> core::result::Result<SharedRange<'g>, Miss> {
+        let region = &*self.region;
+        if offset >= region.length || (write && !region.writable) {
+            return Err(Miss::Denied);
+        }
+        let address = region.start.checked_add(offset).ok_or(Miss::Denied)?;
+        let page = region.page_of(address).ok_or(Miss::Denied)?;
+        // Pairs with the release in `invalidate`: a reader that sees no
+        // invalidation going on also sees the entries it cleared.
+        if region.invalidating.load(Ordering::Acquire) != 0 {
+            return Err(Miss::Absent);
+        }
+        let entry = region.entry(page);
+        let needed = bindings::SRNIC_ODP_READ_ALLOWED
+            | if write {
+                bindings::SRNIC_ODP_WRITE_ALLOWED
+            } else {
+                0
+            };
+        if entry & needed != needed {
+            return Err(region.absent(page));
+        }
+        let page_size = 1u64 << region.page_shift;
+        let within = address & (page_size - 1);
+        let in_page = page_size - within;
+        let len = (region.length - offset).min(in_page) as usize;
+        let base = entry & !(bindings::SRNIC_ODP_READ_ALLOWED | bindings::SRNIC_ODP_WRITE_ALLOWED);
+        let at = base.checked_add(within).ok_or(Miss::Denied)?;
+        // SAFETY: on a device without DMA mapping an entry is the kernel
+        // address of a present page of `page_size` bytes, mapped for
+        // writing if its write bit is set. It stays so for the section
+        // `'g`: an invalidation makes readers miss (checked above, under
+        // the same section) and waits for a grace period before it clears
+        // the entry, and the page is freed only after that. User memory,
+        // which no Rust code owns.
+        unsafe { SharedRange::foreign(at as usize as *mut u8, len, write) }.ok_or(Miss::Denied)
+    }
+
+    /// The first part of `[offset, offset + len)` that is not present
+    /// (writable, for `write`) now, as an offset and a length to fault,
+    /// or `None` if all of it is. A hint only: pages may go at any time.
+    pub fn first_absent(&self, offset: u64, len: u64, write: bool) -> Option<(u64, u64)> {
+        let region = &*self.region;
+        let end = offset.checked_add(len)?.min(region.length);
+        if region.invalidating.load(Ordering::Acquire) != 0 {
+            return Some((offset, end.saturating_sub(offset)));
+        }
+        let needed = bindings::SRNIC_ODP_READ_ALLOWED
+            | if write {
+                bindings::SRNIC_ODP_WRITE_ALLOWED
+            } else {
+                0
+            };
+        let page_size = 1u64 << region.page_shift;
+        let mut at = offset;
+        while at < end {
+            let address = region.start.checked_add(at)?;
+            let page = region.page_of(address)?;
+            if region.entry(page) & needed != needed {
+                return Some((at, end - at));
+            }
+            let next_page = (address | (page_size - 1)).checked_add(1)?;
+            at = next_page - region.start;
+        }
+        None
+    }
+
+    /// Faults in `[offset, offset + len)` (at most a few MiB of it), for
+    /// writing if `write`. Process context: it may sleep, and reaches the
+    /// registering process's address space. On failure the first page
+    /// of the range is marked, so that the access that wanted it is
+    /// denied instead of waiting for ever.
+    pub fn fault(&self, offset: u64, len: u64, write: bool) -> Result {
+        let region = &*self.region;
+        if offset >= region.length || (write && !region.writable) {
+            return Err(EINVAL);
+        }
+        let len = len.clamp(1, MAX_FAULT_BYTES).min(region.length - offset);
+        let address = region.start + offset;
+        let access = bindings::SRNIC_ODP_READ_ALLOWED
+            | if write {
+                bindings::SRNIC_ODP_WRITE_ALLOWED
+            } else {
+                0
+            };
+        // SAFETY: a live umem; process context (the caller's contract,
+        // stated above). On success the mutex is held and released below.
+        let mapped = unsafe {
+            bindings::ib_umem_odp_map_dma_and_lock(region.umem.as_ptr(), address, len, access, true)
+        };
+        if mapped < 0 {
+            if let Some(page) = region.page_of(address) {
+                region.failed_page.store(page + 1, Ordering::Release);
+            }
+            return Err(Error::from_errno(mapped));
+        }
+        // SAFETY: `ib_umem_odp_map_dma_and_lock` returned holding it.
+        unsafe { bindings::srnic_odp_unlock(region.umem.as_ptr()) };
+        Ok(())
+    }
+}
+
+impl OdpRegion {
+    /// The index in the page list of the page holding user `address`.
+    fn page_of(&self, address: u64) -> Option<u64> {
+        Some(address.checked_sub(self.umem_start)? >> self.page_shift)
+    }
+
+    /// Entry `page` of the page list, read once.
+    fn entry(&self, page: u64) -> u64 {
+        // SAFETY: `page` indexes the umem's list: `page_of` of an address
+        // inside the region, which the umem covers.
+        unsafe { bindings::srnic_odp_dma_entry(self.umem.as_ptr(), page) }
+    }
+
+    /// A miss at `page`: denied once if its last fault failed.
+    fn absent(&self, page: u64) -> Miss {
+        if self
+            .failed_page
+            .compare_exchange(page + 1, 0, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            Miss::Denied
+        } else {
+            Miss::Absent
+        }
+    }
+}
+
+impl Drop for OdpRegion {
+    fn drop(&mut self) {
+        // SAFETY: the last reference (see `OdpMemory` for the context):
+        // no reader can reach the pages, and the release removes the
+        // notifier before it frees the umem.
+        unsafe { bindings::ib_umem_odp_release(self.umem.as_ptr()) };
+    }
+}
+
+/// The notifier's invalidation of `[range.start, range.end)`: see the
+/// module's description.
+///
+/// # Safety
+///
+/// Called only by the MMU notifier of a umem that [`OdpMemory::register`]
+/// made.
+unsafe extern "C" fn invalidate(
+    notifier: *mut bindings::mmu_interval_notifier,
+    range: *const bindings::mmu_notifier_range,
+    seq: usize,
+) -> bool {
+    // SAFETY: the notifier is the `notifier` field of a live umem (the
+    // caller's contract), and `range` is the core's.
+    let (umem, blockable) = unsafe {
+        (
+            bindings::srnic_odp_of_notifier(notifier),
+            bindings::srnic_mmu_range_blockable(range),
+        )
+    };
+    if blockable {
+        // SAFETY: a live umem; a blockable invalidation may sleep.
+        unsafe { bindings::srnic_odp_lock(umem) };
+    // SAFETY: a live umem.
+    } else if !unsafe { bindings::srnic_odp_trylock(umem) } {
+        return false;
+    }
+    // SAFETY: under the umem's mutex, as the notifier contract asks of a
+    // sequence update; the core's.
+    unsafe { bindings::srnic_odp_set_seq(notifier, seq) };
+    let (mut start, mut end) = (0u64, 0u64);
+    // SAFETY: the core's range.
+    unsafe { bindings::srnic_mmu_range_bounds(range, &mut start, &mut end) };
+    // SAFETY: under the mutex, which guards `private`.
+    let owner = unsafe { bindings::srnic_odp_owner(umem) }.cast::<OdpRegion>();
+    // SAFETY: `private` is null or the `OdpRegion` of this umem, which
+    // lives until its drop releases the umem (removing this notifier).
+    let owner = unsafe { owner.as_ref() };
+    let ok = match owner {
+        // Nothing was ever faulted in before the owner was set.
+        None => true,
+        Some(region) => region.invalidate(start, end, blockable),
+    };
+    // SAFETY: locked above.
+    unsafe { bindings::srnic_odp_unlock(umem) };
+    ok
+}
+
+impl OdpRegion {
+    /// Clears the page list over `[start, end)` (user addresses), under
+    /// the umem's mutex; `false` if pages are mapped there and the
+    /// caller may not wait.
+    fn invalidate(&self, start: u64, end: u64, blockable: bool) -> bool {
+        let page_size = 1u64 << self.page_shift;
+        let mut at = start.max(self.umem_start) & !(page_size - 1);
+        let end = end.min(self.umem_end);
+        let mut mapped = false;
+        while at < end {
+            let Some(page) = self.page_of(at) else { break };
+            if self.entry(page) != 0 {
+                mapped = true;
+                break;
+            }
+            at += page_size;
+        }
+        if !mapped {
+            return true;
+        }
+        if !blockable {
+            return false;
+        }
+        self.invalidating.fetch_add(1, Ordering::AcqRel);
+        // SAFETY: a blockable invalidation runs in process context, and
+        // the notifier runs outside any read-side section of ours.
+        unsafe { crate::kapi::rcu::synchronize() };
+        // SAFETY: under the mutex; the core clamps the range to the umem
+        // and marks pages it had mapped for writing dirty.
+        unsafe { bindings::ib_umem_odp_unmap_dma_pages(self.umem.as_ptr(), start, end) };
+        self.invalidating.fetch_sub(1, Ordering::Release);
+        true
+    }
+}
