@@ -1,6 +1,8 @@
 # The RC transport between QPs of one srnic device (loopback, no wire):
 # every opcode with its data checked and every error path (verbs_user rc),
-# one 256 MiB READ with a WRITE behind it (verbs_user bigread),
+# one 256 MiB READ with a WRITE behind it (verbs_user bigread), regions
+# paged on demand across munmap/mmap, fork and an unmapped range
+# (verbs_user odp),
 # the port counters moving, ibv_rc_pingpong with sizes below, at and far above the path MTU, with
 # and without CQ events, validating the data (--chk); perftest's write,
 # read, send and atomic bandwidth and write/send latency.
@@ -32,6 +34,19 @@ done
 # the responder's own work; a WRITE posted behind it completes after it.
 step "verbs_user bigread"
 must timeout 300 "$SRNIC_TOP/out/progs/verbs_user" srnic0 bigread
+
+# Memory paged on demand: a WRITE lands in the pages mapped at the time,
+# never in pages the process gave up; after fork the parent's WRITE lands
+# in the parent's copy; a range with nothing mapped is an access error,
+# not an endless wait. Pages are faulted in by the QP's work.
+step "verbs_user odp"
+faults_before=$(counter_of srnic0 odp_faults) errors_before=$(counter_of srnic0 odp_fault_errors)
+must timeout 120 "$SRNIC_TOP/out/progs/verbs_user" srnic0 odp
+faults=$(( $(counter_of srnic0 odp_faults) - faults_before ))
+errors=$(( $(counter_of srnic0 odp_fault_errors) - errors_before ))
+echo "verbs_user odp: odp_faults $faults, odp_fault_errors $errors"
+[ "$faults" -ge 5 ] || fail "odp_faults counted $faults; expected at least one fault per WRITE to fresh pages (5)"
+[ "$errors" -ge 1 ] || fail "odp_fault_errors counted $errors; expected the unmapped range's failed fault"
 
 port=18600
 # pingpong SIZE ITERATIONS [EXTRA...]: a checked loopback_pingpong that

@@ -1,7 +1,8 @@
 # The RC transport over the RoCEv2 wire between srnic on two VMs:
 # ibv_rc_pingpong with data checked (--chk) below, at and far above the
 # path MTU, with and without CQ events, then perftest write, read, send and
-# atomic bandwidth and write/send latency; the port counters saw packets.
+# atomic bandwidth and write/send latency, pingpong and perftest with
+# memory paged on demand (--odp); the port counters saw packets.
 # 1 MiB READs (1024 response packets each) through a slow 4-skb device
 # queue complete without the requester timing out: the responder sends
 # them a burst at a time and sends a refused list again. VM b's eth0 runs
@@ -69,6 +70,22 @@ for test in "ib_write_bw -s 65536 -n 200" "ib_read_bw -s 65536 -n 200" "ib_send_
 			fail "ib_write_bw sent $sent packets in $requests IP output calls; expected lists of many packets each (at least 8)"
 	fi
 done
+
+# Memory paged on demand on both sides (--odp): no page is pinned, the
+# transport faults them in as it first needs them (the requester before a
+# message, the responder with an RNR NAK), and pingpong checks the data.
+faults_before=$(counter_of srnic0 odp_faults)
+step "ibv_rc_pingpong --odp -s 65536 -n 50"
+run_pair pingpong timeout 120 ibv_rc_pingpong -d srnic0 -g 1 -c -o -s 65536 -n 50
+[ "$SRNIC_VM" = b ] && expect_match "$(cat /tmp/client.out)" "iters in" "the ODP client finished its iterations"
+for test in "ib_write_bw --odp -s 65536 -n 100" "ib_read_bw --odp -s 65536 -n 100" \
+	"ib_send_bw --odp -s 65536 -n 100"; do
+	step "$test"
+	run_pair perftest timeout 300 $test -d srnic0 -x 1 -F
+done
+faults=$(( $(counter_of srnic0 odp_faults) - faults_before ))
+echo "odp_faults during the --odp runs: $faults"
+[ "$faults" -gt 0 ] || fail "srnic0 faulted in no page during the --odp runs; expected regions paged on demand"
 
 step "ib_read_bw -s 1048576 -n 5: long READ responses are paced"
 # VM a answers the READs through netem limited to 4 Mbit/s with room for

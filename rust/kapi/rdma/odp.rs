@@ -220,10 +220,15 @@ impl OdpMemory {
 
     /// The first part of `[offset, offset + len)` that is not present
     /// (writable, for `write`) now, as an offset and a length to fault,
-    /// or `None` if all of it is. A hint only: pages may go at any time.
+    /// or `None` if all of it is. Looks at most a fault's worth of pages
+    /// (a few MiB), so that a long request costs a bounded look; its
+    /// later pages are found missing as they are reached. A hint only:
+    /// pages may go at any time.
     pub fn first_absent(&self, offset: u64, len: u64, write: bool) -> Option<(u64, u64)> {
         let region = &*self.region;
-        let end = offset.checked_add(len)?.min(region.length);
+        let end = offset
+            .checked_add(len.min(MAX_FAULT_BYTES))?
+            .min(region.length);
         if region.invalidating.load(Ordering::Acquire) != 0 {
             return Some((offset, end.saturating_sub(offset)));
         }
