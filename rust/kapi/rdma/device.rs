@@ -14,6 +14,7 @@
 
 use super::attr::{DeviceAttributes, LinkLayer, PortAttributes, PortEvent};
 use super::objects::{Ah, Cq, Mr, MrKind, Mw, MwType, Qp, Srq};
+use super::odp::{Advice, MemoryRange};
 use super::shared_id::{DeviceHold, DriverIdPin};
 use super::table::{Listable, Listing};
 use super::udata::UserData;
@@ -264,6 +265,19 @@ pub trait Driver: Sized + Send + Sync + 'static {
         _page_size: u32,
         _iova: u64,
         _length: u64,
+    ) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Advice on ranges of regions of the protection domain `pd`
+    /// (`ibv_advise_mr`, `ib_advise_mr`): prefetching memory paged on
+    /// demand. Process context; `sync` asks for it to be done on return.
+    fn advise_mr(
+        _dev: &Device<Self>,
+        _pd: usize,
+        _advice: Advice,
+        _sync: bool,
+        _ranges: &[MemoryRange],
     ) -> Result {
         kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
@@ -834,6 +848,7 @@ impl<T: Driver> Device<T> {
             alloc_mr: Self::offered(T::HAS_MAP_MR_PAGES, Self::alloc_mr_cb),
             map_mr_sg: Self::offered(T::HAS_MAP_MR_PAGES, Self::map_mr_sg_cb),
             dereg_mr: Some(Self::dereg_mr_cb),
+            advise_mr: Self::offered(T::HAS_ADVISE_MR, Self::advise_mr_cb),
             alloc_mw: Self::offered(T::HAS_CREATE_MW, Self::alloc_mw_cb),
             dealloc_mw: Self::offered(T::HAS_CREATE_MW, Self::dealloc_mw_cb),
             size_ib_pd: core::mem::size_of::<bindings::ib_pd>(),

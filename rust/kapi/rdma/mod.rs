@@ -30,7 +30,7 @@ pub use attr::{
 pub use device::{name_in_use, CounterDesc, CounterNames, Device, DeviceConfig, DeviceRef, Driver};
 pub use link::{LinkRegistration, LinkType};
 pub use objects::{Ah, Cq, Mr, MrKind, Mw, MwType, Qp, QpEvent, Srq};
-pub use odp::{Miss, OdpMemory, ON_DEMAND};
+pub use odp::{Advice, MemoryRange, Miss, OdpMemory, ON_DEMAND};
 pub use shared_id::DriverIdPin;
 pub use udata::UserData;
 pub use umem::{KernelMemory, UserMemory, UserRange, UserVerb};

@@ -40,6 +40,45 @@ pub const ON_DEMAND: u32 = bindings::ib_access_flags_IB_ACCESS_ON_DEMAND;
 /// rest.
 const MAX_FAULT_BYTES: u64 = 4 << 20;
 
+/// What `ibv_advise_mr` asks of a range (`enum ib_uverbs_advise_mr_advice`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Advice {
+    /// Fault the pages in for reading.
+    Prefetch,
+    /// Fault the pages in for writing.
+    PrefetchWrite,
+    /// Take in the pages that are present, without faulting.
+    PrefetchNoFault,
+}
+
+impl Advice {
+    pub(super) fn from_raw(advice: u32) -> Option<Self> {
+        match advice {
+            bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH => {
+                Some(Self::Prefetch)
+            }
+            bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE => {
+                Some(Self::PrefetchWrite)
+            }
+            bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT => {
+                Some(Self::PrefetchNoFault)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A range of a region named by its local key, as an SGE gives it.
+#[derive(Debug, Clone, Copy)]
+pub struct MemoryRange {
+    /// The region's local key.
+    pub lkey: u32,
+    /// The first address.
+    pub addr: u64,
+    /// Bytes.
+    pub length: u32,
+}
+
 /// Why a range of an on-demand region cannot be reached now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Miss {
@@ -287,7 +326,52 @@ impl OdpMemory {
     }
 }
 
+impl OdpMemory {
+    /// Prefetches `[offset, offset + len)`, for writing if `write`: all of
+    /// it faulted in, or with `fault` false only the pages present in the
+    /// process taken into the page list. Process context.
+    pub fn prefetch(&self, offset: u64, len: u64, write: bool, fault: bool) -> Result {
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        if end > self.region.length {
+            return Err(EINVAL);
+        }
+        let mut at = offset;
+        while at < end {
+            let chunk = (end - at).min(MAX_FAULT_BYTES);
+            if fault {
+                self.fault(at, chunk, write)?;
+            } else {
+                self.region.take_present(at, chunk)?;
+            }
+            at += chunk;
+        }
+        Ok(())
+    }
+}
+
 impl OdpRegion {
+    /// Takes the pages of `[offset, offset + len)` that the process has
+    /// present into the page list, with the access they have there.
+    fn take_present(&self, offset: u64, len: u64) -> Result {
+        // SAFETY: a live umem; process context (`prefetch`'s contract). On
+        // success the mutex is held and released below.
+        let mapped = unsafe {
+            bindings::ib_umem_odp_map_dma_and_lock(
+                self.umem.as_ptr(),
+                self.start + offset,
+                len,
+                bindings::SRNIC_ODP_READ_ALLOWED,
+                false,
+            )
+        };
+        if mapped < 0 {
+            return Err(Error::from_errno(mapped));
+        }
+        // SAFETY: `ib_umem_odp_map_dma_and_lock` returned holding it.
+        unsafe { bindings::srnic_odp_unlock(self.umem.as_ptr()) };
+        Ok(())
+    }
+
     /// The index in the page list of the page holding user `address`.
     fn page_of(&self, address: u64) -> Option<u64> {
         Some(address.checked_sub(self.umem_start)? >> self.page_shift)

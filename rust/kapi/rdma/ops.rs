@@ -7,7 +7,7 @@
 use super::access::{LOCAL_WRITE, NEEDS_LOCAL_WRITE};
 use super::device::{Device, Driver};
 use super::objects::{Ah, Cq, Mr, MrKind, Mw, MwType, Qp, Srq};
-use super::odp::{OdpMemory, ON_DEMAND};
+use super::odp::{Advice, MemoryRange, OdpMemory, ON_DEMAND};
 use super::rxe_abi::queue::{response, QueueMapping};
 use super::table::Listable;
 use super::udata::UserData;
@@ -865,6 +865,47 @@ impl<T: Driver> Device<T> {
             let (page_size, iova, length) = unsafe { ((*mr).page_size, (*mr).iova, (*mr).length) };
             T::map_mr_pages(mr_ref, &pages, page_size, iova, length)?;
             Ok(mapped)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called only by the RDMA core through `ib_device_ops`, with live objects
+    /// of this device as its contract for the operation gives.
+    pub(super) unsafe extern "C" fn advise_mr_cb(
+        pd: *mut bindings::ib_pd,
+        advice: bindings::ib_uverbs_advise_mr_advice,
+        flags: u32,
+        sg_list: *mut bindings::ib_sge,
+        num_sge: u32,
+        _attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
+        from_result(|| {
+            let advice = Advice::from_raw(advice).ok_or(EINVAL)?;
+            if sg_list.is_null() || num_sge == 0 {
+                return Err(EINVAL);
+            }
+            // SAFETY: the core passes a live PD of this device.
+            let dev = unsafe { Self::from_ib((*pd).device) };
+            // SAFETY: the core passes `num_sge` entries it copied in from
+            // the caller, valid for the call.
+            let sges = unsafe { core::slice::from_raw_parts(sg_list, num_sge as usize) };
+            let mut ranges = KVec::new();
+            ranges.reserve(sges.len(), GFP_KERNEL)?;
+            for sge in sges {
+                ranges.push(
+                    MemoryRange {
+                        lkey: sge.lkey,
+                        addr: sge.addr,
+                        length: sge.length,
+                    },
+                    GFP_KERNEL,
+                )?;
+            }
+            let sync =
+                flags & bindings::ib_uverbs_advise_mr_flag_IB_UVERBS_ADVISE_MR_FLAG_FLUSH != 0;
+            T::advise_mr(dev, pd as usize, advice, sync, &ranges)?;
+            Ok(0)
         })
     }
 

@@ -11,12 +11,13 @@ use crate::kapi::rdma::verbs::{
 };
 use crate::kapi::rdma::wr::{RecvChain, SendChain};
 use crate::kapi::rdma::{
-    Ah, CounterNames, Cq, Device, DeviceAttributes, Driver, LinkLayer, Mr, MrKind, Mw, MwType,
-    OdpCaps, PhysState, PortAttributes, PortEvent, PortState, Qp, Srq, UserData, UserMemory,
-    UserVerb, DEVICE_ATOMIC_WRITE, DEVICE_FLUSH_GLOBAL, DEVICE_FLUSH_PERSISTENT,
-    DEVICE_MEM_MGT_EXTENSIONS, DEVICE_MEM_WINDOW, DEVICE_MEM_WINDOW_TYPE_2B,
-    DEVICE_PORT_ACTIVE_EVENT, DEVICE_RC_RNR_NAK_GEN, DEVICE_SRQ_RESIZE, DEVICE_SYS_IMAGE_GUID,
-    ODP_ATOMIC, ODP_READ, ODP_RECV, ODP_SEND, ODP_SRQ_RECV, ODP_WRITE, PORT_CM_SUP,
+    Advice, Ah, CounterNames, Cq, Device, DeviceAttributes, Driver, LinkLayer, MemoryRange, Mr,
+    MrKind, Mw, MwType, OdpCaps, PhysState, PortAttributes, PortEvent, PortState, Qp, Srq,
+    UserData, UserMemory, UserVerb, DEVICE_ATOMIC_WRITE, DEVICE_FLUSH_GLOBAL,
+    DEVICE_FLUSH_PERSISTENT, DEVICE_MEM_MGT_EXTENSIONS, DEVICE_MEM_WINDOW,
+    DEVICE_MEM_WINDOW_TYPE_2B, DEVICE_PORT_ACTIVE_EVENT, DEVICE_RC_RNR_NAK_GEN, DEVICE_SRQ_RESIZE,
+    DEVICE_SYS_IMAGE_GUID, ODP_ATOMIC, ODP_READ, ODP_RECV, ODP_SEND, ODP_SRQ_RECV, ODP_WRITE,
+    PORT_CM_SUP,
 };
 use crate::memory::{SrnicAh, SrnicMr, SrnicMw};
 use crate::pure::mtu::{active_mtu_for_netdev, IbMtu};
@@ -529,6 +530,18 @@ impl Driver for SrnicDevice {
     }
 
     const ON_DEMAND_PAGING: bool = true;
+
+    fn advise_mr(
+        dev: &Device<Self>,
+        pd: usize,
+        advice: Advice,
+        _sync: bool,
+        ranges: &[MemoryRange],
+    ) -> Result {
+        // Always done by return: a prefetch is a fault like the
+        // transport's, and this verb already runs in process context.
+        crate::memory::advise(dev, pd, advice, ranges)
+    }
 
     const COUNTERS: &'static CounterNames = &crate::counters::NAMES;
 

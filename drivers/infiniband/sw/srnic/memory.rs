@@ -11,7 +11,8 @@ use crate::device::{limits, SrnicDevice, FIRST_MW_INDEX};
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::verbs::AddressVector;
 use crate::kapi::rdma::{
-    access::WRITING_ACCESS, Ah, Device, KernelMemory, Miss, Mr, MrKind, Mw, MwType, OdpMemory, Qp,
+    access::{LOCAL_WRITE, WRITING_ACCESS},
+    Advice, Ah, Device, KernelMemory, MemoryRange, Miss, Mr, MrKind, Mw, MwType, OdpMemory, Qp,
     UserMemory, UserVerb,
 };
 use crate::kapi::shared::SharedRange;
@@ -469,6 +470,43 @@ pub(crate) fn lookup_mr<'g>(
     (mr.key.load(Ordering::Acquire) == key && mr.valid.load(Ordering::Acquire)).then_some(mr)
 }
 
+/// `ibv_advise_mr`: prefetches the ranges of regions of `pd` that are
+/// paged on demand (pinned regions are resident already). A key that
+/// names no region of `pd`, or a range outside its region or beyond the
+/// access it grants (writing, for a prefetch for writing), is `EINVAL`.
+/// Process context.
+pub(crate) fn advise(
+    dev: &Device<SrnicDevice>,
+    pd: usize,
+    advice: Advice,
+    ranges: &[MemoryRange],
+) -> Result {
+    let write = advice == Advice::PrefetchWrite;
+    for range in ranges {
+        let on_demand = {
+            let guard = RcuReadGuard::new();
+            let mr = lookup_mr(dev, &guard, range.lkey).ok_or(EINVAL)?;
+            if mr.pd_id() != pd {
+                return Err(EINVAL);
+            }
+            let access = if write { LOCAL_WRITE } else { 0 };
+            let span = Span::check(mr, range.addr, range.length, access).ok_or(EINVAL)?;
+            let state = mr.state.lock();
+            match &state.mapping {
+                // A clone made inside the section that found the region:
+                // dropped below, in process context.
+                MrMapping::OnDemand { memory, .. } => Some((memory.clone(), span.offset)),
+                _ => None,
+            }
+        };
+        if let Some((memory, offset)) = on_demand {
+            let fault = advice != Advice::PrefetchNoFault;
+            memory.prefetch(offset, u64::from(range.length), write, fault)?;
+        }
+    }
+    Ok(())
+}
+
 /// Why a fast registration or an invalidation is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum KeyError {
@@ -641,7 +679,7 @@ fn release_binding(dev: &Device<SrnicDevice>, guard: &RcuReadGuard, binding: Opt
     }
 }
 
-use crate::kapi::rdma::access::{LOCAL_WRITE, MW_BIND, NEEDS_LOCAL_WRITE};
+use crate::kapi::rdma::access::{MW_BIND, NEEDS_LOCAL_WRITE};
 use crate::kapi::rdma::rxe_abi::wqe::MwBind;
 
 /// Executes a BIND_MW work request of QP `qp_num` in protection domain

@@ -1008,7 +1008,11 @@ fn read<'a>(
     // on demand are faulted in first (pages that go meanwhile end the
     // response early, and the requester asks again).
     let on_demand = region.as_ref().is_some_and(|span| span.mr.on_demand());
-    if let Some(fault) = region.as_ref().filter(|_| on_demand).and_then(Span::first_absent) {
+    if let Some(fault) = region
+        .as_ref()
+        .filter(|_| on_demand)
+        .and_then(Span::first_absent)
+    {
         return wait_for_page(qp, state, psn, fault);
     }
     let msn = if duplicate {
