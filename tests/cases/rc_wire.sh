@@ -62,12 +62,16 @@ for test in "ib_write_bw -s 65536 -n 200" "ib_read_bw -s 65536 -n 200" "ib_send_
 	requests_before=$(ip_out_requests) sent_before=$(counter_of srnic0 sent_packets)
 	run_pair perftest timeout 300 $test -d srnic0 -x 1 -F
 	if [ "$SRNIC_VM" = b ] && [ "$test" = "ib_write_bw -s 65536 -n 200" ]; then
-		# The writer's 64-packet messages leave as lists of up to 64 KiB.
+		# The writer's 64-packet messages leave as lists of up to 64 KiB:
+		# about 30 packets per output call on an idle host. A host busy
+		# with other VMs delays the VMs' CPUs unevenly, and the writer
+		# then runs for fewer ACKs at a time (5 to 7 packets per call
+		# were seen); one packet per call would mean no lists at all.
 		requests=$(( $(ip_out_requests) - requests_before ))
 		sent=$(( $(counter_of srnic0 sent_packets) - sent_before ))
 		echo "ib_write_bw: $sent RoCE packets in $requests IP output calls"
-		[ "$sent" -ge $(( 8 * requests )) ] ||
-			fail "ib_write_bw sent $sent packets in $requests IP output calls; expected lists of many packets each (at least 8)"
+		[ "$sent" -ge $(( 4 * requests )) ] ||
+			fail "ib_write_bw sent $sent packets in $requests IP output calls; expected lists of many packets each (at least 4)"
 	fi
 done
 
