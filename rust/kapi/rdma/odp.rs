@@ -188,10 +188,10 @@ impl OdpMemory {
         };
         // From here on `region`'s drop releases the umem.
         let region = Arc::new(region, GFP_KERNEL)?;
+        // The `Arc` keeps the value at this address until its drop
+        // releases the umem, after which the notifier no longer runs.
         // SAFETY: under the umem's mutex (the shim takes it), which the
-        // notifier holds while it reads `private`; the `Arc` keeps the
-        // value at this address until its drop releases the umem, after
-        // which the notifier no longer runs.
+        // notifier holds while it reads `private`; see above.
         unsafe {
             bindings::srnic_odp_set_owner(
                 umem.as_ptr(),
@@ -247,13 +247,14 @@ impl OdpMemory {
         let len = (region.length - offset).min(in_page) as usize;
         let base = entry & !(bindings::SRNIC_ODP_READ_ALLOWED | bindings::SRNIC_ODP_WRITE_ALLOWED);
         let at = base.checked_add(within).ok_or(Miss::Denied)?;
-        // SAFETY: on a device without DMA mapping an entry is the kernel
-        // address of a present page of `page_size` bytes, mapped for
-        // writing if its write bit is set. It stays so for the section
-        // `'g`: an invalidation makes readers miss (checked above, under
-        // the same section) and waits for a grace period before it clears
-        // the entry, and the page is freed only after that. User memory,
-        // which no Rust code owns.
+        // On a device without DMA mapping an entry is the kernel address
+        // of a present page of `page_size` bytes, mapped for writing if
+        // its write bit is set. It stays so for the section `'g`: an
+        // invalidation makes readers miss (checked above, under the same
+        // section) and waits for a grace period before it clears the
+        // entry, and the page is freed only after that.
+        // SAFETY: a present page for `'g`, as above; user memory, which no
+        // Rust code owns.
         unsafe { SharedRange::foreign(at as usize as *mut u8, len, write) }.ok_or(Miss::Denied)
     }
 
