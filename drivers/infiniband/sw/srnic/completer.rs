@@ -99,6 +99,19 @@ pub(crate) fn source_fault(qp: &Qp<SrnicDevice>, psn: Psn) {
     this.after_upcalls(qp);
 }
 
+/// The packet `psn` could not be built: a page of its payload is paged on
+/// demand and not present (a message longer than what the requester
+/// checks before it starts, or a page that went meanwhile). The QP's work
+/// faults it in, and the requester sends again from there after a moment
+/// rather than after a retransmission timeout.
+pub(crate) fn source_absent(qp: &Qp<SrnicDevice>, psn: Psn, fault: crate::memory::Fault) {
+    let this: &SrnicQp = qp;
+    let mut state = this.state.lock();
+    if state.attrs.state == QpState::Rts || state.attrs.state == QpState::Sqd {
+        wait_for_page(qp, &mut state, psn, fault);
+    }
+}
+
 /// The PSN before `psn`.
 fn before(psn: Psn) -> Psn {
     psn.add(PSN_MASK)

@@ -174,11 +174,8 @@ pub(crate) fn send(
             match sender.send(guard, &packet, sport) {
                 Err(wire::SendError::Source) => completer::source_fault(source, packet.psn()),
                 Err(wire::SendError::Refused) => return true,
-                // Lost like a packet on the wire: the retransmission asks
-                // again, by when its page is in.
                 Err(wire::SendError::Absent(fault)) => {
-                    let this: &crate::qp::SrnicQp = source;
-                    this.want_fault(source, fault);
+                    completer::source_absent(source, packet.psn(), fault)
                 }
                 Ok(()) | Err(wire::SendError::Dropped) => {}
             }
