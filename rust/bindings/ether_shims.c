@@ -46,6 +46,84 @@ bool srnic_netif_queue_stopped(struct net_device *dev)
 	return netif_queue_stopped(dev);
 }
 
+void srnic_netif_napi_add_tx(struct net_device *dev, struct napi_struct *napi,
+			     int (*poll)(struct napi_struct *, int))
+{
+	netif_napi_add_tx(dev, napi, poll);
+}
+
+void srnic_netif_tx_stop_all(struct net_device *dev)
+{
+	netif_tx_stop_all_queues(dev);
+}
+
+void srnic_netif_tx_wake_all(struct net_device *dev)
+{
+	netif_tx_wake_all_queues(dev);
+}
+
+/* Queue @q of @dev; the callers check it against num_tx_queues. */
+void srnic_netif_tx_stop(struct net_device *dev, unsigned int q)
+{
+	netif_tx_stop_queue(netdev_get_tx_queue(dev, q));
+}
+
+void srnic_netif_tx_wake(struct net_device *dev, unsigned int q)
+{
+	netif_tx_wake_queue(netdev_get_tx_queue(dev, q));
+}
+
+bool srnic_netif_tx_stopped(struct net_device *dev, unsigned int q)
+{
+	return netif_tx_queue_stopped(netdev_get_tx_queue(dev, q));
+}
+
+unsigned int srnic_netdev_num_tx_queues(const struct net_device *dev)
+{
+	return dev->num_tx_queues;
+}
+
+unsigned int srnic_netdev_real_num_tx_queues(const struct net_device *dev)
+{
+	return READ_ONCE(dev->real_num_tx_queues);
+}
+
+u16 srnic_skb_queue_mapping(const struct sk_buff *skb)
+{
+	return skb_get_queue_mapping(skb);
+}
+
+/* @count queues in use (RTNL held once registered). */
+int srnic_netif_set_tx_queues(struct net_device *dev, unsigned int count)
+{
+	return netif_set_real_num_tx_queues(dev, count);
+}
+
+/*
+ * Transmit packet steering: CPU c sends on queue c % @count, so that each
+ * queue, whose completions come on the vector of its number, is fed by
+ * the same CPUs. Best effort: without XPS, or without memory, the stack
+ * hashes flows over the queues instead.
+ */
+void srnic_netif_spread_xps(struct net_device *dev, unsigned int count)
+{
+#ifdef CONFIG_XPS
+	cpumask_var_t mask;
+	unsigned int q, cpu;
+
+	if (!count || !zalloc_cpumask_var(&mask, GFP_KERNEL))
+		return;
+	for (q = 0; q < count; q++) {
+		cpumask_clear(mask);
+		for_each_possible_cpu(cpu)
+			if (cpu % count == q)
+				cpumask_set_cpu(cpu, mask);
+		netif_set_xps_queue(dev, mask, q);
+	}
+	free_cpumask_var(mask);
+#endif
+}
+
 void srnic_eth_hw_addr_set(struct net_device *dev, const u8 *addr)
 {
 	eth_hw_addr_set(dev, addr);

@@ -15,6 +15,18 @@ void srnic_napi_schedule(struct napi_struct *napi);
 void srnic_netif_stop_queue(struct net_device *dev);
 void srnic_netif_wake_queue(struct net_device *dev);
 bool srnic_netif_queue_stopped(struct net_device *dev);
+void srnic_netif_napi_add_tx(struct net_device *dev, struct napi_struct *napi,
+			     int (*poll)(struct napi_struct *, int));
+void srnic_netif_tx_stop_all(struct net_device *dev);
+void srnic_netif_tx_wake_all(struct net_device *dev);
+void srnic_netif_tx_stop(struct net_device *dev, unsigned int q);
+void srnic_netif_tx_wake(struct net_device *dev, unsigned int q);
+bool srnic_netif_tx_stopped(struct net_device *dev, unsigned int q);
+unsigned int srnic_netdev_num_tx_queues(const struct net_device *dev);
+unsigned int srnic_netdev_real_num_tx_queues(const struct net_device *dev);
+u16 srnic_skb_queue_mapping(const struct sk_buff *skb);
+int srnic_netif_set_tx_queues(struct net_device *dev, unsigned int count);
+void srnic_netif_spread_xps(struct net_device *dev, unsigned int count);
 void srnic_eth_hw_addr_set(struct net_device *dev, const u8 *addr);
 void srnic_netdev_setup_ether(struct net_device *dev, const char *name_format,
 			      const struct net_device_ops *ops,

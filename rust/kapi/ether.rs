@@ -54,13 +54,33 @@ pub trait EtherDriver: Sized + Send + Sync + 'static {
     const VERSION: &'static CStr;
     /// `ethtool -S` names, one per value [`Self::ethtool_stats`] writes.
     const STAT_NAMES: &'static [&'static CStr];
+    /// `ethtool -S` names of every transmit queue's values, shown after
+    /// [`Self::STAT_NAMES`] as `tx_queue_<N>_<name>`, one set per queue
+    /// the netdev has ([`EtherDevice::tx_queues`]), in use or not.
+    const TX_QUEUE_STAT_NAMES: &'static [&'static CStr] = &[];
 
     /// `ndo_open`, after NAPI is enabled. RTNL held.
     fn open(dev: &EtherDevice<Self>) -> Result;
     /// `ndo_stop`, before NAPI is disabled. RTNL held.
     fn stop(dev: &EtherDevice<Self>) -> Result;
-    /// `ndo_start_xmit`: softirq or process context with bottom halves off.
-    fn start_xmit(dev: &EtherDevice<Self>, skb: SkBuff) -> TxOutcome;
+    /// How many transmit queues this data serves (at least 1), each with
+    /// a NAPI of its own for its send completions ([`Self::tx_poll`]).
+    /// Asked once, before the netdev is registered; the netdev gets this
+    /// many, or fewer if it was allocated with fewer (`ip link add ...
+    /// numtxqueues N`): [`EtherDevice::tx_queues`] says how many.
+    fn tx_queues(&self) -> u16;
+    /// `ndo_start_xmit` of a frame the stack put on transmit queue
+    /// `queue` (below [`EtherDevice::tx_queues`]): softirq or process
+    /// context with bottom halves off, the queue's lock held.
+    fn start_xmit(dev: &EtherDevice<Self>, queue: u16, skb: SkBuff) -> TxOutcome;
+    /// The NAPI poll of transmit queue `queue`, as [`Self::poll`]: at most
+    /// `budget` units of work; with fewer, [`Self::tx_poll_done`] follows.
+    fn tx_poll(dev: &EtherDevice<Self>, queue: u16, budget: u32) -> u32;
+    /// The NAPI of transmit queue `queue` completed; see [`Self::tx_poll`].
+    fn tx_poll_done(dev: &EtherDevice<Self>, queue: u16);
+    /// `ethtool -S` values of transmit queue `queue`, `out.len() ==
+    /// TX_QUEUE_STAT_NAMES.len()`.
+    fn tx_queue_stats(_dev: &EtherDevice<Self>, _queue: u16, _out: &mut [u64]) {}
     /// Validates a new address; the wrapper sets it on success. RTNL held.
     fn set_mac_address(dev: &EtherDevice<Self>, mac: &[u8; 6]) -> Result;
     /// Validates a new MTU (within the registered range); the wrapper sets
@@ -241,7 +261,7 @@ impl Placement<'_> {
 /// Lives in the private area of a netdev that [`EtherRegistration::create`]
 /// or the link type's `newlink` set up: from then until its owner (told by
 /// `by_link`) tears it down just before the netdev is freed, `data` is
-/// initialised and `napi` is added to that netdev.
+/// initialised and `napi` and every `tx_napi` are added to that netdev.
 #[repr(C)]
 pub(crate) struct Private<T: EtherDriver> {
     pub(crate) napi: Opaque<bindings::napi_struct>,
@@ -252,24 +272,100 @@ pub(crate) struct Private<T: EtherDriver> {
     /// What `data` gave as its [`DeviceCell`], kept here so that the same
     /// one is cleared whatever `data` says later.
     cell: Option<DeviceCell<T>>,
+    /// One NAPI per transmit queue, in a buffer that never grows (so never
+    /// moves), added to the netdev with the main one.
+    tx_napi: KVec<TxNapi>,
     pub(crate) data: T,
 }
 
+/// A transmit queue's NAPI. The NAPI comes first: the poll finds the queue
+/// number from the NAPI's address.
+#[repr(C)]
+pub(crate) struct TxNapi {
+    napi: Opaque<bindings::napi_struct>,
+    queue: u16,
+}
+
+impl TxNapi {
+    /// `count` zeroed NAPIs (as `netif_napi_add` wants them), numbered.
+    fn vec(count: u16) -> Result<KVec<Self>> {
+        let mut napis = KVec::with_capacity(count.into(), GFP_KERNEL)?;
+        for queue in 0..count {
+            // SAFETY: all zeroes is a valid `napi_struct` (integers,
+            // pointers, lists and optional function pointers).
+            let napi = Opaque::new(unsafe { core::mem::zeroed::<bindings::napi_struct>() });
+            // Within the capacity: the buffer does not move.
+            napis.push(TxNapi { napi, queue }, GFP_KERNEL)?;
+        }
+        Ok(napis)
+    }
+}
+
 impl<T: EtherDriver> Private<T> {
-    /// Moves `data` into the private area at `private`.
+    /// Moves `data` into the private area at `private` of netdev `raw`,
+    /// and adds its NAPIs to the netdev: the main one and one per transmit
+    /// queue, as many as the data serves and the netdev has. On error
+    /// nothing is written (and `data` is dropped).
     ///
     /// # Safety
     ///
-    /// `private` is the private area of a netdev not registered yet, sized
-    /// and aligned for `Self`, whose fields other than `napi` are not
-    /// initialised (nothing is dropped).
-    pub(super) unsafe fn write(private: *mut Self, by_link: bool, data: T) {
+    /// `private` is the private area of `raw`, a netdev not registered
+    /// yet, sized and aligned for `Self`, whose fields other than `napi`
+    /// are not initialised (nothing is dropped) and `napi` is zeroed.
+    pub(super) unsafe fn write(
+        private: *mut Self,
+        raw: *mut bindings::net_device,
+        by_link: bool,
+        data: T,
+    ) -> Result {
+        // SAFETY: a valid netdev (the caller's promise).
+        let allocated = unsafe { bindings::srnic_netdev_num_tx_queues(raw) };
+        let count = data
+            .tx_queues()
+            .max(1)
+            .min(u16::try_from(allocated).unwrap_or(u16::MAX));
+        let tx_napi = TxNapi::vec(count)?;
+        // SAFETY: not registered yet, so no qdisc to reset: only the count
+        // changes, within what the netdev has.
+        to_result(unsafe { bindings::srnic_netif_set_tx_queues(raw, count.into()) })?;
         let cell = data.device_cell().cloned();
-        // SAFETY: per the caller, each field is written once.
+        // SAFETY: per the caller, each field is written once; the NAPIs are
+        // zeroed and stay in place (the main one in the private area, the
+        // others in a buffer that never grows) until `del_napis`.
         unsafe {
             core::ptr::addr_of_mut!((*private).by_link).write(by_link);
             core::ptr::addr_of_mut!((*private).cell).write(cell);
+            core::ptr::addr_of_mut!((*private).tx_napi).write(tx_napi);
             core::ptr::addr_of_mut!((*private).data).write(data);
+            bindings::srnic_netif_napi_add(
+                raw,
+                (*private).napi.get(),
+                Some(EtherDevice::<T>::napi_poll),
+            );
+            for tx in (*private).tx_napi.iter() {
+                bindings::srnic_netif_napi_add_tx(
+                    raw,
+                    tx.napi.get(),
+                    Some(EtherDevice::<T>::tx_napi_poll),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the NAPIs [`Self::write`] added.
+    ///
+    /// # Safety
+    ///
+    /// Written by [`Self::write`] and not dropped yet; the netdev is not
+    /// registered (any more), so its NAPIs are disabled.
+    pub(super) unsafe fn del_napis(private: *mut Self) {
+        // SAFETY: per the caller, added by `write` and disabled.
+        unsafe {
+            for tx in (*private).tx_napi.iter() {
+                bindings::srnic_netif_napi_del(tx.napi.get());
+            }
+            bindings::srnic_netif_napi_del((*private).napi.get());
         }
     }
 
@@ -297,6 +393,7 @@ impl<T: EtherDriver> Private<T> {
         unsafe {
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*private).data));
             core::ptr::drop_in_place(core::ptr::addr_of_mut!((*private).cell));
+            core::ptr::drop_in_place(core::ptr::addr_of_mut!((*private).tx_napi));
         }
     }
 }
@@ -389,22 +486,54 @@ impl<T: EtherDriver> EtherDevice<T> {
         unsafe { bindings::netif_carrier_off(self.as_raw()) };
     }
 
-    /// Stops the transmit queue (no room).
-    pub fn stop_queue(&self) {
+    /// Stops every transmit queue.
+    pub fn stop_all_queues(&self) {
         // SAFETY: a registered netdev.
-        unsafe { bindings::srnic_netif_stop_queue(self.as_raw()) };
+        unsafe { bindings::srnic_netif_tx_stop_all(self.as_raw()) };
     }
 
-    /// Restarts the transmit queue.
-    pub fn wake_queue(&self) {
+    /// Restarts every transmit queue.
+    pub fn wake_all_queues(&self) {
         // SAFETY: a registered netdev.
-        unsafe { bindings::srnic_netif_wake_queue(self.as_raw()) };
+        unsafe { bindings::srnic_netif_tx_wake_all(self.as_raw()) };
     }
 
-    /// Whether the transmit queue is stopped.
-    pub fn queue_stopped(&self) -> bool {
-        // SAFETY: a registered netdev.
-        unsafe { bindings::srnic_netif_queue_stopped(self.as_raw()) }
+    /// The transmit queues the netdev has, each with its NAPI: the
+    /// maximum `ethtool -L` may set.
+    pub fn tx_queues(&self) -> u16 {
+        self.private().tx_napi.len() as u16
+    }
+
+    /// The transmit queues in use (`ethtool -L tx N`): the stack puts
+    /// frames on the first this many. Any context.
+    pub fn tx_queues_in_use(&self) -> u16 {
+        // SAFETY: a valid netdev; a plain read of a field.
+        let count = unsafe { bindings::srnic_netdev_real_num_tx_queues(self.as_raw()) };
+        u16::try_from(count).unwrap_or(u16::MAX)
+    }
+
+    /// Stops transmit queue `queue` (no room); nothing if there is no such
+    /// queue.
+    pub fn stop_tx_queue(&self, queue: u16) {
+        if queue < self.tx_queues() {
+            // SAFETY: a registered netdev and one of its queues.
+            unsafe { bindings::srnic_netif_tx_stop(self.as_raw(), queue.into()) };
+        }
+    }
+
+    /// Restarts transmit queue `queue`.
+    pub fn wake_tx_queue(&self, queue: u16) {
+        if queue < self.tx_queues() {
+            // SAFETY: a registered netdev and one of its queues.
+            unsafe { bindings::srnic_netif_tx_wake(self.as_raw(), queue.into()) };
+        }
+    }
+
+    /// Whether transmit queue `queue` is stopped.
+    pub fn tx_queue_stopped(&self, queue: u16) -> bool {
+        // SAFETY: a registered netdev and one of its queues (checked).
+        queue < self.tx_queues()
+            && unsafe { bindings::srnic_netif_tx_stopped(self.as_raw(), queue.into()) }
     }
 
     /// Schedules the NAPI poll. Any context, hard IRQ included.
@@ -412,6 +541,15 @@ impl<T: EtherDriver> EtherDevice<T> {
         // SAFETY: `napi` is added (type invariant of `Private`); scheduling a
         // disabled NAPI does nothing.
         unsafe { bindings::srnic_napi_schedule(self.private().napi.get()) };
+    }
+
+    /// Schedules the NAPI poll of transmit queue `queue`. Any context.
+    pub fn tx_napi_schedule(&self, queue: u16) {
+        if let Some(tx) = self.private().tx_napi.get(usize::from(queue)) {
+            // SAFETY: added with the netdev's other NAPIs (type invariant
+            // of `Private`); scheduling a disabled NAPI does nothing.
+            unsafe { bindings::srnic_napi_schedule(tx.napi.get()) };
+        }
     }
 
     /// An skb for a received frame of `len` bytes. From the poll only.
@@ -428,17 +566,24 @@ impl<T: EtherDriver> EtherDevice<T> {
         unsafe { bindings::srnic_napi_receive_ether(self.private().napi.get(), raw) };
     }
 
+    /// Calls `f` on every NAPI of the netdev, the main one first.
+    ///
+    /// # Safety
+    ///
+    /// What `f` does is valid for every added NAPI of the netdev.
+    unsafe fn napis(&self, f: impl Fn(*mut bindings::napi_struct)) {
+        f(self.private().napi.get());
+        for tx in self.private().tx_napi.iter() {
+            f(tx.napi.get());
+        }
+    }
+
     pub(crate) fn netdev_ops_table() -> &'static bindings::net_device_ops {
         &Self::NETDEV_OPS
     }
 
     pub(crate) fn ethtool_ops_table() -> &'static bindings::ethtool_ops {
         &Self::ETHTOOL_OPS
-    }
-
-    pub(crate) fn napi_poll_fn() -> unsafe extern "C" fn(*mut bindings::napi_struct, c_int) -> c_int
-    {
-        Self::napi_poll
     }
 
     const NETDEV_OPS: bindings::net_device_ops = {
@@ -492,8 +637,73 @@ impl<T: EtherDriver> EtherDevice<T> {
         ops.supported_coalesce_params = bindings::SRNIC_ETHTOOL_COALESCE_RX;
         ops.get_coalesce = Some(Self::get_coalesce);
         ops.set_coalesce = Some(Self::set_coalesce);
+        ops.get_channels = Some(Self::get_channels);
+        ops.set_channels = Some(Self::set_channels);
         ops
     };
+
+    /// # Safety
+    ///
+    /// Called only by the network stack through the `net_device_ops`,
+    /// `ethtool_ops` or NAPI instance this module registered, for its own
+    /// netdev.
+    unsafe extern "C" fn get_channels(
+        raw: *mut bindings::net_device,
+        out: *mut bindings::ethtool_channels,
+    ) {
+        // SAFETY: as in `ndo_open`.
+        let dev = unsafe { Self::from_raw(raw) };
+        // SAFETY: the core passes a struct to fill, which only this call
+        // writes.
+        let out = unsafe { &mut *out };
+        // One receive queue, the main NAPI's; a NAPI per transmit queue.
+        out.max_rx = 1;
+        out.rx_count = 1;
+        out.max_tx = dev.tx_queues().into();
+        out.tx_count = dev.tx_queues_in_use().into();
+        out.max_other = 0;
+        out.other_count = 0;
+        out.max_combined = 0;
+        out.combined_count = 0;
+    }
+
+    /// `ethtool -L DEV tx N`: the stack uses the first N transmit queues,
+    /// with or without the netdev up (every queue's resources exist while
+    /// the netdev does). CPUs are spread over them again.
+    ///
+    /// # Safety
+    ///
+    /// Called only by the network stack through the `net_device_ops`,
+    /// `ethtool_ops` or NAPI instance this module registered, for its own
+    /// netdev.
+    unsafe extern "C" fn set_channels(
+        raw: *mut bindings::net_device,
+        new: *mut bindings::ethtool_channels,
+    ) -> c_int {
+        // SAFETY: as in `ndo_open`.
+        let dev = unsafe { Self::from_raw(raw) };
+        // SAFETY: the core passes the request for the duration of the call.
+        let new = unsafe { &*new };
+        // The core checked each count against its maximum; these are the
+        // combinations it lets through that mean nothing here.
+        if new.rx_count != 1 || new.combined_count != 0 || new.other_count != 0 {
+            return EINVAL.to_errno();
+        }
+        if new.tx_count == 0 || new.tx_count > dev.tx_queues().into() {
+            return EINVAL.to_errno();
+        }
+        if new.tx_count == u32::from(dev.tx_queues_in_use()) {
+            return 0;
+        }
+        // SAFETY: RTNL is held by our caller (ethtool); at most the queues
+        // the netdev has (checked).
+        let err = unsafe { bindings::srnic_netif_set_tx_queues(raw, new.tx_count) };
+        if err == 0 {
+            // SAFETY: a registered netdev; `tx_count` queues in use.
+            unsafe { bindings::srnic_netif_spread_xps(raw, new.tx_count) };
+        }
+        err
+    }
 
     /// # Safety
     ///
@@ -503,14 +713,14 @@ impl<T: EtherDriver> EtherDevice<T> {
     unsafe extern "C" fn ndo_open(raw: *mut bindings::net_device) -> c_int {
         // SAFETY: the core calls ops on our registered netdev.
         let dev = unsafe { Self::from_raw(raw) };
-        let napi = dev.private().napi.get();
-        // SAFETY: NAPI was added and is disabled while the netdev is down.
-        unsafe { bindings::napi_enable(napi) };
+        // SAFETY: the NAPIs were added and are disabled while the netdev is
+        // down.
+        unsafe { dev.napis(|napi| bindings::napi_enable(napi)) };
         match T::open(dev) {
             Ok(()) => 0,
             Err(err) => {
                 // SAFETY: enabled just above.
-                unsafe { bindings::napi_disable(napi) };
+                unsafe { dev.napis(|napi| bindings::napi_disable(napi)) };
                 err.to_errno()
             }
         }
@@ -526,7 +736,7 @@ impl<T: EtherDriver> EtherDevice<T> {
         let dev = unsafe { Self::from_raw(raw) };
         let result = T::stop(dev);
         // SAFETY: enabled by `ndo_open`, which succeeded (the netdev is up).
-        unsafe { bindings::napi_disable(dev.private().napi.get()) };
+        unsafe { dev.napis(|napi| bindings::napi_disable(napi)) };
         result.map_or_else(|e| e.to_errno(), |()| 0)
     }
 
@@ -541,11 +751,18 @@ impl<T: EtherDriver> EtherDevice<T> {
     ) -> bindings::netdev_tx_t {
         // SAFETY: as in `ndo_open`.
         let dev = unsafe { Self::from_raw(raw) };
+        if skb.is_null() {
+            return bindings::SRNIC_NETDEV_TX_OK;
+        }
+        // SAFETY: the skb the stack hands over, valid.
+        let queue = unsafe { bindings::srnic_skb_queue_mapping(skb) };
         // SAFETY: the stack hands over the skb.
         let Some(skb) = (unsafe { SkBuff::from_raw(skb) }) else {
             return bindings::SRNIC_NETDEV_TX_OK;
         };
-        match T::start_xmit(dev, skb) {
+        // The stack picks among the queues in use, which the netdev has;
+        // the driver's lookups are checked all the same.
+        match T::start_xmit(dev, queue, skb) {
             TxOutcome::Sent => bindings::SRNIC_NETDEV_TX_OK,
             TxOutcome::Busy(skb) => {
                 // The stack still owns it and requeues it.
@@ -662,12 +879,20 @@ impl<T: EtherDriver> EtherDevice<T> {
     /// Called only by the network stack through the `net_device_ops`,
     /// `ethtool_ops` or NAPI instance this module registered, for its own
     /// netdev.
-    unsafe extern "C" fn get_sset_count(_raw: *mut bindings::net_device, set: c_int) -> c_int {
+    unsafe extern "C" fn get_sset_count(raw: *mut bindings::net_device, set: c_int) -> c_int {
+        // SAFETY: as in `ndo_open`.
+        let dev = unsafe { Self::from_raw(raw) };
         if set == bindings::SRNIC_ETH_SS_STATS {
-            T::STAT_NAMES.len() as c_int
+            Self::stat_count(dev) as c_int
         } else {
             EOPNOTSUPP_ERRNO
         }
+    }
+
+    /// The `ethtool -S` values: the driver's, then each transmit queue's.
+    /// Fixed for the netdev's life, whatever `ethtool -L` sets.
+    fn stat_count(&self) -> usize {
+        T::STAT_NAMES.len() + usize::from(self.tx_queues()) * T::TX_QUEUE_STAT_NAMES.len()
     }
 
     /// # Safety
@@ -675,20 +900,31 @@ impl<T: EtherDriver> EtherDevice<T> {
     /// Called only by the network stack through the `net_device_ops`,
     /// `ethtool_ops` or NAPI instance this module registered, for its own
     /// netdev.
-    unsafe extern "C" fn get_strings(_raw: *mut bindings::net_device, set: u32, out: *mut u8) {
+    unsafe extern "C" fn get_strings(raw: *mut bindings::net_device, set: u32, out: *mut u8) {
         if set != bindings::SRNIC_ETH_SS_STATS as u32 {
             return;
         }
+        // SAFETY: as in `ndo_open`.
+        let dev = unsafe { Self::from_raw(raw) };
         const LEN: usize = bindings::SRNIC_ETH_GSTRING_LEN as usize;
-        for (i, name) in T::STAT_NAMES.iter().enumerate() {
+        // SAFETY: the core passes room for `get_sset_count` strings of
+        // ETH_GSTRING_LEN bytes each.
+        let out = unsafe { core::slice::from_raw_parts_mut(out, dev.stat_count() * LEN) };
+        out.fill(0);
+        let mut slots = out.chunks_exact_mut(LEN);
+        for (name, slot) in T::STAT_NAMES.iter().zip(&mut slots) {
             let bytes = name.as_bytes();
             let n = bytes.len().min(LEN - 1);
-            // SAFETY: the core passes room for `get_sset_count` strings of
-            // ETH_GSTRING_LEN bytes each.
-            unsafe {
-                let slot = out.add(i * LEN);
-                core::ptr::write_bytes(slot, 0, LEN);
-                core::ptr::copy_nonoverlapping(bytes.as_ptr(), slot, n);
+            if let (Some(to), Some(from)) = (slot.get_mut(..n), bytes.get(..n)) {
+                to.copy_from_slice(from);
+            }
+        }
+        for queue in 0..dev.tx_queues() {
+            for (name, slot) in T::TX_QUEUE_STAT_NAMES.iter().zip(&mut slots) {
+                // The last byte stays NUL: the writer stops short of it.
+                let (room, _) = slot.split_at_mut(LEN - 1);
+                let mut text = SliceWriter { out: room, at: 0 };
+                let _ = core::fmt::write(&mut text, format_args!("tx_queue_{queue}_{name}"));
             }
         }
     }
@@ -706,9 +942,16 @@ impl<T: EtherDriver> EtherDevice<T> {
         // SAFETY: as in `ndo_open`.
         let dev = unsafe { Self::from_raw(raw) };
         // SAFETY: the core passes room for `get_sset_count` values.
-        let out = unsafe { core::slice::from_raw_parts_mut(out, T::STAT_NAMES.len()) };
+        let out = unsafe { core::slice::from_raw_parts_mut(out, dev.stat_count()) };
         out.fill(0);
-        T::ethtool_stats(dev, out);
+        let (own, queues) = out.split_at_mut(T::STAT_NAMES.len().min(out.len()));
+        T::ethtool_stats(dev, own);
+        let per_queue = T::TX_QUEUE_STAT_NAMES.len();
+        if per_queue > 0 {
+            for (queue, values) in (0..dev.tx_queues()).zip(queues.chunks_exact_mut(per_queue)) {
+                T::tx_queue_stats(dev, queue, values);
+            }
+        }
     }
 
     /// # Safety
@@ -780,9 +1023,51 @@ impl<T: EtherDriver> EtherDevice<T> {
         }
         done as c_int
     }
+
+    /// # Safety
+    ///
+    /// Called only by the network stack through the `net_device_ops`,
+    /// `ethtool_ops` or NAPI instance this module registered, for its own
+    /// netdev.
+    unsafe extern "C" fn tx_napi_poll(napi: *mut bindings::napi_struct, budget: c_int) -> c_int {
+        // SAFETY: a transmit queue's NAPI of one of our netdevs, which
+        // outlives it: the first field of a `TxNapi` (`repr(C)`), which
+        // lives as long as the NAPI is added.
+        let (dev, queue) = unsafe {
+            (
+                Self::from_raw(bindings::srnic_napi_dev(napi)),
+                (*napi.cast::<TxNapi>()).queue,
+            )
+        };
+        let budget = u32::try_from(budget).unwrap_or(0);
+        let done = T::tx_poll(dev, queue, budget).min(budget);
+        // SAFETY: the NAPI instance being polled, as in `napi_poll`.
+        if done < budget && unsafe { bindings::napi_complete_done(napi, done as c_int) } {
+            T::tx_poll_done(dev, queue);
+        }
+        done as c_int
+    }
 }
 
 const EOPNOTSUPP_ERRNO: c_int = -(bindings::EOPNOTSUPP as c_int);
+
+/// Writes text into a slice, cutting it at the slice's end.
+struct SliceWriter<'a> {
+    out: &'a mut [u8],
+    at: usize,
+}
+
+impl core::fmt::Write for SliceWriter<'_> {
+    fn write_str(&mut self, text: &str) -> core::fmt::Result {
+        for byte in text.bytes() {
+            if let Some(slot) = self.out.get_mut(self.at) {
+                *slot = byte;
+                self.at += 1;
+            }
+        }
+        Ok(())
+    }
+}
 
 /// A registered Ethernet netdev; unregistered and freed when dropped.
 ///
@@ -837,9 +1122,10 @@ impl<T: EtherDriver> EtherRegistration<T> {
         link_ops: *const bindings::rtnl_link_ops,
         data: T,
     ) -> Result<Self> {
+        let queues = u32::from(data.tx_queues().max(1));
         // SAFETY: allocates a zeroed netdev with room for `Private<T>`.
         let raw = unsafe {
-            bindings::alloc_etherdev_mqs(core::mem::size_of::<Private<T>>() as c_int, 1, 1)
+            bindings::alloc_etherdev_mqs(core::mem::size_of::<Private<T>>() as c_int, queues, 1)
         };
         let Some(raw) = NonNull::new(raw) else {
             return Err(ENOMEM);
@@ -849,10 +1135,15 @@ impl<T: EtherDriver> EtherRegistration<T> {
         // driver data (NETDEV_ALIGN) and sized for `Private<T>`; the NAPI
         // struct is zeroed, as `netif_napi_add` wants it.
         let private = unsafe { bindings::srnic_netdev_priv(raw).cast::<Private<T>>() };
-        // SAFETY: as above; `data` is moved in once. The placement's
-        // parent is alive (its borrow) and referenced by registration.
+        // SAFETY: as above; `data` is moved in once.
+        if let Err(err) = unsafe { Private::write(private, raw, false, data) } {
+            // SAFETY: nothing was written; never registered.
+            unsafe { bindings::free_netdev(raw) };
+            return Err(err);
+        }
+        // SAFETY: the placement's parent is alive (its borrow) and
+        // referenced by registration.
         unsafe {
-            Private::write(private, false, data);
             placement.apply(raw);
             if !link_ops.is_null() {
                 bindings::srnic_netdev_set_link_ops(raw, link_ops);
@@ -867,25 +1158,24 @@ impl<T: EtherDriver> EtherRegistration<T> {
                 mtu,
             );
             bindings::srnic_eth_hw_addr_set(raw, mac.as_ptr());
-            bindings::srnic_netif_napi_add(
-                raw,
-                (*private).napi.get(),
-                Some(EtherDevice::<T>::napi_poll),
-            );
             bindings::netif_carrier_off(raw);
         }
         // SAFETY: a fully set up netdev.
         if let Err(err) = to_result(unsafe { bindings::register_netdev(raw) }) {
             // SAFETY: never registered: undo in reverse.
             unsafe {
-                bindings::srnic_netif_napi_del((*private).napi.get());
+                Private::del_napis(private);
                 Private::drop_data(private);
                 bindings::free_netdev(raw);
             }
             return Err(err);
         }
-        // SAFETY: registered just above, and only our drop unregisters it.
-        unsafe { (*private).registered(raw) };
+        // SAFETY: registered just above, and only our drop unregisters it;
+        // its queues in use are the ones `write` set.
+        unsafe {
+            (*private).registered(raw);
+            bindings::srnic_netif_spread_xps(raw, bindings::srnic_netdev_real_num_tx_queues(raw));
+        }
         Ok(Self {
             // SAFETY: checked non-NULL above.
             raw: unsafe { NonNull::new_unchecked(raw) },
@@ -941,7 +1231,7 @@ impl<T: EtherDriver> Drop for EtherRegistration<T> {
             bindings::unregister_netdev(raw);
             T::teardown(EtherDevice::from_raw(raw));
             let private = bindings::srnic_netdev_priv(raw).cast::<Private<T>>();
-            bindings::srnic_netif_napi_del((*private).napi.get());
+            Private::del_napis(private);
             Private::drop_data(private);
             bindings::free_netdev(raw);
         }

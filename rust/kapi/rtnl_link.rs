@@ -62,6 +62,8 @@ pub trait LinkDriver: EtherDriver {
     /// The MTU range and the default MTU of a new link (`ip link add ...
     /// mtu N` is checked against the range before the driver runs).
     const MTU: ((u32, u32), u32);
+    /// The most transmit queues a link's netdev may use.
+    const MAX_TX_QUEUES: u16;
 
     /// The driver's static ops.
     fn link_ops() -> &'static LinkOps<Self>;
@@ -266,6 +268,7 @@ impl<T: LinkDriver> LinkOps<T> {
         ops.kind = T::KIND.as_char_ptr();
         ops.priv_size = core::mem::size_of::<Private<T>>();
         ops.setup = Some(Self::setup);
+        ops.get_num_tx_queues = Some(Self::num_tx_queues);
         ops.newlink = Some(Self::newlink);
         ops.dellink = Some(Self::dellink);
         ops.get_size = Some(Self::get_size);
@@ -290,6 +293,13 @@ impl<T: LinkDriver> LinkOps<T> {
                 Err(err.into())
             }
         }
+    }
+
+    /// The transmit queues a new link's netdev is allocated with, unless
+    /// the request gives `numtxqueues`: the driver uses as many as its
+    /// data serves ([`EtherDriver::tx_queues`]) among them.
+    extern "C" fn num_tx_queues() -> u32 {
+        T::MAX_TX_QUEUES.max(1).into()
     }
 
     /// # Safety
@@ -364,19 +374,18 @@ impl<T: LinkDriver> LinkOps<T> {
         // ours, sized and aligned for `Private<T>` (`priv_size`), and was
         // zeroed by the allocation (as NAPI wants it).
         let private = unsafe { bindings::srnic_netdev_priv(raw).cast::<Private<T>>() };
-        // SAFETY: as above; `data` is moved in once; the placement's
-        // parent is alive (its borrow) and referenced by registration.
+        // SAFETY: as above; `data` is moved in once.
+        if let Err(err) = unsafe { Private::write(private, raw, true, new.data) } {
+            // Nothing written: the core frees the netdev.
+            return err.to_errno();
+        }
+        // SAFETY: the placement's parent is alive (its borrow) and
+        // referenced by registration.
         unsafe {
-            Private::write(private, true, new.data);
             new.placement.apply(raw);
             bindings::srnic_eth_hw_addr_set(raw, new.mac.as_ptr());
             bindings::srnic_netdev_set_link_ops(raw, self_ops::<T>());
             bindings::srnic_netdev_link_lock_classes(raw);
-            bindings::srnic_netif_napi_add(
-                raw,
-                (*private).napi.get(),
-                Some(EtherDevice::<T>::napi_poll_fn()),
-            );
             bindings::netif_carrier_off(raw);
         }
         // SAFETY: a set-up netdev; RTNL held.
@@ -385,14 +394,17 @@ impl<T: LinkDriver> LinkOps<T> {
             // SAFETY: not registered and no destructor set: undo here;
             // the core frees the netdev.
             unsafe {
-                bindings::srnic_netif_napi_del((*private).napi.get());
+                Private::del_napis(private);
                 Private::drop_data(private);
             }
             return err;
         }
         // SAFETY: registered under the RTNL we hold, so its `ndo_uninit`
-        // has not run.
-        unsafe { (*private).registered(raw) };
+        // has not run; its queues in use are the ones `write` set.
+        unsafe {
+            (*private).registered(raw);
+            bindings::srnic_netif_spread_xps(raw, bindings::srnic_netdev_real_num_tx_queues(raw));
+        }
         // SAFETY: registered under the RTNL we hold, so no unregistration
         // (whose end runs the destructor) can have started.
         unsafe { bindings::srnic_netdev_set_destructor(raw, Some(Self::destructor)) };
@@ -432,7 +444,7 @@ impl<T: LinkDriver> LinkOps<T> {
         unsafe {
             T::teardown(EtherDevice::from_raw(raw));
             let private = bindings::srnic_netdev_priv(raw).cast::<Private<T>>();
-            bindings::srnic_netif_napi_del((*private).napi.get());
+            Private::del_napis(private);
             Private::drop_data(private);
         }
     }

@@ -52,6 +52,13 @@ impl IbDevice {
         u64::from_be(unsafe { (*self.as_raw()).node_guid })
     }
 
+    /// How many completion vectors the device has (at least 1).
+    pub fn num_comp_vectors(&self) -> u32 {
+        // SAFETY: a plain field of the live device, set before registration.
+        let vectors = unsafe { (*self.as_raw()).num_comp_vectors };
+        u32::try_from(vectors).unwrap_or(1).max(1)
+    }
+
     /// The port numbers, 1-based.
     pub fn ports(&self) -> core::ops::RangeInclusive<u32> {
         // SAFETY: the live device; the count is fixed at registration.

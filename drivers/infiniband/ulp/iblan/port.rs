@@ -3,12 +3,15 @@
 //! One emulated LAN port: the netdev `iblanN` over one RDMA port, its UD QP,
 //! the name service and the data path.
 //!
-//! Which CPU does what: `ndo_start_xmit` posts sends on the sending CPU;
-//! the QP's single CQ raises an event on its completion vector, which
-//! schedules NAPI; the NAPI poll reclaims sends, copies each received
-//! datagram once into an skb (or into a reassembly buffer) and reposts the
-//! receive. The name service runs in a work item every second and when an
-//! announcement arrives.
+//! Which CPU does what: `ndo_start_xmit` posts sends on the sending CPU,
+//! on the transmit queue the stack picked (CPU c uses queue c modulo the
+//! queues in use). Each transmit queue has a send-only UD QP whose CQ is
+//! on the completion vector of the queue's number and raises that queue's
+//! NAPI, which reclaims its sends. The main QP receives (and sends the
+//! announcements); its CQ, on vector 0, raises the main NAPI, which copies
+//! each received datagram once into an skb (or into a reassembly buffer)
+//! and reposts the receive. The name service runs in a work item every
+//! second and when an announcement arrives.
 //!
 //! This file is the device and its lifetime: creation (by the module for an
 //! RDMA port, or as an `ip link` child), the netdev and rtnl_link
@@ -52,15 +55,24 @@ mod peers;
 mod rx;
 mod stats;
 mod tx;
+mod txq;
 
 use name_service::Inbox;
-use peers::{Peer, PeerEntry, PeerTable, Targets};
+use peers::{Peer, PeerEntry, PeerTable, Posts, Targets, QPS};
 use rx::{Events, Reassembly};
-use stats::{Link, Stat, STAT_NAMES};
+use stats::{Link, Stat, STAT_NAMES, TX_QUEUE_STAT_NAMES};
+use txq::TxQueue;
 
 const CALLER: &CStr = c_str!("iblan");
+/// Send entries of each transmit queue's QP.
 const SEND_DEPTH: u32 = 1024;
+/// Send entries of the main QP: the announcement alone uses them (one in
+/// flight at a time).
+const ANNOUNCE_DEPTH: u32 = 4;
 const RECV_DEPTH: u32 = 256;
+/// Transmit queues a LAN port has at most: one per CPU, up to the RDMA
+/// device's completion vectors and this.
+const MAX_TX_QUEUES: usize = 16;
 /// The GRH (or IP header) area at the start of every UD receive.
 const GRH_LEN: usize = 40;
 /// Peers a LAN port knows at most.
@@ -90,12 +102,15 @@ pub(crate) struct LanDev {
     /// With its CQ, its receive buffers (each the GRH area and one
     /// path-MTU datagram) and the announcement's send buffer.
     qp: UdQp<Events>,
+    /// The transmit queues, each a send QP with its CQ; at least one.
+    tx: KVec<TxQueue>,
     /// After the QP: its sends are done (or flushed) when the AHs go.
     /// Bottom halves off, interrupts on: sends are posted under it, and a
     /// provider may then send at once (srnic defers a post made with
     /// interrupts off to a work item). Never taken in hard-IRQ context.
     peers: Pin<KBox<SpinLockBh<PeerTable>>>,
-    /// Sends completed (or flushed); compared with `PeerTable::posted`.
+    /// Sends of the main QP completed (or flushed); compared with
+    /// `PeerTable::posted`, as each transmit queue's.
     sends_completed: AtomicU64,
     group_ah: Ah,
     _membership: Ipv6Membership,
@@ -120,6 +135,7 @@ pub(crate) struct LanDev {
     announce_soon: AtomicBool,
     running: AtomicBool,
     inbox: Pin<KBox<SpinLockIrq<Inbox>>>,
+    /// Free send entries of the main QP.
     sq_free: AtomicU32,
     frame_number: AtomicU32,
     /// `ethtool -C` rx-usecs and rx-frames, the CQ's event moderation.
@@ -219,12 +235,14 @@ impl LanDev {
         }
         let pd = Pd::new(dev, CALLER)?;
         let mut qp = Self::open_qp(&pd, port, &config, datagram_len)?;
+        let tx = TxQueue::open_all(dev, &pd, port, &config, &qp.cq().handler().netdev)?;
         let membership = Ipv6Membership::join(netdev, group)?;
         qp.attach(&group)?;
         let group_ah = Ah::new(&pd, port, sgid_index, &group, 1)?;
         let lid = lid.unwrap_or_else(|| lan::initial_lid(&sgid));
         let data = LanDev {
             qp,
+            tx,
             peers: KBox::pin_init(
                 new_spinlock_bh!(PeerTable::new()?, "iblan_peers"),
                 GFP_KERNEL,
@@ -262,7 +280,7 @@ impl LanDev {
                 ),
                 GFP_KERNEL,
             )?,
-            sq_free: AtomicU32::new(SEND_DEPTH),
+            sq_free: AtomicU32::new(ANNOUNCE_DEPTH),
             frame_number: AtomicU32::new(0),
             coalesce_usecs: AtomicU32::new(0),
             coalesce_frames: AtomicU32::new(0),
@@ -289,7 +307,7 @@ impl LanDev {
     fn open_qp(pd: &Pd, port: u32, config: &LanConfig, datagram_len: u32) -> Result<UdQp<Events>> {
         let cq = Cq::new(
             pd,
-            SEND_DEPTH + RECV_DEPTH,
+            ANNOUNCE_DEPTH + RECV_DEPTH,
             0,
             Events {
                 netdev: DeviceCell::new()?,
@@ -297,7 +315,7 @@ impl LanDev {
             CALLER,
         )?;
         let qp_config = UdQpConfig {
-            depths: (SEND_DEPTH, RECV_DEPTH),
+            depths: (ANNOUNCE_DEPTH, RECV_DEPTH),
             port,
             qkey: config.qkey(),
             recv_len: GRH_LEN + datagram_len as usize,
@@ -386,6 +404,7 @@ impl EtherDriver for LanDev {
     const DRIVER: &'static CStr = c_str!("iblan");
     const VERSION: &'static CStr = c_str!("1.0");
     const STAT_NAMES: &'static [&'static CStr] = STAT_NAMES;
+    const TX_QUEUE_STAT_NAMES: &'static [&'static CStr] = TX_QUEUE_STAT_NAMES;
 
     fn open(dev: &EtherDevice<Self>) -> Result {
         let lan = dev.data();
@@ -398,13 +417,16 @@ impl EtherDriver for LanDev {
         if lan.qp.cq().arm() {
             dev.napi_schedule();
         }
-        dev.wake_queue();
+        for txq in lan.tx.iter() {
+            txq.arm(dev);
+        }
+        dev.wake_all_queues();
         Ok(())
     }
 
     fn stop(dev: &EtherDevice<Self>) -> Result {
         let lan = dev.data();
-        dev.stop_queue();
+        dev.stop_all_queues();
         // Not running first: the ticker then stops rescheduling itself.
         lan.running.store(false, Ordering::Release);
         lan.ticker.cancel_sync();
@@ -418,8 +440,28 @@ impl EtherDriver for LanDev {
         Ok(())
     }
 
-    fn start_xmit(dev: &EtherDevice<Self>, skb: SkBuff) -> TxOutcome {
-        dev.data().transmit(dev, skb)
+    fn tx_queues(&self) -> u16 {
+        self.tx.len() as u16
+    }
+
+    fn start_xmit(dev: &EtherDevice<Self>, queue: u16, skb: SkBuff) -> TxOutcome {
+        dev.data().transmit(dev, queue, skb)
+    }
+
+    fn tx_poll(dev: &EtherDevice<Self>, queue: u16, budget: u32) -> u32 {
+        dev.data().tx_poll(dev, queue, budget)
+    }
+
+    fn tx_poll_done(dev: &EtherDevice<Self>, queue: u16) {
+        if let Some(txq) = dev.data().tx.get(usize::from(queue)) {
+            txq.arm(dev);
+        }
+    }
+
+    fn tx_queue_stats(dev: &EtherDevice<Self>, queue: u16, out: &mut [u64]) {
+        if let Some(txq) = dev.data().tx.get(usize::from(queue)) {
+            txq.stats(out);
+        }
     }
 
     fn set_mac_address(dev: &EtherDevice<Self>, mac: &[u8; 6]) -> Result {
@@ -541,6 +583,7 @@ impl EtherDriver for LanDev {
 impl LinkDriver for LanDev {
     const KIND: &'static CStr = c_str!("iblan");
     const MTU: ((u32, u32), u32) = ((68, MTU_MAX), MTU_DEFAULT);
+    const MAX_TX_QUEUES: u16 = MAX_TX_QUEUES as u16;
 
     fn link_ops() -> &'static LinkOps<Self> {
         &crate::LINK

@@ -89,7 +89,7 @@ impl LanDev {
             self.count(Stat::DmaSyncsForDevice);
         }
         if posted.is_ok() {
-            peers.posted += 1;
+            peers.count_posts(0, 1);
         }
         drop(peers);
         if posted.is_err() {
@@ -248,9 +248,9 @@ impl LanDev {
     /// Process context only (see [`Retired`]).
     pub(super) fn release_retired(&self) {
         loop {
-            let completed = self.sends_completed.load(Ordering::Acquire);
+            let completed = self.sends_completed();
             // Not in the loop's head: the guard would live through the body.
-            let Some(released) = self.peers.lock().take_released(completed) else {
+            let Some(released) = self.peers.lock().take_released(&completed) else {
                 break;
             };
             drop(released);

@@ -5,6 +5,14 @@
 
 use super::*;
 
+/// The QPs a LAN port sends on: the main QP (announcements) first, then
+/// each transmit queue's.
+pub(super) const QPS: usize = 1 + MAX_TX_QUEUES;
+
+/// A count per QP, in the order of [`QPS`]. Sends complete in order on one
+/// QP, not across QPs, so posts are counted per QP.
+pub(super) type Posts = [u64; QPS];
+
 /// A known node of the LAN.
 pub(super) struct Peer {
     pub(super) gid: [u8; 16],
@@ -28,8 +36,8 @@ pub(super) struct PeerEntry {
 pub(super) struct Retired {
     /// Held, never read: dropping it destroys the AH.
     pub(super) _peer: Peer,
-    /// The QP's post count when the peer left.
-    pub(super) posted_before: u64,
+    /// Each QP's post count when the peer left.
+    pub(super) posted_before: Posts,
 }
 
 /// Where one frame goes.
@@ -49,8 +57,8 @@ pub(super) struct PeerTable {
     pub(super) slots: KVec<Option<PeerEntry>>,
     /// `MAX_RETIRED` slots of peers that left, waiting for their sends.
     pub(super) retired: KVec<Option<Retired>>,
-    /// Sends posted on the QP since it was created.
-    pub(super) posted: u64,
+    /// Sends posted on each QP since it was created.
+    pub(super) posted: Posts,
 }
 
 impl PeerTable {
@@ -66,7 +74,7 @@ impl PeerTable {
         Ok(Self {
             slots,
             retired,
-            posted: 0,
+            posted: [0; QPS],
         })
     }
 
@@ -111,13 +119,26 @@ impl PeerTable {
         }
     }
 
-    /// Takes one retired peer whose sends have all completed, to be
-    /// dropped outside the lock.
-    pub(super) fn take_released(&mut self, completed: u64) -> Option<Retired> {
+    /// Takes one retired peer whose sends have all completed, on every
+    /// QP, to be dropped outside the lock.
+    pub(super) fn take_released(&mut self, completed: &Posts) -> Option<Retired> {
+        let done = |r: &Retired| {
+            r.posted_before
+                .iter()
+                .zip(completed)
+                .all(|(before, done)| before <= done)
+        };
         self.retired
             .iter_mut()
-            .find(|r| r.as_ref().is_some_and(|r| r.posted_before <= completed))
+            .find(|r| r.as_ref().is_some_and(done))
             .and_then(Option::take)
+    }
+
+    /// Counts `count` sends posted on QP `qp` (in the order of [`QPS`]).
+    pub(super) fn count_posts(&mut self, qp: usize, count: u64) {
+        if let Some(posted) = self.posted.get_mut(qp) {
+            *posted += count;
+        }
     }
 
     /// Adds `entry`; a full table gives it back.

@@ -79,7 +79,8 @@ impl LanDev {
                 if matches!(sent, Completion::BufferSent(_)) {
                     self.announce_busy.store(false, Ordering::Release);
                 }
-                self.send_slot_freed(dev);
+                // The main QP sends announcements only.
+                self.sq_free.fetch_add(1, Ordering::AcqRel);
                 return;
             }
             Completion::Foreign => return,
@@ -328,18 +329,33 @@ impl LanDev {
         done.min(budget)
     }
 
-    /// Reclaims every posted WR after the QP moved to ERR.
+    /// Reclaims every posted WR after the QPs moved to ERR.
     pub(super) fn drain(&self, dev: &EtherDevice<LanDev>) {
         let _ = self.qp.flush();
+        for txq in self.tx.iter() {
+            let _ = txq.qp.flush();
+        }
         let mut batch: [WorkCompletion<'_>; 16] = Default::default();
         // Flushing is asynchronous on soft devices: wait up to ~2 s.
         for _ in 0..2000 {
-            let got = self.qp.poll(&mut batch);
+            let mut got = self.qp.poll(&mut batch);
             for wc in batch.iter_mut().take(got) {
                 self.completion(dev, core::mem::take(wc));
             }
+            for (queue, txq) in self.tx.iter().enumerate() {
+                let polled = txq.qp.poll(&mut batch);
+                for wc in batch.iter_mut().take(polled) {
+                    self.tx_completion(dev, txq, queue as u16, core::mem::take(wc));
+                }
+                got += polled;
+            }
             if got == 0 {
-                if self.sq_free.load(Ordering::Acquire) == SEND_DEPTH {
+                let idle = self.sq_free.load(Ordering::Acquire) == ANNOUNCE_DEPTH
+                    && self
+                        .tx
+                        .iter()
+                        .all(|txq| txq.sq_free.load(Ordering::Acquire) == SEND_DEPTH);
+                if idle {
                     break;
                 }
                 sleep_ms(1);

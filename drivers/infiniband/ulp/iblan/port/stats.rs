@@ -45,6 +45,11 @@ pub(super) const STAT_NAMES: &[&CStr] = &[
     c_str!("ns_lid"),
 ];
 
+/// `ethtool -S` names of each transmit queue's values, shown as
+/// `tx_queue_<N>_<name>`, in the order of [`TxQueue::stats`].
+pub(super) const TX_QUEUE_STAT_NAMES: &[&CStr] =
+    &[c_str!("packets"), c_str!("bytes"), c_str!("stops")];
+
 #[derive(Clone, Copy)]
 #[repr(usize)]
 pub(super) enum Stat {

@@ -7,8 +7,18 @@
 use super::*;
 
 impl LanDev {
-    /// Sends one frame; see [`EtherDriver::start_xmit`].
-    pub(super) fn transmit(&self, dev: &EtherDevice<LanDev>, mut skb: SkBuff) -> TxOutcome {
+    /// Sends one frame on transmit queue `queue`; see
+    /// [`EtherDriver::start_xmit`]. All its fragments go on the queue's
+    /// QP.
+    pub(super) fn transmit(
+        &self,
+        dev: &EtherDevice<LanDev>,
+        queue: u16,
+        mut skb: SkBuff,
+    ) -> TxOutcome {
+        let Some(txq) = self.tx.get(usize::from(queue)) else {
+            return self.drop_frame();
+        };
         let Some((mac, plan)) = self.plan_frame(&mut skb) else {
             return self.drop_frame();
         };
@@ -31,13 +41,12 @@ impl LanDev {
             return self.drop_frame();
         }
         // Reserve send queue slots; without room the stack keeps the frame.
-        let Some(mut slots) = SendSlots::reserve(&self.sq_free, posts) else {
+        let Some(mut slots) = SendSlots::reserve(&txq.sq_free, posts) else {
             drop(peers);
-            dev.stop_queue();
-            self.count(Stat::TxQueueStops);
+            self.stop_queue(dev, txq, queue);
             // A completion may have freed room meanwhile.
-            if self.sq_free.load(Ordering::Acquire) >= posts {
-                dev.wake_queue();
+            if txq.sq_free.load(Ordering::Acquire) >= posts {
+                dev.wake_tx_queue(queue);
             }
             return TxOutcome::Busy(skb);
         };
@@ -47,7 +56,7 @@ impl LanDev {
         };
         // The QP maps the frame, and frees it (unmapped) after the last
         // of the posts completes.
-        let sent = self.qp.send_skb(skb, posts, |poster| {
+        let sent = txq.qp.send_skb(skb, posts, |poster| {
             'peers: for peer in peers.selected(targets) {
                 for index in 0..fragments {
                     let Some((offset, len)) = plan.fragment(index) else {
@@ -69,7 +78,7 @@ impl LanDev {
             drop(peers);
             return self.drop_frame();
         };
-        peers.posted += u64::from(posted);
+        peers.count_posts(1 + usize::from(queue), posted.into());
         drop(peers);
         // Each posted slot comes back with its completion, the rest now.
         slots.posted(posted);
@@ -80,12 +89,21 @@ impl LanDev {
             posted,
             matches!(targets, Targets::All),
         );
+        txq.packets.fetch_add(1, Ordering::Relaxed);
+        txq.bytes.fetch_add(frame_len as u64, Ordering::Relaxed);
         // Stop early rather than fail the next frame.
-        if self.sq_free.load(Ordering::Acquire) < SEND_DEPTH / 8 {
-            dev.stop_queue();
-            self.count(Stat::TxQueueStops);
+        if txq.sq_free.load(Ordering::Acquire) < SEND_DEPTH / 8 {
+            self.stop_queue(dev, txq, queue);
         }
         TxOutcome::Sent
+    }
+
+    /// Stops transmit queue `queue` for want of send entries; its
+    /// completions wake it.
+    fn stop_queue(&self, dev: &EtherDevice<LanDev>, txq: &TxQueue, queue: u16) {
+        dev.stop_tx_queue(queue);
+        self.count(Stat::TxQueueStops);
+        txq.stops.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A frame that cannot be sent: counted as dropped, and gone.
@@ -182,10 +200,15 @@ impl LanDev {
             .fetch_add(frame_len as u64, Ordering::Relaxed);
     }
 
-    pub(super) fn send_slot_freed(&self, dev: &EtherDevice<LanDev>) {
-        let free = self.sq_free.fetch_add(1, Ordering::AcqRel) + 1;
-        if free >= SEND_DEPTH / 2 && dev.queue_stopped() && self.running.load(Ordering::Acquire) {
-            dev.wake_queue();
+    /// A send of transmit queue `queue` completed: its entry is free, and
+    /// a stopped queue with room enough again is woken.
+    pub(super) fn send_slot_freed(&self, dev: &EtherDevice<LanDev>, txq: &TxQueue, queue: u16) {
+        let free = txq.sq_free.fetch_add(1, Ordering::AcqRel) + 1;
+        if free >= SEND_DEPTH / 2
+            && dev.tx_queue_stopped(queue)
+            && self.running.load(Ordering::Acquire)
+        {
+            dev.wake_tx_queue(queue);
         }
     }
 }
