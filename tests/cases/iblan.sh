@@ -13,11 +13,15 @@
 # A bridge, a macvlan and a namespace's TCP flow over foreign MACs, learned
 # so that they stop flooding (see bridged_lan); an active-backup bond over
 # two LANs that fails over under ping (see bonded_lans); ethtool -C sets
-# the CQ's moderation, a value beyond the device's limit is refused. Over rxe only what depends
+# the CQ's moderation, a value beyond the device's limit is refused; a
+# transmit queue per CPU on iblan0 and lan5, which ethtool -l shows and
+# ethtool -L changes under traffic, with pings pinned to each CPU leaving on
+# that CPU's queue (see multiqueue). Over rxe only what depends
 # on the device:
 # the name service, ping, arping, raw frames, jumbo pings and the device
 # going away.
 # vms: 3
+# cpus: 2
 # timeout: 1200
 # pcap: off
 iblan_ko=$SRNIC_TOP/iblan.ko
@@ -115,6 +119,80 @@ for t, v in attrs(msg[32:length]):
                 value = v3.rstrip(b"\0").decode() if t3 == 1 else int.from_bytes(v3, "little")
                 print(f"{names.get(t3, t3)}={value}")
 EOF
+}
+
+# queue_packets DEV: the tx_queue_N_packets counters of DEV, in queue order.
+queue_packets() {
+	ethtool -S "$1" | awk '$1 ~ /^tx_queue_[0-9]+_packets:$/ { printf "%s ", $2 }'
+}
+
+# pinned_pings DEV ADDR MIN0 MIN1...: pings ADDR 10 times from each CPU at
+# once (taskset), then checks that transmit queue N of DEV sent at least
+# MINn more frames ("0" as MINn: none at all).
+pinned_pings() {
+	local dev=$1 addr=$2 cpu pids= before after q=0 min d
+	shift 2
+	before=$(queue_packets "$dev")
+	for cpu in $(seq 0 $(($(nproc) - 1))); do
+		taskset -c "$cpu" ping -c 10 -i 0.1 -W 5 "$addr" > "/tmp/pinned.$cpu" 2>&1 &
+		pids="$pids $!"
+	done
+	for pid in $pids; do wait "$pid" || fail "$kind: a ping pinned to a CPU failed: $(cat /tmp/pinned.*)"; done
+	after=$(queue_packets "$dev")
+	echo "$dev: tx_queue_N_packets $before -> $after"
+	for min in "$@"; do
+		d=$(( $(echo "$after" | cut -d' ' -f$((q + 1))) - $(echo "$before" | cut -d' ' -f$((q + 1))) ))
+		if [ "$min" = 0 ]; then
+			expect_eq "$d" 0 "$kind: frames on $dev's queue $q, not in use"
+		else
+			[ "$d" -ge "$min" ] || fail "$kind: $dev's queue $q sent $d frames, fewer than $min ($before -> $after)"
+		fi
+		q=$((q + 1))
+	done
+}
+
+# multiqueue DEV NET: DEV has a transmit queue per CPU (srnic a completion
+# vector per CPU, each queue's sends complete on its own): ethtool -l shows
+# them, and one RX queue; ethtool -L refuses counts DEV does not have, and
+# changes the queues in use while a ping runs, which loses (almost)
+# nothing; pings pinned to each CPU leave on that CPU's queue, and all on
+# queue 0 with one queue in use. NET.N is node N's address on DEV.
+multiqueue() {
+	local dev=$1 net=$2 cpus peer channels ones= all= pinger
+	step "$kind: $dev's transmit queues: ethtool -l/-L, one per CPU"
+	cpus=$(nproc)
+	peer=$(echo $others | cut -d' ' -f1)
+	channels=$(ethtool -l "$dev")
+	echo "$channels"
+	expect_eq "$(echo "$channels" | awk '$1 == "TX:" { printf "%s ", $2 }')" "$cpus $cpus " "$kind: $dev's TX queues in ethtool -l (maximum, in use)"
+	expect_eq "$(echo "$channels" | awk '$1 == "RX:" { printf "%s ", $2 }')" "1 1 " "$kind: $dev's RX queues in ethtool -l"
+	must_fail 'Invalid argument|exceeds maximum' ethtool -L "$dev" tx $((cpus + 1))
+	must_fail 'Invalid argument|exceeds maximum' ethtool -L "$dev" rx 2
+	must_fail 'Invalid argument|no RX or TX' ethtool -L "$dev" tx 0
+	for q in $(seq 1 "$cpus"); do all="$all 10" ones="$ones 0"; done
+	# Each CPU's pings on its own queue.
+	pinned_pings "$dev" "$net.$peer" $all
+	if [ "$cpus" -gt 1 ]; then
+		ping -c 40 -i 0.05 -W 5 "$net.$peer" > /tmp/mq.ping 2>&1 &
+		pinger=$!
+		busybox sleep 0.5
+		must ethtool -L "$dev" tx 1
+		expect_eq "$(ethtool -l "$dev" | awk '$1 == "TX:" { printf "%s ", $2 }')" "$cpus 1 " "$kind: $dev's TX queues after ethtool -L tx 1"
+		wait "$pinger"
+		received=$(sed -n 's/.* \([0-9]*\) received.*/\1/p' /tmp/mq.ping)
+		[ "${received:-0}" -ge 36 ] || fail "$kind: ping across ethtool -L tx 1 got ${received:-0} of 40 replies"
+		# Every CPU on queue 0: "$((10 * cpus)) 0 0 ...".
+		pinned_pings "$dev" "$net.$peer" $((10 * cpus)) ${ones# 0}
+		ping -c 40 -i 0.05 -W 5 "$net.$peer" > /tmp/mq.ping 2>&1 &
+		pinger=$!
+		busybox sleep 0.5
+		must ethtool -L "$dev" tx "$cpus"
+		wait "$pinger"
+		received=$(sed -n 's/.* \([0-9]*\) received.*/\1/p' /tmp/mq.ping)
+		[ "${received:-0}" -ge 36 ] || fail "$kind: ping across ethtool -L tx $cpus got ${received:-0} of 40 replies"
+		expect_eq "$(ethtool -l "$dev" | awk '$1 == "TX:" { printf "%s ", $2 }')" "$cpus $cpus " "$kind: $dev's TX queues after ethtool -L tx $cpus"
+		pinned_pings "$dev" "$net.$peer" $all
+	fi
 }
 
 # rx NETDEV: frames NETDEV handed to the stack (ip -s link).
@@ -342,6 +420,9 @@ second_lan() {
 			{ ip neigh show dev lan5; fail "$kind: 10.5.0.$n is not at LAN 5's MAC of node $n"; }
 	done
 	barrier "$kind.lan5-pinged" 3
+	multiqueue iblan0 10.1.0
+	multiqueue lan5 10.5.0
+	barrier "$kind.multiqueue" 3
 
 	step "$kind: LAN 5's broadcasts stay in LAN 5"
 	lan0_before=$(rx iblan0) lan5_before=$(rx lan5)
