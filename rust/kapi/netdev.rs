@@ -284,7 +284,9 @@ pub fn rtnl_lock() -> RtnlGuard {
 /// Takes RTNL if it is free: for work that RTNL holders may wait for.
 pub fn rtnl_try_lock() -> Option<RtnlGuard> {
     // SAFETY: takes the lock or nothing; the guard releases what it took.
-    (unsafe { bindings::rtnl_trylock() } != 0).then_some(RtnlGuard(()))
+    // Made lazily: a guard made and dropped when the lock is busy would
+    // release another thread's RTNL.
+    (unsafe { bindings::rtnl_trylock() } != 0).then(|| RtnlGuard(()))
 }
 
 impl RtnlGuard {

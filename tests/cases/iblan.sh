@@ -151,14 +151,15 @@ pinned_pings() {
 	done
 }
 
-# multiqueue DEV NET: DEV has a transmit queue per CPU (srnic a completion
-# vector per CPU, each queue's sends complete on its own): ethtool -l shows
-# them, and one RX queue; ethtool -L refuses counts DEV does not have, and
-# changes the queues in use while a ping runs, which loses (almost)
-# nothing; pings pinned to each CPU leave on that CPU's queue, and all on
-# queue 0 with one queue in use. NET.N is node N's address on DEV.
+# multiqueue DEV NET [short]: DEV has a transmit queue per CPU (srnic a
+# completion vector per CPU, each queue's sends complete on its own):
+# ethtool -l shows them, and one RX queue; pings pinned to each CPU leave on
+# that CPU's queue. Unless short: ethtool -L refuses counts DEV does not
+# have, and changes the queues in use while a ping runs, which loses
+# (almost) nothing; with one queue in use every CPU's pings leave on queue
+# 0. NET.N is node N's address on DEV.
 multiqueue() {
-	local dev=$1 net=$2 cpus peer channels ones= all= pinger
+	local dev=$1 net=$2 short=${3:-} cpus peer channels ones= all= pinger
 	step "$kind: $dev's transmit queues: ethtool -l/-L, one per CPU"
 	cpus=$(nproc)
 	peer=$(echo $others | cut -d' ' -f1)
@@ -166,12 +167,14 @@ multiqueue() {
 	echo "$channels"
 	expect_eq "$(echo "$channels" | awk '$1 == "TX:" { printf "%s ", $2 }')" "$cpus $cpus " "$kind: $dev's TX queues in ethtool -l (maximum, in use)"
 	expect_eq "$(echo "$channels" | awk '$1 == "RX:" { printf "%s ", $2 }')" "1 1 " "$kind: $dev's RX queues in ethtool -l"
-	must_fail 'Invalid argument|exceeds maximum' ethtool -L "$dev" tx $((cpus + 1))
-	must_fail 'Invalid argument|exceeds maximum' ethtool -L "$dev" rx 2
-	must_fail 'Invalid argument|no RX or TX' ethtool -L "$dev" tx 0
 	for q in $(seq 1 "$cpus"); do all="$all 10" ones="$ones 0"; done
 	# Each CPU's pings on its own queue.
 	pinned_pings "$dev" "$net.$peer" $all
+	[ -z "$short" ] || return 0
+	# The core's messages; the driver refuses the rest with EINVAL.
+	must_fail 'Invalid argument|exceeds maximum' ethtool -L "$dev" tx $((cpus + 1))
+	must_fail 'Invalid argument|exceeds maximum' ethtool -L "$dev" rx 2
+	must_fail 'Invalid argument|no RX or TX' ethtool -L "$dev" tx 0
 	if [ "$cpus" -gt 1 ]; then
 		ping -c 40 -i 0.05 -W 5 "$net.$peer" > /tmp/mq.ping 2>&1 &
 		pinger=$!
@@ -421,7 +424,7 @@ second_lan() {
 	done
 	barrier "$kind.lan5-pinged" 3
 	multiqueue iblan0 10.1.0
-	multiqueue lan5 10.5.0
+	multiqueue lan5 10.5.0 short
 	barrier "$kind.multiqueue" 3
 
 	step "$kind: LAN 5's broadcasts stay in LAN 5"
