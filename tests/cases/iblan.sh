@@ -151,6 +151,12 @@ pinned_pings() {
 	done
 }
 
+# vector_irqs N: the interrupts of srnic0's completion vector N so far, on
+# every CPU.
+vector_irqs() {
+	awk -v n="srnic0-comp$1" -v cpus="$(nproc)" '$NF == n { for (i = 2; i < cpus + 2; i++) s += $i; print s }' /proc/interrupts
+}
+
 # multiqueue DEV NET [short]: DEV has a transmit queue per CPU (srnic a
 # completion vector per CPU, each queue's sends complete on its own):
 # ethtool -l shows them, and one RX queue; pings pinned to each CPU leave on
@@ -159,7 +165,7 @@ pinned_pings() {
 # (almost) nothing; with one queue in use every CPU's pings leave on queue
 # 0. NET.N is node N's address on DEV.
 multiqueue() {
-	local dev=$1 net=$2 short=${3:-} cpus peer channels ones= all= pinger
+	local dev=$1 net=$2 short=${3:-} cpus peer channels ones= all= pinger irqs
 	step "$kind: $dev's transmit queues: ethtool -l/-L, one per CPU"
 	cpus=$(nproc)
 	peer=$(echo $others | cut -d' ' -f1)
@@ -168,8 +174,12 @@ multiqueue() {
 	expect_eq "$(echo "$channels" | awk '$1 == "TX:" { printf "%s ", $2 }')" "$cpus $cpus " "$kind: $dev's TX queues in ethtool -l (maximum, in use)"
 	expect_eq "$(echo "$channels" | awk '$1 == "RX:" { printf "%s ", $2 }')" "1 1 " "$kind: $dev's RX queues in ethtool -l"
 	for q in $(seq 1 "$cpus"); do all="$all 10" ones="$ones 0"; done
-	# Each CPU's pings on its own queue.
+	# Each CPU's pings on its own queue, whose completions come on the
+	# vector of its number (iblan's other CQs are on vector 0).
+	irqs=$(vector_irqs 1)
 	pinned_pings "$dev" "$net.$peer" $all
+	[ "$cpus" -lt 2 ] || [ "$(vector_irqs 1)" -gt "${irqs:-0}" ] ||
+		fail "$kind: no interrupt of srnic0-comp1 while $dev's queue 1 sent ($irqs)"
 	[ -z "$short" ] || return 0
 	# The core's messages; the driver refuses the rest with EINVAL.
 	must_fail 'Invalid argument|exceeds maximum' ethtool -L "$dev" tx $((cpus + 1))
