@@ -271,6 +271,20 @@ bool srnic_uses_virt_dma(struct ib_device *dev)
 	return ib_uses_virt_dma(dev);
 }
 
+struct mm_struct *srnic_mmgrab_current(void)
+{
+	struct mm_struct *mm = current->mm;
+
+	if (mm)
+		mmgrab(mm);
+	return mm;
+}
+
+void srnic_mmdrop(struct mm_struct *mm)
+{
+	mmdrop(mm);
+}
+
 struct ib_umem_odp *srnic_odp_of_notifier(struct mmu_interval_notifier *mni)
 {
 	return container_of(mni, struct ib_umem_odp, notifier);

@@ -129,6 +129,8 @@ u64 srnic_percpu_counter_sum(u64 *counters, unsigned int index);
 void srnic_wmb(void);
 struct scatterlist *srnic_umem_sgl(struct ib_umem *umem, unsigned int *nents);
 bool srnic_uses_virt_dma(struct ib_device *dev);
+struct mm_struct *srnic_mmgrab_current(void);
+void srnic_mmdrop(struct mm_struct *mm);
 struct ib_umem_odp *srnic_odp_of_notifier(struct mmu_interval_notifier *mni);
 void srnic_odp_lock(struct ib_umem_odp *odp);
 bool srnic_odp_trylock(struct ib_umem_odp *odp);

@@ -5,7 +5,7 @@
 # tests/lib/pyverbs_excluded.txt with their reason, and that srnic passes
 # the resize-CQ test rxe fails. The suite is adapted to find a soft
 # device's netdev (tests/lib/pyverbs_netdev.py), so that its rdma_cm tests
-# run instead of skipping. The 7 on-demand paging tests srnic can run
+# run instead of skipping. The 8 on-demand paging tests srnic can run
 # (rxe of 6.12 has no ODP) must pass on srnic.
 # vms: 2
 # timeout: 2400
@@ -48,11 +48,12 @@ wait_until 1500 arrived done 2 ||
 	fail "the other VM did not finish its suite"
 if [ "$SRNIC_VM" = a ]; then
 	# The suite's on-demand paging tests that a device can run without XRC,
-	# implicit ODP, hugetlbfs (not in this kernel) or advise_mr (librxe has
-	# none): all 7 pass. rxe of this kernel has no ODP and skips them.
+	# hugetlbfs (not in this kernel) or librxe's advise_mr (it has none):
+	# all 8 pass. rxe of this kernel has no ODP and skips them.
 	odp=0
 	for t in test_odp_rc_traffic test_odp_rc_atomic_cmp_and_swp test_odp_rc_atomic_fetch_and_add \
-		test_odp_rc_rdma_read test_odp_rc_rdma_write test_odp_rc_srq_traffic test_odp_ud_traffic; do
+		test_odp_rc_rdma_read test_odp_rc_rdma_write test_odp_rc_srq_traffic test_odp_ud_traffic \
+		test_odp_implicit_rc_traffic; do
 		grep -Eq "^$t \(.*\) \.\.\. ok\$" /tmp/suite.out ||
 			fail "rdma-core's $t did not pass on srnic0: $(grep "^$t " /tmp/suite.out)"
 		odp=$((odp + 1))

@@ -37,6 +37,7 @@
 #include <rdma/ib_user_verbs.h>
 #include <rdma/rdma_user_rxe.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1715,6 +1716,27 @@ static void odp_test(void)
 	rc_expect(a.cq, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, "ODP: READ from the region");
 	CHECK(!memcmp(a.buf, region, ODP_LEN), "ODP: the READ returned the new pages' data");
 	ibv_dereg_mr(mr);
+	munmap(region, ODP_LEN);
+
+	/* An implicit region: the whole address space under one key, paged
+	 * in where the transport first goes, here memory mapped after the
+	 * registration. */
+	CHECK(ex.odp_caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT,
+	      "the device advertises implicit on-demand paging");
+	struct ibv_mr *all = ibv_reg_mr(pd, NULL, SIZE_MAX, access);
+
+	if (!all)
+		FAIL("ibv_reg_mr(NULL, SIZE_MAX) ON_DEMAND: %s", strerror(errno));
+	region = odp_map(NULL, -1, ODP_LEN);
+	fill(a.buf, ODP_LEN, 37);
+	CHECK(write_to(&a, 9, (uintptr_t)region, all->rkey, ODP_LEN) == IBV_WC_SUCCESS &&
+	      !memcmp(region, a.buf, ODP_LEN),
+	      "ODP: a WRITE through the implicit region lands in memory mapped after it");
+	fill(a.buf, 8192, 38);
+	CHECK(write_to(&a, 10, (uintptr_t)b.buf + 4096, all->rkey, 8192) == IBV_WC_SUCCESS &&
+	      !memcmp(b.buf + 4096, a.buf, 8192),
+	      "ODP: and one to other memory of the process (also pinned by another region)");
+	ibv_dereg_mr(all);
 	munmap(region, ODP_LEN);
 
 	/* fork: the parent's WRITEs land in the parent's copy of private

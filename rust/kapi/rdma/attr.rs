@@ -116,6 +116,9 @@ pub struct OdpCaps {
     pub uc: u32,
     /// UD.
     pub ud: u32,
+    /// Whether implicit regions (the whole address space) are paged on
+    /// demand too.
+    pub implicit: bool,
 }
 
 /// `IB_ODP_SUPPORT_SEND`: memory of sends.
@@ -185,6 +188,10 @@ impl DeviceAttributes {
         if odp.rc | odp.uc | odp.ud != 0 {
             out.kernel_cap_flags |= u64::from(bindings::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING);
             out.odp_caps.general_caps = u64::from(bindings::ib_odp_general_cap_bits_IB_ODP_SUPPORT);
+            if odp.implicit {
+                out.odp_caps.general_caps |=
+                    u64::from(bindings::ib_odp_general_cap_bits_IB_ODP_SUPPORT_IMPLICIT);
+            }
             out.odp_caps.per_transport_caps.rc_odp_caps = odp.rc;
             out.odp_caps.per_transport_caps.uc_odp_caps = odp.uc;
             out.odp_caps.per_transport_caps.ud_odp_caps = odp.ud;

@@ -25,9 +25,11 @@ use super::umem::UserVerb;
 use crate::bindings;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::shared::SharedRange;
+use crate::kapi::sync::SpinLockIrq;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use kernel::alloc::flags::GFP_KERNEL;
+use kernel::alloc::flags::{GFP_ATOMIC, GFP_KERNEL};
+use kernel::alloc::KVec;
 use kernel::error::from_err_ptr;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -90,14 +92,22 @@ pub enum Miss {
     Absent,
 }
 
-/// A user range registered for on-demand paging. Clones share the
-/// registration, which ends when the last one drops; that may sleep, so
-/// a clone is dropped only in process context, or inside the read-side
-/// section in which the region that holds the registration was found
-/// (where it cannot be the last).
+/// A user range registered for on-demand paging, or the whole address
+/// space (an implicit region). Clones share the registration, which ends
+/// when the last one drops; that may sleep, so a clone is dropped only in
+/// process context, or inside the read-side section in which the region
+/// that holds the registration was found (where it cannot be the last).
 #[derive(Clone)]
 pub struct OdpMemory {
-    region: Arc<OdpRegion>,
+    registration: Registration,
+}
+
+#[derive(Clone)]
+enum Registration {
+    /// One range, one umem.
+    Range(Arc<OdpRegion>),
+    /// The whole address space: a umem per chunk the transport touched.
+    Implicit(Arc<ImplicitRegion>),
 }
 
 /// # Invariants
@@ -123,35 +133,76 @@ struct OdpRegion {
     failed_page: AtomicU64,
 }
 
+/// Bytes of the address space one child umem of an implicit region
+/// covers: a fault's worth, so that a fault never spans two.
+const CHUNK_BYTES: u64 = MAX_FAULT_BYTES;
+
+/// An implicit region: the core's implicit umem (which holds the process
+/// and the access), and a child umem, an [`OdpRegion`] of its own, for
+/// each chunk of the address space a fault reached.
+///
+/// # Invariants
+///
+/// `root` is a live implicit `ib_umem_odp`; `mm` is the registering
+/// process's address space, grabbed (`mmgrab`) until drop, so that a
+/// child can be made after the process has exited (it then fails). The
+/// children are never removed before drop.
+#[pin_data(PinnedDrop)]
+struct ImplicitRegion {
+    root: NonNull<bindings::ib_umem_odp>,
+    mm: NonNull<bindings::mm_struct>,
+    writable: bool,
+    /// The children by chunk number, in order.
+    #[pin]
+    children: SpinLockIrq<KVec<(u64, Arc<OdpRegion>)>>,
+    /// One past the number of the chunk whose child could not be made
+    /// (0: none): the next access there is denied.
+    failed_chunk: AtomicU64,
+}
+
 // SAFETY: the umem is owned and released once, in process context (see
 // `OdpMemory`); the notifier serialises its own users with the umem's
 // mutex.
 unsafe impl Send for OdpRegion {}
 // SAFETY: shared access reads the page list with marked loads and atomics.
 unsafe impl Sync for OdpRegion {}
+// SAFETY: the root umem and the grab of the address space are owned and
+// released once, in process context; the children are behind a lock.
+unsafe impl Send for ImplicitRegion {}
+// SAFETY: shared access goes through the lock and atomics.
+unsafe impl Sync for ImplicitRegion {}
 
 static NOTIFIER_OPS: bindings::mmu_interval_notifier_ops = bindings::mmu_interval_notifier_ops {
     invalidate: Some(invalidate),
 };
 
+fn access_bits(write: bool) -> u64 {
+    bindings::SRNIC_ODP_READ_ALLOWED
+        | if write {
+            bindings::SRNIC_ODP_WRITE_ALLOWED
+        } else {
+            0
+        }
+}
+
 impl OdpMemory {
     /// Registers `length` bytes at user address `start` of the process
     /// `verb` runs for, for on-demand paging with `access` (which holds
-    /// [`ON_DEMAND`]). Implicit regions (the whole address space) are not
-    /// supported: `EOPNOTSUPP`.
+    /// [`ON_DEMAND`]); `start` 0 and `length` `u64::MAX` is an implicit
+    /// region, the whole address space, addressed by user address.
     pub fn register(verb: &UserVerb<'_>, start: u64, length: u64, access: u32) -> Result<Self> {
         if length == 0 || access & ON_DEMAND == 0 {
             return Err(EINVAL);
         }
-        if start == 0 && length == u64::MAX {
-            return Err(crate::kapi::not_supported());
-        }
-        start.checked_add(length).ok_or(EINVAL)?;
         let device = verb.device_ptr();
         // SAFETY: a live device (`UserVerb`'s invariant).
         if !unsafe { bindings::srnic_uses_virt_dma(device) } {
             return Err(crate::kapi::not_supported());
         }
+        if start == 0 && length == u64::MAX {
+            return ImplicitRegion::register(device, access);
+        }
+        start.checked_add(length).ok_or(EINVAL)?;
         // SAFETY: this task runs a user verb in process context
         // (`UserVerb`'s invariant), whose address space the umem records;
         // the ops are static.
@@ -164,6 +215,161 @@ impl OdpMemory {
                 &NOTIFIER_OPS,
             )
         })?;
+        let region = OdpRegion::adopt(umem, start, length, access & WRITING_ACCESS != 0)?;
+        Ok(Self {
+            registration: Registration::Range(region),
+        })
+    }
+
+    /// Bytes covered (`u64::MAX` for an implicit region).
+    pub fn length(&self) -> u64 {
+        match &self.registration {
+            Registration::Range(region) => region.length,
+            Registration::Implicit(_) => u64::MAX,
+        }
+    }
+
+    /// Whether the registration grants writing.
+    pub fn writable(&self) -> bool {
+        match &self.registration {
+            Registration::Range(region) => region.writable,
+            Registration::Implicit(implicit) => implicit.writable,
+        }
+    }
+
+    /// Byte `offset` of the region and those after it in the same page
+    /// (or to the region's end), for the read-side section `guard`, if
+    /// its page is present (writable, for `write`).
+    pub fn bytes_at<'g>(
+        &self,
+        guard: &'g RcuReadGuard,
+        offset: u64,
+        write: bool,
+    ) -> core::result::Result<SharedRange<'g>, Miss> {
+        match &self.registration {
+            Registration::Range(region) => region.bytes_at(guard, offset, write),
+            Registration::Implicit(implicit) => {
+                if write && !implicit.writable {
+                    return Err(Miss::Denied);
+                }
+                let chunk = offset / CHUNK_BYTES;
+                let Some(child) = implicit.child(chunk) else {
+                    return Err(implicit.absent(chunk));
+                };
+                // The region lives through the read-side section `'g`
+                // that found it, as a range's umem does (see `OdpMemory`).
+                // SAFETY: children stay until their region drops (type
+                // invariant), which is after `'g`, as above.
+                let child = unsafe { &*child };
+                child.bytes_at(guard, offset - chunk * CHUNK_BYTES, write)
+            }
+        }
+    }
+
+    /// The first part of `[offset, offset + len)` that is not present
+    /// (writable, for `write`) now, as an offset and a length to fault,
+    /// or `None` if all of it is. Looks at most a fault's worth of pages
+    /// (a few MiB), so that a long request costs a bounded look; its
+    /// later pages are found missing as they are reached. A hint only:
+    /// pages may go at any time.
+    pub fn first_absent(&self, offset: u64, len: u64, write: bool) -> Option<(u64, u64)> {
+        match &self.registration {
+            Registration::Range(region) => region.first_absent(offset, len, write),
+            Registration::Implicit(implicit) => {
+                let end = offset.checked_add(len.min(MAX_FAULT_BYTES))?;
+                let mut at = offset;
+                while at < end {
+                    let chunk = at / CHUNK_BYTES;
+                    let chunk_start = chunk * CHUNK_BYTES;
+                    let here = (end - at).min(chunk_start + CHUNK_BYTES - at);
+                    let Some(child) = implicit.child(chunk) else {
+                        return Some((at, end - at));
+                    };
+                    // SAFETY: as in `bytes_at`: children stay while the
+                    // region lives, and `&self` keeps it alive.
+                    let child = unsafe { &*child };
+                    if let Some((absent, _)) = child.first_absent(at - chunk_start, here, write) {
+                        return Some((chunk_start + absent, end - chunk_start - absent));
+                    }
+                    at += here;
+                }
+                None
+            }
+        }
+    }
+
+    /// Faults in `[offset, offset + len)` (at most a few MiB of it), for
+    /// writing if `write`. Process context: it may sleep, and reaches the
+    /// registering process's address space. On failure the first page
+    /// of the range is marked, so that the access that wanted it is
+    /// denied instead of waiting for ever.
+    pub fn fault(&self, offset: u64, len: u64, write: bool) -> Result {
+        self.each_child(offset, len.clamp(1, MAX_FAULT_BYTES), |region, at, here| {
+            region.fault(at, here, write)
+        })
+    }
+
+    /// Prefetches `[offset, offset + len)`, for writing if `write`: all of
+    /// it faulted in, or with `fault` false only the pages present in the
+    /// process taken into the page list. Process context.
+    pub fn prefetch(&self, offset: u64, len: u64, write: bool, fault: bool) -> Result {
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        if end > self.length() {
+            return Err(EINVAL);
+        }
+        let mut at = offset;
+        while at < end {
+            let step = (end - at).min(MAX_FAULT_BYTES);
+            self.each_child(at, step, |region, at, here| {
+                if fault {
+                    region.fault(at, here, write)
+                } else {
+                    region.take_present(at, here)
+                }
+            })?;
+            at += step;
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with the umem region, offset in it and length of each
+    /// part of `[offset, offset + len)`: the range's own, or, for an
+    /// implicit region, each chunk's child, made if it has none yet.
+    /// Process context.
+    fn each_child(
+        &self,
+        offset: u64,
+        len: u64,
+        mut f: impl FnMut(&OdpRegion, u64, u64) -> Result,
+    ) -> Result {
+        match &self.registration {
+            Registration::Range(region) => f(region, offset, len),
+            Registration::Implicit(implicit) => {
+                let end = offset.checked_add(len).ok_or(EINVAL)?;
+                let mut at = offset;
+                while at < end {
+                    let chunk = at / CHUNK_BYTES;
+                    let chunk_start = chunk * CHUNK_BYTES;
+                    let here = (end - at).min(chunk_start + CHUNK_BYTES - at);
+                    let child = implicit.child_made(chunk)?;
+                    f(&child, at - chunk_start, here)?;
+                    at += here;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl OdpRegion {
+    /// Takes ownership of a umem `ib_umem_odp_get` or
+    /// `ib_umem_odp_alloc_child` made for `[start, start + length)`.
+    fn adopt(
+        umem: *mut bindings::ib_umem_odp,
+        start: u64,
+        length: u64,
+        writable: bool,
+    ) -> Result<Arc<Self>> {
         let umem = NonNull::new(umem).ok_or(ENOMEM)?;
         let (mut umem_start, mut umem_end, mut page_shift) = (0u64, 0u64, 0u32);
         // SAFETY: a live umem.
@@ -182,7 +388,7 @@ impl OdpMemory {
             umem_start,
             umem_end,
             page_shift,
-            writable: access & WRITING_ACCESS != 0,
+            writable,
             invalidating: AtomicU32::new(0),
             failed_page: AtomicU64::new(0),
         };
@@ -198,53 +404,34 @@ impl OdpMemory {
                 core::ptr::from_ref::<OdpRegion>(&region).cast_mut().cast(),
             )
         };
-        Ok(Self { region })
+        Ok(region)
     }
 
-    /// Bytes covered.
-    pub fn length(&self) -> u64 {
-        self.region.length
-    }
-
-    /// Whether the registration grants writing.
-    pub fn writable(&self) -> bool {
-        self.region.writable
-    }
-
-    /// Byte `offset` of the region and those after it in the same page
-    /// (or to the region's end), for the read-side section `_guard`, if
-    /// its page is present (writable, for `write`).
-    pub fn bytes_at<'g>(
+    fn bytes_at<'g>(
         &self,
         _guard: &'g RcuReadGuard,
         offset: u64,
         write: bool,
     ) -> core::result::Result<SharedRange<'g>, Miss> {
-        let region = &*self.region;
-        if offset >= region.length || (write && !region.writable) {
+        if offset >= self.length || (write && !self.writable) {
             return Err(Miss::Denied);
         }
-        let address = region.start.checked_add(offset).ok_or(Miss::Denied)?;
-        let page = region.page_of(address).ok_or(Miss::Denied)?;
+        let address = self.start.checked_add(offset).ok_or(Miss::Denied)?;
+        let page = self.page_of(address).ok_or(Miss::Denied)?;
         // Pairs with the release in `invalidate`: a reader that sees no
         // invalidation going on also sees the entries it cleared.
-        if region.invalidating.load(Ordering::Acquire) != 0 {
+        if self.invalidating.load(Ordering::Acquire) != 0 {
             return Err(Miss::Absent);
         }
-        let entry = region.entry(page);
-        let needed = bindings::SRNIC_ODP_READ_ALLOWED
-            | if write {
-                bindings::SRNIC_ODP_WRITE_ALLOWED
-            } else {
-                0
-            };
+        let entry = self.entry(page);
+        let needed = access_bits(write);
         if entry & needed != needed {
-            return Err(region.absent(page));
+            return Err(self.absent(page));
         }
-        let page_size = 1u64 << region.page_shift;
+        let page_size = 1u64 << self.page_shift;
         let within = address & (page_size - 1);
         let in_page = page_size - within;
-        let len = (region.length - offset).min(in_page) as usize;
+        let len = (self.length - offset).min(in_page) as usize;
         let base = entry & !(bindings::SRNIC_ODP_READ_ALLOWED | bindings::SRNIC_ODP_WRITE_ALLOWED);
         let at = base.checked_add(within).ok_or(Miss::Denied)?;
         // On a device without DMA mapping an entry is the kernel address
@@ -258,95 +445,184 @@ impl OdpMemory {
         unsafe { SharedRange::foreign(at as usize as *mut u8, len, write) }.ok_or(Miss::Denied)
     }
 
-    /// The first part of `[offset, offset + len)` that is not present
-    /// (writable, for `write`) now, as an offset and a length to fault,
-    /// or `None` if all of it is. Looks at most a fault's worth of pages
-    /// (a few MiB), so that a long request costs a bounded look; its
-    /// later pages are found missing as they are reached. A hint only:
-    /// pages may go at any time.
-    pub fn first_absent(&self, offset: u64, len: u64, write: bool) -> Option<(u64, u64)> {
-        let region = &*self.region;
+    fn first_absent(&self, offset: u64, len: u64, write: bool) -> Option<(u64, u64)> {
         let end = offset
             .checked_add(len.min(MAX_FAULT_BYTES))?
-            .min(region.length);
-        if region.invalidating.load(Ordering::Acquire) != 0 {
+            .min(self.length);
+        if self.invalidating.load(Ordering::Acquire) != 0 {
             return Some((offset, end.saturating_sub(offset)));
         }
-        let needed = bindings::SRNIC_ODP_READ_ALLOWED
-            | if write {
-                bindings::SRNIC_ODP_WRITE_ALLOWED
-            } else {
-                0
-            };
-        let page_size = 1u64 << region.page_shift;
+        let needed = access_bits(write);
+        let page_size = 1u64 << self.page_shift;
         let mut at = offset;
         while at < end {
-            let address = region.start.checked_add(at)?;
-            let page = region.page_of(address)?;
-            if region.entry(page) & needed != needed {
+            let address = self.start.checked_add(at)?;
+            let page = self.page_of(address)?;
+            if self.entry(page) & needed != needed {
                 return Some((at, end - at));
             }
             let next_page = (address | (page_size - 1)).checked_add(1)?;
-            at = next_page - region.start;
+            at = next_page - self.start;
         }
         None
     }
 
-    /// Faults in `[offset, offset + len)` (at most a few MiB of it), for
-    /// writing if `write`. Process context: it may sleep, and reaches the
-    /// registering process's address space. On failure the first page
-    /// of the range is marked, so that the access that wanted it is
-    /// denied instead of waiting for ever.
-    pub fn fault(&self, offset: u64, len: u64, write: bool) -> Result {
-        let region = &*self.region;
-        if offset >= region.length || (write && !region.writable) {
+    /// Faults in `[offset, offset + len)` of this umem (at most a few
+    /// MiB); see [`OdpMemory::fault`].
+    fn fault(&self, offset: u64, len: u64, write: bool) -> Result {
+        if offset >= self.length || (write && !self.writable) {
             return Err(EINVAL);
         }
-        let len = len.clamp(1, MAX_FAULT_BYTES).min(region.length - offset);
-        let address = region.start + offset;
-        let access = bindings::SRNIC_ODP_READ_ALLOWED
-            | if write {
-                bindings::SRNIC_ODP_WRITE_ALLOWED
-            } else {
-                0
-            };
+        let len = len.clamp(1, MAX_FAULT_BYTES).min(self.length - offset);
+        let address = self.start + offset;
         // SAFETY: a live umem; process context (the caller's contract,
         // stated above). On success the mutex is held and released below.
         let mapped = unsafe {
-            bindings::ib_umem_odp_map_dma_and_lock(region.umem.as_ptr(), address, len, access, true)
+            bindings::ib_umem_odp_map_dma_and_lock(
+                self.umem.as_ptr(),
+                address,
+                len,
+                access_bits(write),
+                true,
+            )
         };
         if mapped < 0 {
-            if let Some(page) = region.page_of(address) {
-                region.failed_page.store(page + 1, Ordering::Release);
+            if let Some(page) = self.page_of(address) {
+                self.failed_page.store(page + 1, Ordering::Release);
             }
             return Err(Error::from_errno(mapped));
         }
         // SAFETY: `ib_umem_odp_map_dma_and_lock` returned holding it.
-        unsafe { bindings::srnic_odp_unlock(region.umem.as_ptr()) };
+        unsafe { bindings::srnic_odp_unlock(self.umem.as_ptr()) };
         Ok(())
     }
 }
 
-impl OdpMemory {
-    /// Prefetches `[offset, offset + len)`, for writing if `write`: all of
-    /// it faulted in, or with `fault` false only the pages present in the
-    /// process taken into the page list. Process context.
-    pub fn prefetch(&self, offset: u64, len: u64, write: bool, fault: bool) -> Result {
-        let end = offset.checked_add(len).ok_or(EINVAL)?;
-        if end > self.region.length {
+impl ImplicitRegion {
+    /// The implicit region of the process a user verb of `device` runs
+    /// for. Process context.
+    fn register(device: *mut bindings::ib_device, access: u32) -> Result<OdpMemory> {
+        // SAFETY: the caller runs a user verb of the live `device` in its
+        // process's task.
+        let root =
+            from_err_ptr(unsafe { bindings::ib_umem_odp_alloc_implicit(device, access as i32) })?;
+        let root = NonNull::new(root).ok_or(ENOMEM)?;
+        // SAFETY: this task is the registering process's, with its
+        // address space (a user verb); grabbed until drop.
+        let mm = unsafe { bindings::srnic_mmgrab_current() };
+        let Some(mm) = NonNull::new(mm) else {
+            // SAFETY: made above, not shared with anyone.
+            unsafe { bindings::ib_umem_odp_release(root.as_ptr()) };
             return Err(EINVAL);
-        }
-        let mut at = offset;
-        while at < end {
-            let chunk = (end - at).min(MAX_FAULT_BYTES);
-            if fault {
-                self.fault(at, chunk, write)?;
-            } else {
-                self.region.take_present(at, chunk)?;
+        };
+        let implicit = Arc::pin_init(
+            pin_init!(ImplicitRegion {
+                root,
+                mm,
+                writable: access & WRITING_ACCESS != 0,
+                children <- new_spinlock_irq!(KVec::new()),
+                failed_chunk: AtomicU64::new(0),
+            }),
+            GFP_KERNEL,
+        )
+        .inspect_err(|_| {
+            // SAFETY: never made into a region, so still ours alone.
+            unsafe {
+                bindings::ib_umem_odp_release(root.as_ptr());
+                bindings::srnic_mmdrop(mm.as_ptr());
             }
-            at += chunk;
+        })?;
+        Ok(OdpMemory {
+            registration: Registration::Implicit(implicit),
+        })
+    }
+
+    /// The child of `chunk`, if it has one: a pointer that stays valid
+    /// while the region lives (children go only when it drops).
+    fn child(&self, chunk: u64) -> Option<*const OdpRegion> {
+        let children = self.children.lock();
+        let at = children.binary_search_by_key(&chunk, |(c, _)| *c).ok()?;
+        children
+            .get(at)
+            .map(|(_, child)| core::ptr::from_ref::<OdpRegion>(child))
+    }
+
+    /// A miss at `chunk`: denied once if its child could not be made.
+    fn absent(&self, chunk: u64) -> Miss {
+        if self
+            .failed_chunk
+            .compare_exchange(chunk + 1, 0, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            Miss::Denied
+        } else {
+            Miss::Absent
         }
-        Ok(())
+    }
+
+    /// The child of `chunk`, made now if it has none. Process context.
+    fn child_made(&self, chunk: u64) -> Result<Arc<OdpRegion>> {
+        if let Some(child) = self.find(chunk) {
+            return Ok(child);
+        }
+        let start = chunk.checked_mul(CHUNK_BYTES).ok_or(EINVAL)?;
+        let made = self.make_child(start).inspect_err(|_| {
+            self.failed_chunk.store(chunk + 1, Ordering::Release);
+        })?;
+        let mut children = self.children.lock();
+        match children.binary_search_by_key(&chunk, |(c, _)| *c) {
+            // Another fault made it meanwhile: ours goes (outside the
+            // lock, in this process context).
+            Ok(at) => {
+                let theirs = children.get(at).map(|(_, child)| child.clone());
+                drop(children);
+                drop(made);
+                theirs.ok_or(EINVAL)
+            }
+            Err(at) => {
+                children.push((chunk, made.clone()), GFP_ATOMIC)?;
+                if let Some(tail) = children.get_mut(at..) {
+                    tail.rotate_right(1);
+                }
+                Ok(made)
+            }
+        }
+    }
+
+    fn find(&self, chunk: u64) -> Option<Arc<OdpRegion>> {
+        let children = self.children.lock();
+        let at = children.binary_search_by_key(&chunk, |(c, _)| *c).ok()?;
+        children.get(at).map(|(_, child)| child.clone())
+    }
+
+    fn make_child(&self, start: u64) -> Result<Arc<OdpRegion>> {
+        // SAFETY: a live implicit root; the address space is grabbed, so
+        // the core's `mmget_not_zero` looks at a live `mm_struct` (and
+        // fails once the process has exited); the ops are static.
+        let umem = from_err_ptr(unsafe {
+            bindings::ib_umem_odp_alloc_child(
+                self.root.as_ptr(),
+                start as usize,
+                CHUNK_BYTES as usize,
+                &NOTIFIER_OPS,
+            )
+        })?;
+        OdpRegion::adopt(umem, start, CHUNK_BYTES, self.writable)
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for ImplicitRegion {
+    fn drop(self: Pin<&mut Self>) {
+        // The children first: their umems hang off the root's process.
+        let children = core::mem::take(&mut *self.children.lock());
+        drop(children);
+        // SAFETY: the root is ours and released once, after its children;
+        // the grab is ours and dropped once, last.
+        unsafe {
+            bindings::ib_umem_odp_release(self.root.as_ptr());
+            bindings::srnic_mmdrop(self.mm.as_ptr());
+        }
     }
 }
 

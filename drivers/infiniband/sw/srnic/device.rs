@@ -278,6 +278,7 @@ impl Driver for SrnicDevice {
                 rc: ODP_SEND | ODP_RECV | ODP_WRITE | ODP_READ | ODP_ATOMIC | ODP_SRQ_RECV,
                 uc: ODP_SEND | ODP_RECV | ODP_WRITE | ODP_SRQ_RECV,
                 ud: ODP_SEND | ODP_RECV | ODP_SRQ_RECV,
+                implicit: true,
             },
             ..Default::default()
         })
