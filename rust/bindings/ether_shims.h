@@ -50,6 +50,8 @@ static const int SRNIC_ETH_SS_STATS = ETH_SS_STATS;
 static const unsigned int SRNIC_ETH_GSTRING_LEN = ETH_GSTRING_LEN;
 static const u32 SRNIC_ETHTOOL_COALESCE_RX =
 	ETHTOOL_COALESCE_RX_USECS | ETHTOOL_COALESCE_RX_MAX_FRAMES;
+static const u32 SRNIC_ETHTOOL_COALESCE_TX =
+	ETHTOOL_COALESCE_TX_USECS | ETHTOOL_COALESCE_TX_MAX_FRAMES;
 void srnic_napi_receive_ether(struct napi_struct *napi, struct sk_buff *skb);
 const u8 *srnic_sockaddr_data(const void *addr);
 

@@ -104,12 +104,18 @@ pub trait EtherDriver: Sized + Send + Sync + 'static {
     fn iflink(_dev: &EtherDevice<Self>) -> Option<i32> {
         None
     }
-    /// `ethtool -c`: the receive interrupt coalescing in force. RTNL held.
+    /// Whether [`Self::set_coalesce`] takes the transmit values
+    /// (`tx-usecs`, `tx-frames`); without, the core refuses them
+    /// (`EOPNOTSUPP`).
+    const COALESCE_TX: bool = false;
+    /// `ethtool -c`: the interrupt coalescing in force. RTNL held.
     fn coalesce(_dev: &EtherDevice<Self>) -> Result<Coalesce> {
         Err(super::not_supported())
     }
-    /// `ethtool -C`: new receive interrupt coalescing (the core refuses
-    /// any other parameter). RTNL held.
+    /// `ethtool -C`: new interrupt coalescing, every value (the ones the
+    /// user left out as they were). The core refuses any parameter but
+    /// `rx-usecs` and `rx-frames`, and the `tx-` ones with
+    /// [`Self::COALESCE_TX`]. RTNL held.
     fn set_coalesce(_dev: &EtherDevice<Self>, _coalesce: Coalesce) -> Result {
         Err(super::not_supported())
     }
@@ -208,15 +214,20 @@ impl<T: EtherDriver> DeviceCell<T> {
     }
 }
 
-/// Receive interrupt coalescing, as `ethtool -c/-C` shows and sets it: an
-/// interrupt (a NAPI run) waits for `frames` completions or `usecs`
-/// microseconds, whichever comes first; 0 and 0 is an interrupt each.
+/// Interrupt coalescing, as `ethtool -c/-C` shows and sets it: for
+/// receive and for transmit completions, an interrupt (a NAPI run) waits
+/// for `frames` completions or `usecs` microseconds, whichever comes
+/// first; 0 and 0 is an interrupt each.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Coalesce {
     /// `rx-usecs`.
-    pub usecs: u32,
+    pub rx_usecs: u32,
     /// `rx-frames`.
-    pub frames: u32,
+    pub rx_frames: u32,
+    /// `tx-usecs`.
+    pub tx_usecs: u32,
+    /// `tx-frames`.
+    pub tx_frames: u32,
 }
 
 /// Where a netdev sits in the device model: its parent device
@@ -634,7 +645,11 @@ impl<T: EtherDriver> EtherDevice<T> {
         ops.get_sset_count = Some(Self::get_sset_count);
         ops.get_strings = Some(Self::get_strings);
         ops.get_ethtool_stats = Some(Self::get_ethtool_stats);
-        ops.supported_coalesce_params = bindings::SRNIC_ETHTOOL_COALESCE_RX;
+        ops.supported_coalesce_params = if T::COALESCE_TX {
+            bindings::SRNIC_ETHTOOL_COALESCE_RX | bindings::SRNIC_ETHTOOL_COALESCE_TX
+        } else {
+            bindings::SRNIC_ETHTOOL_COALESCE_RX
+        };
         ops.get_coalesce = Some(Self::get_coalesce);
         ops.set_coalesce = Some(Self::set_coalesce);
         ops.get_channels = Some(Self::get_channels);
@@ -972,8 +987,10 @@ impl<T: EtherDriver> EtherDevice<T> {
                 // SAFETY: the core passes a zeroed struct to fill, which
                 // only this call writes.
                 let out = unsafe { &mut *out };
-                out.rx_coalesce_usecs = coalesce.usecs;
-                out.rx_max_coalesced_frames = coalesce.frames;
+                out.rx_coalesce_usecs = coalesce.rx_usecs;
+                out.rx_max_coalesced_frames = coalesce.rx_frames;
+                out.tx_coalesce_usecs = coalesce.tx_usecs;
+                out.tx_max_coalesced_frames = coalesce.tx_frames;
                 0
             }
             Err(err) => err.to_errno(),
@@ -997,8 +1014,10 @@ impl<T: EtherDriver> EtherDevice<T> {
         // changes applied, for the duration of the call.
         let new = unsafe { &*new };
         let coalesce = Coalesce {
-            usecs: new.rx_coalesce_usecs,
-            frames: new.rx_max_coalesced_frames,
+            rx_usecs: new.rx_coalesce_usecs,
+            rx_frames: new.rx_max_coalesced_frames,
+            tx_usecs: new.tx_coalesce_usecs,
+            tx_frames: new.tx_max_coalesced_frames,
         };
         match T::set_coalesce(dev, coalesce) {
             Ok(()) => 0,

@@ -13,7 +13,9 @@
 # A bridge, a macvlan and a namespace's TCP flow over foreign MACs, learned
 # so that they stop flooding (see bridged_lan); an active-backup bond over
 # two LANs that fails over under ping (see bonded_lans); ethtool -C sets
-# the CQ's moderation, a value beyond the device's limit is refused; a
+# the receive CQ's and every transmit queue's CQ's moderation, a value
+# beyond the device's limit or tx-frames without tx-usecs is refused, and
+# traffic (pings on every queue, jumbo frames, iperf3) passes with it; a
 # transmit queue per CPU on iblan0 and lan5, which ethtool -l shows and
 # ethtool -L changes under traffic, with pings pinned to each CPU leaving on
 # that CPU's queue (see multiqueue). Over rxe only what depends
@@ -550,19 +552,38 @@ run_over() {
 	if [ "$scope" = full ]; then
 		bridged_lan
 		bonded_lans
-		step "$kind: receive interrupt coalescing with ethtool -C"
-		must ethtool -C iblan0 rx-usecs 64 rx-frames 16
+		step "$kind: interrupt coalescing with ethtool -C"
+		# Queue 1 joins only after the setting: it must have it too.
+		must ethtool -L iblan0 tx 1
+		must ethtool -C iblan0 rx-usecs 64 rx-frames 16 tx-usecs 200 tx-frames 8
+		must ethtool -L iblan0 tx "$(nproc)"
 		coalesce=$(ethtool -c iblan0)
 		echo "$coalesce"
 		expect_match "$coalesce" '^rx-usecs:[[:space:]]+64$' "$kind: ethtool -c shows rx-usecs 64"
 		expect_match "$coalesce" '^rx-frames:[[:space:]]+16$' "$kind: ethtool -c shows rx-frames 16"
-		# Beyond the CQ's moderation period (4095 us), and a parameter
-		# iblan does not have.
+		expect_match "$coalesce" '^tx-usecs:[[:space:]]+200$' "$kind: ethtool -c shows tx-usecs 200"
+		expect_match "$coalesce" '^tx-frames:[[:space:]]+8$' "$kind: ethtool -c shows tx-frames 8"
+		# Beyond the CQ's moderation period (4095 us) or its 16 bits, a
+		# send CQ's count without a period (a stopped queue could wait
+		# for it), a good tx value with a bad rx one (nothing changes),
+		# and a parameter iblan does not have.
 		must_fail 'Invalid argument' ethtool -C iblan0 rx-usecs 5000
-		must_fail 'unsupported parameter|Operation not supported' ethtool -C iblan0 tx-usecs 10
-		expect_match "$(ethtool -c iblan0)" '^rx-usecs:[[:space:]]+64$' "$kind: a refused change keeps rx-usecs"
+		must_fail 'Invalid argument' ethtool -C iblan0 tx-usecs 5000
+		must_fail 'Invalid argument' ethtool -C iblan0 tx-frames 70000
+		must_fail 'Invalid argument' ethtool -C iblan0 tx-usecs 0
+		must_fail 'Invalid argument' ethtool -C iblan0 tx-usecs 100 rx-usecs 5000
+		must_fail 'unsupported parameter|Operation not supported' ethtool -C iblan0 rx-usecs-irq 10
+		coalesce=$(ethtool -c iblan0)
+		expect_match "$coalesce" '^rx-usecs:[[:space:]]+64$' "$kind: refused changes keep rx-usecs"
+		expect_match "$coalesce" '^tx-usecs:[[:space:]]+200$' "$kind: refused changes keep tx-usecs"
+		expect_match "$coalesce" '^tx-frames:[[:space:]]+8$' "$kind: refused changes keep tx-frames"
 		barrier "$kind.coalesced" 3
 		for n in $others; do must ping -c 3 -W 5 "10.1.0.$n"; done
+		# Every queue, the one added after the setting included.
+		peer=$(echo $others | cut -d' ' -f1)
+		pinned_pings iblan0 "10.1.0.$peer" $(for c in $(seq "$(nproc)"); do echo 10; done)
+		# The receive side goes back; the transmit queues stay moderated
+		# through the VLAN, raw frames, jumbo pings and iperf3 below.
 		must ethtool -C iblan0 rx-usecs 0 rx-frames 0
 		barrier "$kind.coalesce-done" 3
 		step "$kind: a VLAN on top"
@@ -672,6 +693,10 @@ run_over() {
 		fi
 	fi
 	barrier "$kind.iperf-done" 3
+	if [ "$scope" = full ]; then
+		expect_match "$(ethtool -c iblan0)" '^tx-usecs:[[:space:]]+200$' "$kind: iperf3 ran with tx-usecs 200"
+		must ethtool -C iblan0 tx-usecs 0 tx-frames 0
+	fi
 	ip -s link show iblan0
 	ethtool -S iblan0 | tee /tmp/iblan_stats
 	# Every received datagram was synced for the CPU before it was read,

@@ -138,10 +138,11 @@ pub(crate) struct LanDev {
     /// Free send entries of the main QP.
     sq_free: AtomicU32,
     frame_number: AtomicU32,
-    /// `ethtool -C` rx-usecs and rx-frames, the CQ's event moderation.
-    /// Changed under RTNL only.
-    coalesce_usecs: AtomicU32,
-    coalesce_frames: AtomicU32,
+    /// `ethtool -C` rx-usecs and rx-frames, the main CQ's event
+    /// moderation, and tx-usecs and tx-frames, every transmit queue's
+    /// CQ's ([`Moderation::bits`]). Changed under RTNL only.
+    rx_moderation: AtomicU32,
+    tx_moderation: AtomicU32,
     /// On the heap: the port's data is built on the stack.
     stats: KBox<[AtomicU64; Stat::Count as usize]>,
     link: Link,
@@ -282,8 +283,8 @@ impl LanDev {
             )?,
             sq_free: AtomicU32::new(ANNOUNCE_DEPTH),
             frame_number: AtomicU32::new(0),
-            coalesce_usecs: AtomicU32::new(0),
-            coalesce_frames: AtomicU32::new(0),
+            rx_moderation: AtomicU32::new(0),
+            tx_moderation: AtomicU32::new(0),
             stats: KBox::new(
                 [const { AtomicU64::new(0) }; Stat::Count as usize],
                 GFP_KERNEL,
@@ -400,11 +401,47 @@ impl LanDev {
     }
 }
 
+/// A CQ's event moderation as `ethtool -C` sets it: an event waits for
+/// `frames` completions or `usecs` microseconds, whichever comes first.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Moderation {
+    usecs: u16,
+    frames: u16,
+}
+
+impl Moderation {
+    /// `ethtool`'s values; `EINVAL` beyond what `modify_cq` takes (the
+    /// device may refuse less).
+    fn new(usecs: u32, frames: u32) -> Result<Self> {
+        match (u16::try_from(usecs), u16::try_from(frames)) {
+            (Ok(usecs), Ok(frames)) => Ok(Self { usecs, frames }),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// Both in one word, for an atomic.
+    fn bits(self) -> u32 {
+        u32::from(self.usecs) | u32::from(self.frames) << 16
+    }
+
+    fn from_bits(bits: u32) -> Self {
+        Self {
+            usecs: bits as u16,
+            frames: (bits >> 16) as u16,
+        }
+    }
+
+    fn apply<H: CqHandler>(self, cq: &Cq<H>) -> Result {
+        cq.set_moderation(self.frames, self.usecs)
+    }
+}
+
 impl EtherDriver for LanDev {
     const DRIVER: &'static CStr = c_str!("iblan");
     const VERSION: &'static CStr = c_str!("1.0");
     const STAT_NAMES: &'static [&'static CStr] = STAT_NAMES;
     const TX_QUEUE_STAT_NAMES: &'static [&'static CStr] = TX_QUEUE_STAT_NAMES;
+    const COALESCE_TX: bool = true;
 
     fn open(dev: &EtherDevice<Self>) -> Result {
         let lan = dev.data();
@@ -531,26 +568,48 @@ impl EtherDriver for LanDev {
 
     fn coalesce(dev: &EtherDevice<Self>) -> Result<Coalesce> {
         let lan = dev.data();
+        let rx = Moderation::from_bits(lan.rx_moderation.load(Ordering::Relaxed));
+        let tx = Moderation::from_bits(lan.tx_moderation.load(Ordering::Relaxed));
         Ok(Coalesce {
-            usecs: lan.coalesce_usecs.load(Ordering::Relaxed),
-            frames: lan.coalesce_frames.load(Ordering::Relaxed),
+            rx_usecs: rx.usecs.into(),
+            rx_frames: rx.frames.into(),
+            tx_usecs: tx.usecs.into(),
+            tx_frames: tx.frames.into(),
         })
     }
 
-    /// The one CQ takes the moderation: its events raise NAPI, which
-    /// handles sends and receives alike.
+    /// The rx- values moderate the main CQ, whose events raise the
+    /// receive NAPI; the tx- values every transmit queue's CQ, whose
+    /// events raise that queue's NAPI. All the queues' CQs take it, in use
+    /// or not: they live as long as the netdev, so a queue `ethtool -L`
+    /// adds later has it already. A change applies whole or not at all.
     fn set_coalesce(dev: &EtherDevice<Self>, coalesce: Coalesce) -> Result {
         let lan = dev.data();
-        let (Ok(usecs), Ok(frames)) = (
-            u16::try_from(coalesce.usecs),
-            u16::try_from(coalesce.frames),
-        ) else {
+        let rx = Moderation::new(coalesce.rx_usecs, coalesce.rx_frames)?;
+        let tx = Moderation::new(coalesce.tx_usecs, coalesce.tx_frames)?;
+        // A stopped queue waits for its send completions, and so for its
+        // CQ's event: only a period bounds that wait on every device (srnic
+        // caps a count alone at 4095 us, other devices may hold the event
+        // until the count is met, which a stopped queue may never reach).
+        if tx.frames > 1 && tx.usecs == 0 {
             return Err(EINVAL);
-        };
-        lan.qp.cq().set_moderation(frames, usecs)?;
-        lan.coalesce_usecs.store(coalesce.usecs, Ordering::Relaxed);
-        lan.coalesce_frames
-            .store(coalesce.frames, Ordering::Relaxed);
+        }
+        let old_rx = Moderation::from_bits(lan.rx_moderation.load(Ordering::Relaxed));
+        let old_tx = Moderation::from_bits(lan.tx_moderation.load(Ordering::Relaxed));
+        if tx != old_tx {
+            lan.moderate_tx(tx, old_tx)?;
+        }
+        if rx != old_rx {
+            if let Err(err) = rx.apply(lan.qp.cq()) {
+                if tx != old_tx {
+                    // Back as it was: the device took these values before.
+                    let _ = lan.moderate_tx(old_tx, tx);
+                }
+                return Err(err);
+            }
+        }
+        lan.rx_moderation.store(rx.bits(), Ordering::Relaxed);
+        lan.tx_moderation.store(tx.bits(), Ordering::Relaxed);
         Ok(())
     }
 

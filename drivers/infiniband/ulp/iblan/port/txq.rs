@@ -3,7 +3,10 @@
 //! A LAN port's transmit queues: one send-only UD QP per queue, on a CQ of
 //! its own on the completion vector of the queue's number, whose events
 //! raise the queue's NAPI; that NAPI reclaims the queue's sends and wakes
-//! the queue.
+//! the queue. `ethtool -C tx-usecs U tx-frames F` moderates those CQs:
+//! an event waits for F completions or U microseconds, whichever comes
+//! first, so a queue stopped for room is woken at most U later, whatever
+//! the number of sends still outstanding (F without U is refused).
 //!
 //! Receivers do not care which QP a frame left from: they know a sender by
 //! the GID its datagrams come from (the name service's key), never by its
@@ -146,6 +149,20 @@ impl LanDev {
             // The QP has no receive buffers; nothing else is its own.
             Completion::Received(_) | Completion::Foreign => {}
         }
+    }
+
+    /// Moderates every transmit queue's CQ with `new`; if the device
+    /// refuses it, the CQs already changed go back to `old`.
+    pub(super) fn moderate_tx(&self, new: Moderation, old: Moderation) -> Result {
+        for (done, txq) in self.tx.iter().enumerate() {
+            if let Err(err) = new.apply(txq.qp.cq()) {
+                for txq in self.tx.iter().take(done) {
+                    let _ = old.apply(txq.qp.cq());
+                }
+                return Err(err);
+            }
+        }
+        Ok(())
     }
 
     /// Every QP's completed sends, in the order of `PeerTable::posted`.
