@@ -176,6 +176,16 @@ static NOTIFIER_OPS: bindings::mmu_interval_notifier_ops = bindings::mmu_interva
     invalidate: Some(invalidate),
 };
 
+/// A miss at `at` (a page or a chunk), where `mark` holds one past the
+/// last one whose fault failed: that one is denied, once (the mark is
+/// taken), and any other is absent.
+fn miss_marked(mark: &AtomicU64, at: u64) -> Miss {
+    match mark.compare_exchange(at + 1, 0, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => Miss::Denied,
+        Err(_) => Miss::Absent,
+    }
+}
+
 fn access_bits(write: bool) -> u64 {
     bindings::SRNIC_ODP_READ_ALLOWED
         | if write {
@@ -549,15 +559,7 @@ impl ImplicitRegion {
 
     /// A miss at `chunk`: denied once if its child could not be made.
     fn absent(&self, chunk: u64) -> Miss {
-        if self
-            .failed_chunk
-            .compare_exchange(chunk + 1, 0, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
-            Miss::Denied
-        } else {
-            Miss::Absent
-        }
+        miss_marked(&self.failed_chunk, chunk)
     }
 
     /// The child of `chunk`, made now if it has none. Process context.
@@ -663,15 +665,7 @@ impl OdpRegion {
 
     /// A miss at `page`: denied once if its last fault failed.
     fn absent(&self, page: u64) -> Miss {
-        if self
-            .failed_page
-            .compare_exchange(page + 1, 0, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
-            Miss::Denied
-        } else {
-            Miss::Absent
-        }
+        miss_marked(&self.failed_page, page)
     }
 }
 
