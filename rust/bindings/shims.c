@@ -568,6 +568,55 @@ const void *srnic_skb_frag(const struct sk_buff *skb, unsigned int i, unsigned i
 	return skb_frag_address_safe(frag);
 }
 
+/* The crypto API's "crc32" (IEEE 802.3, reflected): its fastest driver
+ * (crc32-pclmul where the CPU has carry-less multiply). NULL if there is
+ * none, or if its state is not the bare 32-bit register that
+ * srnic_crc32_update() moves in and out of it. */
+struct crypto_shash *srnic_crc32_engine_alloc(void)
+{
+	struct crypto_shash *tfm = crypto_alloc_shash("crc32", 0, 0);
+
+	if (IS_ERR(tfm))
+		return NULL;
+	if (crypto_shash_descsize(tfm) != sizeof(u32) ||
+	    crypto_shash_statesize(tfm) != sizeof(u32)) {
+		crypto_free_shash(tfm);
+		return NULL;
+	}
+	return tfm;
+}
+
+void srnic_crc32_engine_free(struct crypto_shash *tfm)
+{
+	crypto_free_shash(tfm);
+}
+
+const char *srnic_crc32_engine_driver(struct crypto_shash *tfm)
+{
+	return crypto_shash_driver_name(tfm);
+}
+
+/* Advances the CRC-32 register @crc (not inverted, as crc32_le() keeps
+ * it) over @len bytes at @bytes: with @tfm if there is one (its state is
+ * that register: imported, updated, exported), else with crc32_le().
+ * The bytes may be memory that others write meanwhile (user pages): they
+ * are read with plain loads, and a racing write only makes the CRC one of
+ * old and new values, which the peer's check then refuses. */
+u32 srnic_crc32_update(struct crypto_shash *tfm, u32 crc, const void *bytes, size_t len)
+{
+	if (tfm) {
+		SHASH_DESC_ON_STACK(desc, tfm);
+		u32 out = crc;
+
+		desc->tfm = tfm;
+		if (!crypto_shash_import(desc, &crc) &&
+		    !crypto_shash_update(desc, bytes, len) &&
+		    !crypto_shash_export(desc, &out))
+			return out;
+	}
+	return crc32_le(crc, bytes, len);
+}
+
 void srnic_kfree_skb(struct sk_buff *skb)
 {
 	kfree_skb(skb);

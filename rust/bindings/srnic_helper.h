@@ -8,6 +8,8 @@
 #define SRNIC_HELPER_H
 
 #include <linux/cpuhotplug.h>
+#include <linux/crc32.h>
+#include <crypto/hash.h>
 #include <linux/debugfs.h>
 #include <linux/seq_file.h>
 #include <linux/cpumask.h>
@@ -191,6 +193,10 @@ void srnic_unregister_pernet(struct pernet_operations *ops);
 struct sk_buff *srnic_alloc_skb(unsigned int headroom, unsigned int len);
 void srnic_kfree_skb(struct sk_buff *skb);
 unsigned int srnic_skb_nr_frags(const struct sk_buff *skb);
+struct crypto_shash *srnic_crc32_engine_alloc(void);
+void srnic_crc32_engine_free(struct crypto_shash *tfm);
+const char *srnic_crc32_engine_driver(struct crypto_shash *tfm);
+u32 srnic_crc32_update(struct crypto_shash *tfm, u32 crc, const void *bytes, size_t len);
 const void *srnic_skb_frag(const struct sk_buff *skb, unsigned int i, unsigned int *len);
 int srnic_skb_append_page_bytes(struct sk_buff *skb, const void *addr, unsigned int len);
 int srnic_skb_append_trailer(struct sk_buff *skb, const void *bytes, unsigned int len);

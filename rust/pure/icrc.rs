@@ -182,11 +182,33 @@ impl Icrc {
     /// by its version) and first bytes `head`, from the UDP header on; at
     /// least the UDP header and the BTH must be there.
     pub fn start(ip: &[u8], head: &[u8]) -> Result<Self, IcrcError> {
+        let (mut icrc, rest) = Self::start_masked(ip, head)?;
+        icrc.update(rest);
+        Ok(icrc)
+    }
+
+    /// Starts as [`Icrc::start`] does, but adds only the headers with
+    /// masked fields (IP, UDP, BTH) and returns the rest of `head`, for the
+    /// caller to add as it is, with this type or with a CRC engine of its
+    /// own ([`Icrc::register`]).
+    pub fn start_masked<'h>(ip: &[u8], head: &'h [u8]) -> Result<(Self, &'h [u8]), IcrcError> {
         let mut crc = Crc32::new();
         masked_ip(&mut crc, ip)?;
         let rest = masked_headers(&mut crc, head)?;
-        crc.update(rest);
-        Ok(Self(crc))
+        Ok((Self(crc), rest))
+    }
+
+    /// The CRC register so far, as Linux's `crc32_le()` keeps it (the
+    /// reflected CRC-32, not inverted): what another implementation of the
+    /// same CRC takes to go on from here.
+    pub const fn register(&self) -> u32 {
+        self.0 .0
+    }
+
+    /// Goes on from `register`, which another implementation of the same
+    /// CRC advanced from [`Icrc::register`].
+    pub const fn from_register(register: u32) -> Self {
+        Self(Crc32(register))
     }
 
     /// Adds the next bytes of the packet (payload, pad).
@@ -299,6 +321,50 @@ mod tests {
         let mut icrc = Icrc::start(&ip4, &packet[..40]).unwrap();
         icrc.update(&packet[40..]);
         assert_eq!(icrc.finish(), icrc_ipv4(&ip4, &packet).unwrap());
+    }
+
+    /// What Linux's `crc32_le()` does to a register: the reflected CRC
+    /// bit by bit, without the inversions.
+    fn crc32_le(mut crc: u32, bytes: &[u8]) -> u32 {
+        for b in bytes {
+            crc ^= u32::from(*b);
+            for _ in 0..8 {
+                crc = if crc & 1 != 0 {
+                    (crc >> 1) ^ 0xedb8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        crc
+    }
+
+    #[test]
+    fn register_goes_on_in_another_implementation() {
+        let packet: Vec<u8> = (0u32..300).map(|i| (i * 13 + 5) as u8).collect();
+        for (ip, whole) in [
+            (
+                [0x45u8; IPV4_HEADER_LEN].to_vec(),
+                icrc_ipv4 as fn(&[u8], &[u8]) -> _,
+            ),
+            (
+                {
+                    let mut ip = [0u8; IPV6_HEADER_LEN];
+                    ip[0] = 0x60;
+                    ip.to_vec()
+                },
+                icrc_ipv6,
+            ),
+        ] {
+            let (icrc, rest) = Icrc::start_masked(&ip, &packet).unwrap();
+            // The UDP header and the BTH up to its masked byte went in.
+            assert_eq!(rest.len(), packet.len() - UDP_HEADER_LEN - 5);
+            let (head, payload) = rest.split_at(40);
+            let mut icrc = Icrc::from_register(crc32_le(icrc.register(), head));
+            icrc.update(&payload[..100]);
+            let icrc = Icrc::from_register(crc32_le(icrc.register(), &payload[100..]));
+            assert_eq!(icrc.finish(), whole(&ip, &packet).unwrap());
+        }
     }
 
     #[test]

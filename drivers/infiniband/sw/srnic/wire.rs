@@ -23,22 +23,21 @@
 
 use crate::counters::Counter;
 use crate::device::SrnicDevice;
+use crate::kapi::crc::Crc32Engine;
 use crate::kapi::global::SharedGlobal;
 use crate::kapi::net::{NamespaceHandler, NamespaceWatcher, Net};
 use crate::kapi::netdev::NetDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::table::ObjectTable;
 use crate::kapi::rdma::Device;
-use crate::kapi::shared::{SharedChunk, SharedRange};
+use crate::kapi::shared::SharedRange;
 use crate::kapi::skb::SkBuff;
 use crate::kapi::udp::{self, Family, Route, UdpReceiver, UdpTunnel};
 use crate::payload::{self, CopyError, Extent, PieceError};
 use crate::pure::grh::{ipv4_mapped, is_ipv4_mapped, udp_header, IpHeader, GRH_LEN};
 use crate::pure::headers::opcode::RC_FLUSH;
 use crate::pure::headers::{self, pad_for, Transport, ICRC_LEN};
-use crate::pure::icrc::{
-    icrc_ipv4, icrc_ipv6, rxe_flush_icrc, Icrc, IPV4_HEADER_LEN, UDP_HEADER_LEN,
-};
+use crate::pure::icrc::{rxe_flush_icrc, Icrc, IcrcError, IPV4_HEADER_LEN, UDP_HEADER_LEN};
 use crate::pure::split_checked;
 use crate::transport::{self, Hop, Packet};
 use kernel::new_mutex;
@@ -56,6 +55,9 @@ const LINK_HEADROOM: u32 = 64;
 pub(crate) struct Neighbourhood {
     /// Devices by the interface index of their netdev.
     by_ifindex: ObjectTable<Device<SrnicDevice>>,
+    /// The kernel's fastest CRC-32, for the ICRC of every packet that
+    /// goes out or comes in.
+    crc: Crc32Engine,
 }
 
 impl Neighbourhood {
@@ -106,6 +108,14 @@ static WIRE: SharedGlobal<Wire> = SharedGlobal::new();
 
 /// Sets up the wire state at module init (no socket yet).
 pub(crate) fn install() -> Result {
+    // Which CRC-32 computes the ICRC: a driver of the crypto API (such as
+    // crc32-pclmul) or the library's table-driven crc32_le().
+    let crc = Crc32Engine::new();
+    match crc.driver() {
+        Some(driver) => pr_info!("ICRC computed by {}\n", driver),
+        None => pr_info!("ICRC computed by crc32_le (no crc32 in the crypto API)\n"),
+    }
+    drop(crc);
     let watcher = NamespaceWatcher::register()?;
     let wire = Arc::pin_init(
         pin_init!(Wire {
@@ -204,6 +214,7 @@ pub(crate) fn join(netdev: &NetDevice) -> Result<Arc<Neighbourhood>> {
     let neighbourhood = Arc::new(
         Neighbourhood {
             by_ifindex: ObjectTable::new(1, i32::MAX as u32)?,
+            crc: Crc32Engine::new(),
         },
         GFP_KERNEL,
     )?;
@@ -693,13 +704,14 @@ fn build(
         skb.push_bytes(&wire_ip.ipv6_header())
             .map_err(|_| SendError::Dropped)?;
     }
+    let engine = &dev.neighbourhood.crc;
     if !fragments {
         // Everything is in the linear part, the ICRC's room last.
         let data = skb.data_mut();
         let crc_at = data.len().checked_sub(ICRC_LEN).ok_or(SendError::Dropped)?;
         let (covered, crc) = data.split_at_mut(crc_at);
         let (ip_bytes, rest) = covered.split_at(ip_len);
-        let mut icrc = Icrc::start(ip_bytes, rest).map_err(|_| SendError::Dropped)?;
+        let mut icrc = icrc_over(engine, ip_bytes, rest).map_err(|_| SendError::Dropped)?;
         if packet.rxe_flush_icrc && hdr.bth.opcode == RC_FLUSH {
             // rxe's FLUSH ICRC: the transport headers once more (a FLUSH
             // has no payload, so it is always linear).
@@ -709,16 +721,14 @@ fn build(
     } else {
         let data = skb.data();
         let (ip_bytes, rest) = split_checked(data, ip_len).ok_or(SendError::Dropped)?;
-        let mut icrc = Icrc::start(ip_bytes, rest).map_err(|_| SendError::Dropped)?;
+        let icrc = icrc_over(engine, ip_bytes, rest).map_err(|_| SendError::Dropped)?;
         // The payload is in pages the sender's process may be writing
-        // right now: read each byte once, as a word where it can, in
-        // the one pass the ICRC makes over it (the skb holds the
-        // pages; no slice is formed over them).
-        skb.read_page_frags(|chunk| match chunk {
-            SharedChunk::Word(word) => icrc.update_word(word),
-            SharedChunk::Bytes(bytes) => icrc.update(bytes),
-        })
-        .map_err(|_| SendError::Dropped)?;
+        // right now: the engine reads them once, from C (the skb holds
+        // the pages; no slice is formed over them).
+        let register = skb
+            .crc32_page_frags(engine, icrc.register())
+            .map_err(|_| SendError::Dropped)?;
+        let mut icrc = Icrc::from_register(register);
         let mut trailer = [0u8; 3 + ICRC_LEN];
         let (pad_bytes, _) = trailer.split_at(pad);
         icrc.update(pad_bytes);
@@ -734,6 +744,14 @@ fn build(
             .map_err(|_| SendError::Dropped)?;
     }
     Ok((skb, ident_used))
+}
+
+/// The ICRC of the IP header `ip` and the packet bytes `head` from the UDP
+/// header on, so far: the headers with masked fields by the pure code, the
+/// rest (most of it payload) by `engine`.
+fn icrc_over(engine: &Crc32Engine, ip: &[u8], head: &[u8]) -> Result<Icrc, IcrcError> {
+    let (icrc, rest) = Icrc::start_masked(ip, head)?;
+    Ok(Icrc::from_register(engine.update(icrc.register(), rest)))
 }
 
 /// An skb with the transport headers of `hdr` in its linear part and the
@@ -861,7 +879,7 @@ impl UdpReceiver for Neighbourhood {
         let Some(dev) = self.device_on(&guard, arrived) else {
             return;
         };
-        match parse(&skb) {
+        match parse(&skb, &self.crc) {
             Ok((packet_bytes, ip, rxe_flush_icrc)) => {
                 let counters = &dev.counters;
                 let Ok(hdr) = headers::parse(packet_bytes) else {
@@ -904,7 +922,10 @@ impl UdpReceiver for Neighbourhood {
 /// The transport packet (BTH to ICRC) of a received datagram whose ICRC
 /// checks, its IP header, and whether the ICRC was rxe's FLUSH variant;
 /// the counter to bump if it is refused.
-fn parse(skb: &SkBuff) -> core::result::Result<(&[u8], IpHeader, bool), Counter> {
+fn parse<'s>(
+    skb: &'s SkBuff,
+    engine: &Crc32Engine,
+) -> core::result::Result<(&'s [u8], IpHeader, bool), Counter> {
     let bytes = skb.network_header_on().ok_or(Counter::MalformedPackets)?;
     let (ip_len, mut header) = match bytes.first().map(|b| b >> 4) {
         // IPv4 without options.
@@ -948,12 +969,9 @@ fn parse(skb: &SkBuff) -> core::result::Result<(&[u8], IpHeader, bool), Counter>
         .filter(|at| *at >= UDP_HEADER_LEN)
         .ok_or(Counter::MalformedPackets)?;
     let (covered, crc) = datagram.split_at(crc_at);
-    let expected = if ip_len == IPV4_HEADER_LEN {
-        icrc_ipv4(ip, covered)
-    } else {
-        icrc_ipv6(ip, covered)
-    }
-    .map_err(|_| Counter::MalformedPackets)?;
+    let expected = icrc_over(engine, ip, covered)
+        .map_err(|_| Counter::MalformedPackets)?
+        .finish();
     let mut received = [0u8; 4];
     received.copy_from_slice(crc);
     let received = u32::from_le_bytes(received);
