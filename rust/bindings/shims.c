@@ -627,6 +627,23 @@ int srnic_skb_linearize(struct sk_buff *skb)
 	return skb_linearize(skb);
 }
 
+/* Makes the first @len bytes of @skb's data linear: -EINVAL if it has
+ * fewer, -ENOMEM if its head could not take them. */
+int srnic_skb_pull_linear(struct sk_buff *skb, unsigned int len)
+{
+	if (len > skb->len)
+		return -EINVAL;
+	return pskb_may_pull(skb, len) ? 0 : -ENOMEM;
+}
+
+/* Whether the data beyond @skb's linear part is all in its page fragments
+ * and the CPU may read them: no list of further skbs (IP reassembly, GRO
+ * lists), no device memory (devmem TCP). */
+bool srnic_skb_frags_readable(const struct sk_buff *skb)
+{
+	return !skb_has_frag_list(skb) && skb_frags_readable(skb);
+}
+
 unsigned char *srnic_skb_network_header(const struct sk_buff *skb)
 {
 	return skb_network_header(skb);

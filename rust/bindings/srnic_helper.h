@@ -201,6 +201,8 @@ const void *srnic_skb_frag(const struct sk_buff *skb, unsigned int i, unsigned i
 int srnic_skb_append_page_bytes(struct sk_buff *skb, const void *addr, unsigned int len);
 int srnic_skb_append_trailer(struct sk_buff *skb, const void *bytes, unsigned int len);
 int srnic_skb_linearize(struct sk_buff *skb);
+int srnic_skb_pull_linear(struct sk_buff *skb, unsigned int len);
+bool srnic_skb_frags_readable(const struct sk_buff *skb);
 unsigned char *srnic_skb_network_header(const struct sk_buff *skb);
 struct net_device *srnic_skb_dev(const struct sk_buff *skb);
 struct dst_entry *srnic_route4(struct net *net, __be32 daddr, __be32 saddr, u8 tos,

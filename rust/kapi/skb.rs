@@ -6,7 +6,7 @@
 use super::crc::Crc32Engine;
 use super::netdev::NetDevice;
 use super::rcu::RcuReadGuard;
-use super::shared::{read_shared, SharedChunk, SharedRange};
+use super::shared::SharedRange;
 use crate::bindings;
 use core::ptr::NonNull;
 use kernel::prelude::*;
@@ -115,7 +115,7 @@ impl SkBuff {
     /// The skb holds a reference on the page, so the bytes stay allocated
     /// as long as it needs them, after `range`'s lifetime too; that is
     /// only right for memory no Rust reference covers (whose owner may
-    /// write it later, which [`Self::read_page_frags`] tolerates). A Rust
+    /// write it later, which [`Self::crc32_page_frags`] tolerates). A Rust
     /// buffer could meanwhile be a stack frame or an object reused through
     /// references, so it is refused.
     pub fn append_range(&mut self, range: &SharedRange<'_>) -> Result {
@@ -136,30 +136,6 @@ impl SkBuff {
         kernel::error::to_result(unsafe {
             bindings::srnic_skb_append_trailer(self.0.as_ptr(), bytes.as_ptr().cast(), len)
         })
-    }
-
-    /// Reads the bytes of the page fragments in order, once each, with
-    /// marked accesses ([`read_shared`]): the pages may be user memory that
-    /// other threads write while the skb holds them, so they are never
-    /// looked at through a Rust reference. `EFAULT` if a fragment's page
-    /// has no kernel mapping.
-    pub fn read_page_frags(&self, mut f: impl FnMut(SharedChunk<'_>)) -> Result {
-        // SAFETY: reads a field of our skb.
-        let count = unsafe { bindings::srnic_skb_nr_frags(self.0.as_ptr()) };
-        for i in 0..count {
-            let mut len = 0u32;
-            // SAFETY: the skb is ours and `i` is below its fragment count;
-            // the shim writes `len` only.
-            let at = unsafe { bindings::srnic_skb_frag(self.0.as_ptr(), i, &mut len) };
-            if at.is_null() {
-                return Err(EFAULT);
-            }
-            // SAFETY: the skb holds a reference on the fragment's page, and
-            // `at` is its kernel mapping, so the `len` bytes stay valid
-            // while `self` is borrowed.
-            unsafe { read_shared(at.cast(), len as usize, &mut f) };
-        }
-        Ok(())
     }
 
     /// The CRC register `register` advanced over the bytes of the page
@@ -207,6 +183,59 @@ impl SkBuff {
     pub fn linearize(&mut self) -> Result {
         // SAFETY: the skb is ours.
         kernel::error::to_result(unsafe { bindings::srnic_skb_linearize(self.0.as_ptr()) })
+    }
+
+    /// Makes the first `len` bytes of data linear (`pskb_may_pull`),
+    /// copying those that are in page fragments into the head, so that
+    /// [`Self::data`] shows them: `EINVAL` if there are fewer, `ENOMEM` if
+    /// the head could not grow. The head may move; `&mut self` ends every
+    /// view of the old one first.
+    pub fn pull_linear(&mut self, len: u32) -> Result {
+        // SAFETY: the skb is ours; the shim checks `len` against its length.
+        kernel::error::to_result(unsafe { bindings::srnic_skb_pull_linear(self.0.as_ptr(), len) })
+    }
+
+    /// How many page fragments hold the data beyond the linear part, if
+    /// they hold all of it and [`Self::page_frags`] can show them: `None`
+    /// for an skb that chains further skbs (`frag_list`) or has fragments
+    /// of device memory the CPU cannot read.
+    pub fn page_frag_count(&self) -> Option<u32> {
+        // SAFETY: reads fields of our skb.
+        let readable = unsafe { bindings::srnic_skb_frags_readable(self.0.as_ptr()) };
+        // SAFETY: as above.
+        readable.then(|| unsafe { bindings::srnic_skb_nr_frags(self.0.as_ptr()) })
+    }
+
+    /// Calls `f` with each page fragment in order, as a read-only range
+    /// valid while the skb is borrowed, without touching its bytes; stops
+    /// at the first error `f` returns. `EINVAL` if
+    /// [`Self::page_frag_count`] is `None`, `EFAULT` if a fragment's page
+    /// has no kernel mapping.
+    ///
+    /// The ranges are foreign memory: a fragment may be a page of a
+    /// process that writes it meanwhile (an skb a local sender built from
+    /// user pages, looped back through a veth), so its bytes are only ever
+    /// read through the range (a C CRC, `memmove`), never a slice.
+    pub fn page_frags<'a>(&'a self, mut f: impl FnMut(SharedRange<'a>) -> Result) -> Result {
+        let count = self.page_frag_count().ok_or(EINVAL)?;
+        for i in 0..count {
+            let mut len = 0u32;
+            // SAFETY: the skb is ours and `i` is below its fragment count;
+            // the shim writes `len` only.
+            let at = unsafe { bindings::srnic_skb_frag(self.0.as_ptr(), i, &mut len) };
+            // The skb is ours and borrowed for `'a`: it is not freed and
+            // its fragment table does not change before then (a clone's
+            // table is read only to all its holders), so the pages stay
+            // referenced. Their bytes may be written by others (a sender's
+            // user pages), which a foreign range allows; Rust code reaches
+            // a page fragment only as such a range (`data` is the head).
+            // SAFETY: `at` maps `len` bytes the skb holds a page reference
+            // on, valid for reads for `'a` (above); page memory outside
+            // Rust's ownership, which no Rust reference covers.
+            let range = unsafe { SharedRange::foreign(at.cast_mut().cast(), len as usize, false) };
+            f(range.ok_or(EFAULT)?)?;
+        }
+        Ok(())
     }
 
     /// The data, from `data` on (linear part only).

@@ -733,11 +733,18 @@ pub struct Packet {
 
 /// Parses a transport packet (from the BTH to the ICRC, inclusive).
 pub fn parse(packet: &[u8]) -> Result<Packet, ParseError> {
-    let bth = Bth::parse(packet)?;
+    parse_head(packet, packet.len())
+}
+
+/// Parses a transport packet of `len` bytes (from the BTH to the ICRC,
+/// inclusive) whose first bytes are `head`, for a packet whose payload
+/// lies elsewhere (in page fragments): `head` must hold the headers its
+/// opcode carries (`Truncated` if not); bytes after them are not read.
+pub fn parse_head(head: &[u8], len: usize) -> Result<Packet, ParseError> {
+    let bth = Bth::parse(head)?;
     let info = opcode_info(bth.opcode).ok_or(ParseError::UnknownOpcode)?;
     let header_len = info.header_len();
-    let body = packet
-        .len()
+    let body = len
         .checked_sub(header_len + ICRC_LEN)
         .ok_or(ParseError::Truncated)?;
     let pad = usize::from(bth.pad);
@@ -745,6 +752,7 @@ pub fn parse(packet: &[u8]) -> Result<Packet, ParseError> {
     if !info.payload && body != 0 {
         return Err(ParseError::BadPad);
     }
+    let packet = head.get(..header_len).ok_or(ParseError::Truncated)?;
     let mut at = BTH_LEN;
     let mut take = |flag: u8, len: usize| -> Option<&[u8]> {
         if info.headers & flag == 0 {

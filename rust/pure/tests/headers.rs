@@ -42,6 +42,50 @@ fn opcode_table() {
 }
 
 #[test]
+fn headers_apart_from_their_payload() {
+    // A WRITE FIRST (BTH and RETH) with a payload of 10 and a pad of 2,
+    // of which only the headers are at hand.
+    let bth = Bth {
+        opcode: 0x06,
+        pad: 2,
+        pkey: 0xffff,
+        dest_qp: 0x11,
+        psn: 7,
+        ..Bth::default()
+    };
+    let reth = Reth {
+        va: 0x1000,
+        rkey: 0x42,
+        dma_len: 4096,
+    };
+    let len = BTH_LEN + 16 + 10 + 2 + ICRC_LEN;
+    let mut packet = vec![0xa5u8; len];
+    bth.write(&mut packet);
+    reth.write(&mut packet[BTH_LEN..]);
+    let whole = headers::parse(&packet).unwrap();
+    assert_eq!(whole.payload_len, 10);
+    for cut in BTH_LEN + 16..=len {
+        assert_eq!(headers::parse_head(&packet[..cut], len), Ok(whole));
+    }
+    for cut in 0..BTH_LEN + 16 {
+        assert_eq!(
+            headers::parse_head(&packet[..cut], len),
+            Err(ParseError::Truncated),
+            "cut at {cut}"
+        );
+    }
+    // The length still bounds the payload and its pad.
+    assert_eq!(
+        headers::parse_head(&packet[..BTH_LEN + 16], BTH_LEN + 16 + 1 + ICRC_LEN),
+        Err(ParseError::BadPad)
+    );
+    assert_eq!(
+        headers::parse_head(&packet[..BTH_LEN + 16], BTH_LEN + 16 + 3),
+        Err(ParseError::Truncated)
+    );
+}
+
+#[test]
 fn round_trip() {
     let bth = Bth {
         opcode: 0x0a,

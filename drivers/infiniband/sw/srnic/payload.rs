@@ -68,6 +68,9 @@ pub(crate) enum Extent<'a> {
     /// Bytes in hand: inline data in a kernel-owned work ring, a received
     /// packet, or a local buffer.
     Inline(SharedRange<'a>),
+    /// Bytes in hand in several pieces, end to end: a received packet's
+    /// payload in the linear part of its skb and its page fragments.
+    Pieces(&'a [SharedRange<'a>]),
     /// A checked range of a region.
     Region(Span<'a>),
 }
@@ -117,6 +120,19 @@ impl<'a> Extent<'a> {
                 let left = data.len().checked_sub(at).filter(|l| *l > 0);
                 let left = left.ok_or(Unreachable::Denied)?;
                 return data.sub(at, want.min(left)).ok_or(Unreachable::Denied);
+            }
+            Self::Pieces(pieces) => {
+                let mut at = usize::try_from(at).map_err(|_| Unreachable::Denied)?;
+                for piece in pieces.iter() {
+                    match at.checked_sub(piece.len()) {
+                        Some(after) => at = after,
+                        None => {
+                            let left = piece.len() - at;
+                            return piece.sub(at, want.min(left)).ok_or(Unreachable::Denied);
+                        }
+                    }
+                }
+                return Err(Unreachable::Denied);
             }
             Self::Region(span) => (*span, at, want),
             Self::Local { .. } => match self.local(guard, at, want, access) {

@@ -8,7 +8,8 @@
 //! the payload in the skb (as page fragments of the sender's memory, or
 //! copied once), adds the UDP and IP headers and the ICRC, and hands the
 //! packets of a burst to the IP stack a list at a time (`Sender`).
-//! Reception checks the ICRC, parses the
+//! Reception makes only the headers linear, checks the ICRC over them and
+//! the payload where it lies (page fragments, read in place), parses the
 //! transport headers (which never trusts a length or an opcode), finds the
 //! device by the interface the packet came in on (its netdev, or a VLAN of
 //! it), and hands the packet to the engine, whose copy out of the skb is
@@ -36,7 +37,7 @@ use crate::kapi::udp::{self, Family, Route, UdpReceiver, UdpTunnel};
 use crate::payload::{self, CopyError, Extent, PieceError};
 use crate::pure::grh::{ipv4_mapped, is_ipv4_mapped, udp_header, IpHeader, GRH_LEN};
 use crate::pure::headers::opcode::RC_FLUSH;
-use crate::pure::headers::{self, pad_for, Transport, ICRC_LEN};
+use crate::pure::headers::{self, pad_for, Transport, BTH_LEN, ICRC_LEN};
 use crate::pure::icrc::{rxe_flush_icrc, Icrc, IcrcError, IPV4_HEADER_LEN, UDP_HEADER_LEN};
 use crate::pure::split_checked;
 use crate::transport::{self, Hop, Packet};
@@ -769,7 +770,8 @@ fn fragmented(
     let Some(source) = packet.payload.as_ref() else {
         return Err(SendError::Source);
     };
-    if matches!(source, Extent::Inline { .. }) {
+    // Pieces are a received skb's, which its pages go with.
+    if matches!(source, Extent::Inline { .. } | Extent::Pieces(..)) {
         return Ok(None);
     }
     let header_len32 = u32::try_from(header_len).map_err(|_| SendError::Dropped)?;
@@ -867,9 +869,16 @@ impl Neighbourhood {
     }
 }
 
+/// Page fragments a received datagram may have and still be read in place
+/// (the kernel's default `MAX_SKB_FRAGS`); one with more is made linear.
+const RX_FRAGS: usize = 17;
+
+/// Pieces of a received datagram: its linear part, then its fragments.
+const RX_PIECES: usize = RX_FRAGS + 1;
+
 impl UdpReceiver for Neighbourhood {
     fn receive(&self, mut skb: SkBuff) {
-        if skb.linearize().is_err() {
+        if linear_headers(&mut skb).is_err() {
             return;
         }
         let guard = RcuReadGuard::new();
@@ -879,10 +888,12 @@ impl UdpReceiver for Neighbourhood {
         let Some(dev) = self.device_on(&guard, arrived) else {
             return;
         };
-        match parse(&skb, &self.crc) {
-            Ok((packet_bytes, ip, rxe_flush_icrc)) => {
+        let mut pieces = [SharedRange::from_slice(&[]); RX_PIECES];
+        match parse(&skb, &self.crc, &mut pieces) {
+            Ok(datagram) => {
                 let counters = &dev.counters;
-                let Ok(hdr) = headers::parse(packet_bytes) else {
+                let Ok(hdr) = headers::parse_head(datagram.transport_head, datagram.transport_len)
+                else {
                     counters.inc(Counter::MalformedPackets);
                     return;
                 };
@@ -890,9 +901,10 @@ impl UdpReceiver for Neighbourhood {
                     counters.inc(Counter::PkeyViolations);
                     return;
                 }
-                let payload = packet_bytes
-                    .get(hdr.payload_offset..hdr.payload_offset + hdr.payload_len)
-                    .map(|p| Extent::Inline(SharedRange::from_slice(p)));
+                let Some(payload) = payload_of(&mut pieces, datagram.pieces, &hdr) else {
+                    counters.inc(Counter::MalformedPackets);
+                    return;
+                };
                 counters.inc(Counter::ReceivedPackets);
                 counters.add(Counter::ReceivedBytes, hdr.payload_len as u64);
                 // The core finds the GID a datagram came to by its address
@@ -904,12 +916,12 @@ impl UdpReceiver for Neighbourhood {
                 };
                 let packet = Packet {
                     hdr,
-                    payload,
+                    payload: Some(payload),
                     payload_at: 0,
-                    ip: Some(ip),
+                    ip: Some(datagram.ip),
                     hop: Hop::Wire,
                     vlan,
-                    rxe_flush_icrc,
+                    rxe_flush_icrc: datagram.rxe_flush_icrc,
                 };
                 transport::receive_from_wire(dev, &guard, packet);
             }
@@ -919,13 +931,62 @@ impl UdpReceiver for Neighbourhood {
     }
 }
 
-/// The transport packet (BTH to ICRC) of a received datagram whose ICRC
-/// checks, its IP header, and whether the ICRC was rxe's FLUSH variant;
-/// the counter to bump if it is refused.
-fn parse<'s>(
-    skb: &'s SkBuff,
+/// Makes the UDP and transport headers of a received datagram linear, to
+/// be parsed from one slice, and leaves its payload where it is (page
+/// fragments, read once by the ICRC check and once by the copy into
+/// memory). The BTH comes first: its opcode tells how long the headers
+/// are. Made linear whole: a datagram whose data is not all in page
+/// fragments readable in place (a `frag_list` of IP fragments or of a GRO
+/// list), or is in too many, and a FLUSH, which has no payload and whose
+/// rxe ICRC covers its headers twice.
+fn linear_headers(skb: &mut SkBuff) -> Result {
+    if !skb
+        .page_frag_count()
+        .is_some_and(|count| count as usize <= RX_FRAGS)
+    {
+        return skb.linearize();
+    }
+    // Never more than the datagram: a shorter one is refused when parsed.
+    let len = skb.len();
+    skb.pull_linear(len.min((UDP_HEADER_LEN + BTH_LEN) as u32))?;
+    let Some(info) = skb
+        .data()
+        .get(UDP_HEADER_LEN)
+        .and_then(|opcode| headers::opcode_info(*opcode))
+    else {
+        // Too short or an unknown opcode: refused when parsed.
+        return Ok(());
+    };
+    if info.opcode == RC_FLUSH {
+        return skb.linearize();
+    }
+    let header_len = u32::try_from(UDP_HEADER_LEN + info.header_len()).map_err(|_| EINVAL)?;
+    skb.pull_linear(len.min(header_len))
+}
+
+/// A received datagram whose ICRC checks.
+struct Datagram<'a> {
+    /// Its IP header.
+    ip: IpHeader,
+    /// The linear bytes of its transport packet (BTH to ICRC): all its
+    /// headers if it has them (`linear_headers`).
+    transport_head: &'a [u8],
+    /// Bytes of its transport packet.
+    transport_len: usize,
+    /// How many pieces hold the datagram from its UDP header on.
+    pieces: usize,
+    /// Whether its ICRC was rxe's FLUSH variant.
+    rxe_flush_icrc: bool,
+}
+
+/// The datagram in `skb` if its ICRC checks, with its bytes from the UDP
+/// header on, end to end, in `pieces`: the linear part, then the page
+/// fragments; the counter to bump if it is refused.
+fn parse<'a>(
+    skb: &'a SkBuff,
     engine: &Crc32Engine,
-) -> core::result::Result<(&'s [u8], IpHeader, bool), Counter> {
+    pieces: &mut [SharedRange<'a>; RX_PIECES],
+) -> core::result::Result<Datagram<'a>, Counter> {
     let bytes = skb.network_header_on().ok_or(Counter::MalformedPackets)?;
     let (ip_len, mut header) = match bytes.first().map(|b| b >> 4) {
         // IPv4 without options.
@@ -955,39 +1016,146 @@ fn parse<'s>(
         ),
         _ => return Err(Counter::MalformedPackets),
     };
-    let (ip, datagram) = split_checked(bytes, ip_len).ok_or(Counter::MalformedPackets)?;
-    let udp_len = datagram
+    let (ip, linear) = split_checked(bytes, ip_len).ok_or(Counter::MalformedPackets)?;
+    let udp_len = linear
         .get(4..6)
         .and_then(|b| <[u8; 2]>::try_from(b).ok())
         .map(|b| usize::from(u16::from_be_bytes(b)))
         .ok_or(Counter::MalformedPackets)?;
     // The UDP length bounds the datagram (Ethernet may pad short frames).
-    let datagram = datagram.get(..udp_len).ok_or(Counter::MalformedPackets)?;
-    let crc_at = datagram
-        .len()
+    let linear = linear.get(..udp_len).unwrap_or(linear);
+    let (first, frag_slots) = pieces.split_first_mut().ok_or(Counter::MalformedPackets)?;
+    *first = SharedRange::from_slice(linear);
+    let mut frag_slots = frag_slots.iter_mut();
+    let mut count = 1usize;
+    let mut total = linear.len();
+    skb.page_frags(|frag| {
+        let slot = frag_slots.next().ok_or(E2BIG)?;
+        total = total.checked_add(frag.len()).ok_or(EINVAL)?;
+        *slot = frag;
+        count += 1;
+        Ok(())
+    })
+    .map_err(|_| Counter::MalformedPackets)?;
+    if udp_len > total {
+        return Err(Counter::MalformedPackets);
+    }
+    let crc_at = udp_len
         .checked_sub(ICRC_LEN)
         .filter(|at| *at >= UDP_HEADER_LEN)
         .ok_or(Counter::MalformedPackets)?;
-    let (covered, crc) = datagram.split_at(crc_at);
-    let expected = icrc_over(engine, ip, covered)
-        .map_err(|_| Counter::MalformedPackets)?
-        .finish();
-    let mut received = [0u8; 4];
-    received.copy_from_slice(crc);
+    let pieces = pieces.get(..count).ok_or(Counter::MalformedPackets)?;
+    // The linear bytes as a slice, then those in page fragments, which may
+    // be pages a local sender's process writes meanwhile (looped back
+    // through a veth), read in place once each, from C.
+    let head = linear.get(..crc_at).unwrap_or(linear);
+    let mut icrc = icrc_over(engine, ip, head).map_err(|_| Counter::MalformedPackets)?;
+    for_each_within(pieces, head.len(), crc_at - head.len(), |range| {
+        icrc = Icrc::from_register(engine.update_range(icrc.register(), &range));
+        Some(())
+    })
+    .ok_or(Counter::MalformedPackets)?;
+    let mut received = [0u8; ICRC_LEN];
+    let mut filled = 0usize;
+    for_each_within(pieces, crc_at, ICRC_LEN, |range| {
+        let end = filled.checked_add(range.len())?;
+        let into = received.get_mut(filled..end)?;
+        SharedRange::from_mut_slice(into).copy_from(&range).ok()?;
+        filled = end;
+        Some(())
+    })
+    .ok_or(Counter::MalformedPackets)?;
     let received = u32::from_le_bytes(received);
     let mut rxe_flush = false;
-    if received != expected {
+    if received != icrc.finish() {
         // rxe's FLUSH requests carry an ICRC of their own (see
         // `rxe_flush_icrc`): taken too, so that rxe's FLUSHes get through.
-        let flush = datagram.get(UDP_HEADER_LEN).copied() == Some(RC_FLUSH);
-        rxe_flush = flush && rxe_flush_icrc(ip, covered) == Ok(received);
+        // A FLUSH is linear (`linear_headers`).
+        let flush = linear.get(UDP_HEADER_LEN).copied() == Some(RC_FLUSH);
+        rxe_flush = flush
+            && linear
+                .get(..crc_at)
+                .is_some_and(|covered| rxe_flush_icrc(ip, covered) == Ok(received));
         if !rxe_flush {
             return Err(Counter::IcrcErrors);
         }
     }
     header.ip_payload_len = udp_len as u16;
-    let transport_bytes = datagram
+    let transport_head = linear
         .get(UDP_HEADER_LEN..)
         .ok_or(Counter::MalformedPackets)?;
-    Ok((transport_bytes, header, rxe_flush))
+    Ok(Datagram {
+        ip: header,
+        transport_head,
+        transport_len: udp_len - UDP_HEADER_LEN,
+        pieces: count,
+        rxe_flush_icrc: rxe_flush,
+    })
+}
+
+/// Calls `f` with the parts of `pieces`, taken end to end, that hold bytes
+/// `at..at + len` of them, in order; `None` if they end before, or if `f`
+/// says so.
+fn for_each_within<'a>(
+    pieces: &[SharedRange<'a>],
+    at: usize,
+    len: usize,
+    mut f: impl FnMut(SharedRange<'a>) -> Option<()>,
+) -> Option<()> {
+    let mut skip = at;
+    let mut left = len;
+    for piece in pieces {
+        if left == 0 {
+            break;
+        }
+        let Some(from) = piece.len().checked_sub(skip).filter(|n| *n > 0) else {
+            skip -= piece.len();
+            continue;
+        };
+        let take = from.min(left);
+        f(piece.sub(skip, take)?)?;
+        skip = 0;
+        left -= take;
+    }
+    (left == 0).then_some(())
+}
+
+/// The payload of a received packet with headers `hdr` whose datagram, from
+/// the UDP header on, is `pieces[..count]`: a range of the linear part if
+/// it is all there, else those pieces narrowed to it in place.
+fn payload_of<'p, 'a: 'p>(
+    pieces: &'p mut [SharedRange<'a>],
+    count: usize,
+    hdr: &headers::Packet,
+) -> Option<Extent<'p>> {
+    let start = UDP_HEADER_LEN.checked_add(hdr.payload_offset)?;
+    let len = hdr.payload_len;
+    let linear = *pieces.first()?;
+    if start.checked_add(len)? <= linear.len() {
+        return linear.sub(start, len).map(Extent::Inline);
+    }
+    let mut kept = 0usize;
+    let mut skip = start;
+    let mut left = len;
+    for i in 0..count {
+        if left == 0 {
+            break;
+        }
+        let piece = *pieces.get(i)?;
+        let Some(from) = piece.len().checked_sub(skip).filter(|n| *n > 0) else {
+            skip -= piece.len();
+            continue;
+        };
+        let take = from.min(left);
+        // `kept <= i`: no piece still to be read is overwritten.
+        *pieces.get_mut(kept)? = piece.sub(skip, take)?;
+        kept += 1;
+        skip = 0;
+        left -= take;
+    }
+    if left != 0 {
+        return None;
+    }
+    let pieces: &'p [SharedRange<'a>] = pieces;
+    Some(Extent::Pieces(pieces.get(..kept)?))
 }
