@@ -9,6 +9,7 @@
 #![allow(unreachable_pub)]
 
 pub mod aeth;
+pub mod connect;
 pub mod cq_event;
 pub mod fdb;
 pub mod fifo;

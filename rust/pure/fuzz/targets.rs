@@ -7,6 +7,9 @@
 
 use super::engine::{hit, Input, Target};
 use srnic_pure::aeth::{rnr_timer_us, Syndrome};
+use srnic_pure::connect::{
+    Action, ConnectMessage, Connection, Op, CONNECT_LEN, MAX_CONNECTED_FRAME,
+};
 use srnic_pure::cq_event::{CqArm, EventAction, EventState, Moderation, MAX_MODERATION_PERIOD_US};
 use srnic_pure::fdb::{self, Fdb, Learned};
 use srnic_pure::fifo::Fifo;
@@ -37,6 +40,7 @@ pub const TARGETS: &[(&str, Target, usize)] = &[
     ("lan_datagram", lan_datagram, 1024),
     ("lan_reassembly", lan_reassembly, 1024),
     ("fdb", fdb_target, 1024),
+    ("connect", connect, 512),
 ];
 
 fn parse_error_code(e: ParseError) -> u64 {
@@ -1254,5 +1258,96 @@ fn fdb_target(data: &[u8]) {
             assert_eq!(model.get(&entry.mac).map(|k| k.0), Some(entry.lid));
             assert!(entry.age_ms < AGEING);
         }
+    }
+}
+
+/// Connected mode's handshake: any bytes parse to a message that encodes
+/// back to them, or to an error; one side driven by any sequence of
+/// events and messages destroys only QPs it was given, each once, and
+/// holds at most one.
+fn connect(data: &[u8]) {
+    let mut input = Input::new(data);
+    let parsed = ConnectMessage::parse(input.bytes(CONNECT_LEN));
+    match parsed {
+        Err(e) => hit(1, e as u64),
+        Ok(msg) => {
+            hit(2, msg.op as u64);
+            assert_eq!(ConnectMessage::parse(&msg.encode()), Ok(msg));
+        }
+    }
+    let mut conn = Connection::new(MAX_CONNECTED_FRAME, 0, input.bool());
+    let mut live: Vec<u32> = Vec::new();
+    let mut next_qpn = 0x100u32;
+    let mut now = 0u64;
+    while !input.is_empty() {
+        now += u64::from(input.u16() % 512);
+        let action = match input.u8() % 8 {
+            0 => conn.want(now),
+            1 => conn.tick(now),
+            2 => conn.fail(now),
+            3 => conn.close(),
+            4 => {
+                conn.frame_received(MAX_CONNECTED_FRAME);
+                Action::None
+            }
+            _ => {
+                // A message of the peer, made valid from the input.
+                let op =
+                    [Op::Offer, Op::Accept, Op::Confirm, Op::Refuse][usize::from(input.u8() % 4)];
+                let own = conn.qpn().unwrap_or(2);
+                let msg = ConnectMessage {
+                    op,
+                    qpn: 2 + u32::from(input.u8() % 4),
+                    psn: input.u32() & 0xff_ffff,
+                    your_qpn: if op == Op::Offer {
+                        0
+                    } else if input.bool() {
+                        own
+                    } else {
+                        3
+                    },
+                    max_frame: MAX_CONNECTED_FRAME,
+                    lan: 0,
+                };
+                conn.receive(&msg, input.bool(), now)
+            }
+        };
+        hit(3, action_code(&action));
+        // What the driver does with it: each step may ask for at most
+        // one follow-up (a QP made), whose answer is an action too.
+        let follow = match action {
+            Action::CreateQp => {
+                next_qpn += 1;
+                live.push(next_qpn);
+                conn.offer(next_qpn, 0, now)
+            }
+            Action::CreateAndAccept { peer_qpn, .. } => {
+                next_qpn += 1;
+                live.push(next_qpn);
+                conn.accepted(next_qpn, 0, peer_qpn, now)
+            }
+            other => other,
+        };
+        if let Action::Destroy(qpn) = follow {
+            let before = live.len();
+            live.retain(|&q| q != qpn);
+            assert_eq!(live.len() + 1, before, "destroyed QP {qpn} it did not hold");
+        }
+        assert!(live.len() <= 1, "holds QPs {live:?}");
+        assert_eq!(conn.qpn(), live.first().copied(), "{conn:?} vs {live:?}");
+        if let Some((qpn, _)) = conn.up() {
+            assert_eq!(Some(qpn), conn.qpn());
+        }
+    }
+}
+
+fn action_code(action: &Action) -> u64 {
+    match action {
+        Action::None => 0,
+        Action::CreateQp => 1,
+        Action::Send(_) => 2,
+        Action::ConnectAndSend { .. } => 3,
+        Action::CreateAndAccept { .. } => 4,
+        Action::Destroy(_) => 5,
     }
 }

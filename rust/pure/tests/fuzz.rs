@@ -71,6 +71,7 @@ macro_rules! fuzz_tests {
 }
 
 fuzz_tests!(
+    connect,
     fdb,
     headers,
     headers_roundtrip,
