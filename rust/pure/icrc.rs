@@ -270,18 +270,7 @@ mod tests {
 
     /// The CRC one bit at a time, straight from the definition.
     fn crc32_bitwise(bytes: &[u8]) -> u32 {
-        let mut crc = 0xffff_ffffu32;
-        for b in bytes {
-            crc ^= u32::from(*b);
-            for _ in 0..8 {
-                crc = if crc & 1 != 0 {
-                    (crc >> 1) ^ 0xedb8_8320
-                } else {
-                    crc >> 1
-                };
-            }
-        }
-        !crc
+        !crc32_le(0xffff_ffff, bytes)
     }
 
     #[test]
