@@ -201,25 +201,19 @@ setup_device() {
 		wait_until 30 ip link show iblan0 || { echo "no iblan0"; return 1; }
 		local near_lan=iblan0 lan_ip="10.1.0.${my_ip##*.}"
 		if [ "$mode" = fastwire ]; then
-			# A LAN netdev stays in the namespace it was made in, so
-			# the two ends are LAN 5 children of the ports of srnic0
-			# and srnic1, the one on srnic1 made in "far" (LIDs 1 and
-			# 2 in their MACs).
+			# One LAN port per device: the one on srnic1 moves to "far".
 			wait_until 30 ip link show iblan1 || { echo "no iblan1"; return 1; }
-			local near_port far_port lan
+			local far_lan lan
 			for lan in iblan0 iblan1; do
 				case $(ethtool -i "$lan" | awk '$1 == "bus-info:" { print $2 }') in
-				srnic1:*) far_port=$lan ;;
-				*) near_port=$lan ;;
+				srnic1:*) far_lan=$lan ;;
+				*) near_lan=$lan ;;
 				esac
 			done
-			[ -n "${far_port:-}" ] && [ -n "${near_port:-}" ] ||
-				{ ethtool -i iblan0; ethtool -i iblan1; echo "no LAN port on srnic1"; return 1; }
-			ip link set "$near_port" up && ip link set "$far_port" up || return 1
-			ip link add link "$near_port" name flan address 02:00:00:05:00:01 type iblan &&
-				ip link add link "$far_port" name flan address 02:00:00:05:00:02 netns far type iblan &&
-				ip -n far link set flan up && ip -n far addr add 10.1.0.2/24 dev flan || return 1
-			near_lan=flan lan_ip=10.1.0.1
+			[ -n "${far_lan:-}" ] || { ethtool -i iblan0; ethtool -i iblan1; echo "no LAN port on srnic1"; return 1; }
+			ip link set "$far_lan" netns far && ip -n far link set "$far_lan" up &&
+				ip -n far addr add 10.1.0.2/24 dev "$far_lan" || return 1
+			lan_ip=10.1.0.1
 		fi
 		ip link set "$near_lan" up && ip addr add "$lan_ip/24" dev "$near_lan" || return 1
 		wait_until 30 sh -c "ethtool -S $near_lan | grep -q 'ns_peers: [1-9]'" ||
