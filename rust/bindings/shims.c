@@ -596,6 +596,8 @@ const char *srnic_crc32_engine_driver(struct crypto_shash *tfm)
 	return crypto_shash_driver_name(tfm);
 }
 
+#define SRNIC_CRC32_ENGINE_MIN 256
+
 /* Advances the CRC-32 register @crc (not inverted, as crc32_le() keeps
  * it) over @len bytes at @bytes: with @tfm if there is one (its state is
  * that register: imported, updated, exported), else with crc32_le().
@@ -604,7 +606,10 @@ const char *srnic_crc32_engine_driver(struct crypto_shash *tfm)
  * old and new values, which the peer's check then refuses. */
 u32 srnic_crc32_update(struct crypto_shash *tfm, u32 crc, const void *bytes, size_t len)
 {
-	if (tfm) {
+	/* Short runs (headers, small payloads) skip the crypto API's calls:
+	 * its drivers fold only longer ones, and crc32_le() is what they
+	 * would run. */
+	if (tfm && len >= SRNIC_CRC32_ENGINE_MIN) {
 		SHASH_DESC_ON_STACK(desc, tfm);
 		u32 out = crc;
 
