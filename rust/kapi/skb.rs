@@ -142,23 +142,14 @@ impl SkBuff {
     /// fragments, in order, by `engine`. The pages may be user memory that
     /// other threads write while the skb holds them: the engine reads them
     /// from C, never through a Rust reference. `EFAULT` if a fragment's
-    /// page has no kernel mapping.
+    /// page has no kernel mapping, `EINVAL` if [`Self::page_frags`] cannot
+    /// hand them out.
     pub fn crc32_page_frags(&self, engine: &Crc32Engine, register: u32) -> Result<u32> {
-        // SAFETY: reads a field of our skb.
-        let count = unsafe { bindings::srnic_skb_nr_frags(self.0.as_ptr()) };
         let mut register = register;
-        for i in 0..count {
-            let mut len = 0u32;
-            // SAFETY: the skb is ours and `i` is below its fragment count;
-            // the shim writes `len` only.
-            let at = unsafe { bindings::srnic_skb_frag(self.0.as_ptr(), i, &mut len) };
-            // SAFETY: the skb holds a reference on the fragment's page, and
-            // `at` is its kernel mapping, so the `len` bytes stay valid
-            // while `self` is borrowed; nothing else covers them with a
-            // Rust reference.
-            let range = unsafe { SharedRange::foreign(at.cast_mut().cast(), len as usize, false) };
-            register = engine.update_range(register, &range.ok_or(EFAULT)?);
-        }
+        self.page_frags(|range| {
+            register = engine.update_range(register, &range);
+            Ok(())
+        })?;
         Ok(register)
     }
 
