@@ -25,6 +25,43 @@ int srnic_link_attr_address(struct nlattr **tb, u8 *out)
 	return ETH_ALEN;
 }
 
+/*
+ * Copies the u8 attribute @type of IFLA_INFO_DATA into @out: 1 if it was
+ * there, 0 if not (or no IFLA_INFO_DATA came). The policy checked its
+ * type and length before the driver runs.
+ */
+int srnic_link_data_u8(struct nlattr **data, int type, u8 *out)
+{
+	if (!data || !data[type])
+		return 0;
+	*out = nla_get_u8(data[type]);
+	return 1;
+}
+
+/*
+ * iblan's IFLA_INFO_DATA policy: the mode may be set, the rest is what
+ * the port is (device, port, LAN, LID, peers) and refused in a request.
+ * A table of designated initialisers: built in C, where the macros are.
+ */
+static const struct nla_policy iblan_link_policy[IFLA_IBLAN_MAX + 1] = {
+	[IFLA_IBLAN_RDMA_DEV] = { .type = NLA_REJECT,
+				  .reject_message = "iblan: the RDMA device is read-only" },
+	[IFLA_IBLAN_PORT] = { .type = NLA_REJECT,
+			      .reject_message = "iblan: the port is read-only" },
+	[IFLA_IBLAN_LAN] = { .type = NLA_REJECT,
+			     .reject_message = "iblan: the LAN is set by the address (byte 3)" },
+	[IFLA_IBLAN_LID] = { .type = NLA_REJECT,
+			     .reject_message = "iblan: the LID is set by the address (bytes 4-5)" },
+	[IFLA_IBLAN_PEERS] = { .type = NLA_REJECT,
+			       .reject_message = "iblan: the peer count is read-only" },
+	[IFLA_IBLAN_MODE] = NLA_POLICY_MAX(NLA_U8, IBLAN_MODE_CONNECTED),
+};
+
+const struct nla_policy *srnic_iblan_link_policy(void)
+{
+	return iblan_link_policy;
+}
+
 /* The extack keeps a copy: @text may be gone when the reply is built. */
 void srnic_extack_msg(struct netlink_ext_ack *extack, const char *text)
 {

@@ -8,6 +8,8 @@
 
 int srnic_link_attr_link(struct nlattr **tb);
 int srnic_link_attr_address(struct nlattr **tb, u8 *out);
+int srnic_link_data_u8(struct nlattr **data, int type, u8 *out);
+const struct nla_policy *srnic_iblan_link_policy(void);
 void srnic_extack_msg(struct netlink_ext_ack *extack, const char *text);
 size_t srnic_nla_total_size(int payload);
 int srnic_nla_put_u8(struct sk_buff *skb, int type, u8 value);

@@ -41,8 +41,61 @@ pub mod iblan {
     pub const PEERS: u32 = bindings::IFLA_IBLAN_PEERS;
     /// `IFLA_IBLAN_MODE`: u8.
     pub const MODE: u32 = bindings::IFLA_IBLAN_MODE;
-    /// `IBLAN_MODE_UD`, the only mode.
+    /// `IBLAN_MODE_UD`: every frame in UD datagrams.
     pub const MODE_UD: u8 = bindings::iblan_mode_IBLAN_MODE_UD as u8;
+    /// `IBLAN_MODE_CONNECTED`: unicast over a connection per peer.
+    pub const MODE_CONNECTED: u8 = bindings::iblan_mode_IBLAN_MODE_CONNECTED as u8;
+
+    /// The policy of iblan's attributes: `MODE` may be set (a u8 up to
+    /// `MODE_CONNECTED`), the others are refused in a request.
+    pub const POLICY: super::AttrPolicy = super::AttrPolicy {
+        max: bindings::__IFLA_IBLAN_MAX - 1,
+        table: policy_table,
+    };
+
+    fn policy_table() -> *const bindings::nla_policy {
+        // SAFETY: returns the address of a static table; no state.
+        unsafe { bindings::srnic_iblan_link_policy() }
+    }
+}
+
+/// The attributes (`IFLA_INFO_DATA`) a link type accepts in a request:
+/// the highest attribute and the core's policy table, which checks each
+/// attribute's type, length and range before the driver sees it.
+///
+/// # Invariants
+///
+/// `table` returns a static table of `max + 1` entries.
+pub struct AttrPolicy {
+    max: u32,
+    table: fn() -> *const bindings::nla_policy,
+}
+
+/// The driver's attributes of an `ip link set DEV type KIND ...` request
+/// (`changelink`), checked against the driver's [`AttrPolicy`].
+///
+/// # Invariants
+///
+/// `data` is the core's parsed `IFLA_INFO_DATA` table of this request
+/// (of the policy's size, validated against it), or null if the request
+/// had none; valid for `'a`.
+pub struct LinkChange<'a> {
+    data: *mut *mut bindings::nlattr,
+    _request: PhantomData<&'a ()>,
+}
+
+impl LinkChange<'_> {
+    /// The u8 attribute `kind`, if the request has it. The policy gave
+    /// its type (a u8) and range.
+    pub fn u8(&self, kind: u32) -> Option<u8> {
+        let kind = c_int::try_from(kind).ok()?;
+        let mut value = 0u8;
+        // SAFETY: `data` is the request's table or null (type invariant),
+        // which the shim checks; `kind` is within the policy (the driver
+        // names its own attributes).
+        let present = unsafe { bindings::srnic_link_data_u8(self.data, kind, &mut value) };
+        (present == 1).then_some(value)
+    }
 }
 
 /// What a new link is made of; see [`LinkDriver::new_link`].
@@ -93,6 +146,24 @@ pub trait LinkDriver: EtherDriver {
 
     /// The driver's attributes, in `IFLA_INFO_DATA`. RTNL held.
     fn fill_info(dev: &EtherDevice<Self>, info: &mut LinkInfo<'_>) -> Result;
+
+    /// The attributes a request may carry; `None`: none (then `ip link
+    /// set DEV type KIND ...` is refused with `EOPNOTSUPP`, and the data
+    /// of `ip link add` is ignored).
+    const POLICY: Option<AttrPolicy> = None;
+
+    /// `ip link set DEV type KIND ...`: applies `change`, whose attributes
+    /// passed [`Self::POLICY`], to `dev` (one of this driver's netdevs,
+    /// made by `ip link add` or by a registration). Errors go to the user
+    /// with a message in `extack`. Called only with a policy.
+    fn change_link(
+        _rtnl: &RtnlGuard,
+        _dev: &EtherDevice<Self>,
+        _change: &LinkChange<'_>,
+        _extack: &mut ExtAck,
+    ) -> Result {
+        Err(crate::kapi::not_supported())
+    }
 }
 
 /// The error message of a netlink request (`struct netlink_ext_ack`),
@@ -273,6 +344,11 @@ impl<T: LinkDriver> LinkOps<T> {
         ops.dellink = Some(Self::dellink);
         ops.get_size = Some(Self::get_size);
         ops.fill_info = Some(Self::fill_info);
+        if let Some(policy) = &T::POLICY {
+            ops.maxtype = policy.max;
+            ops.policy = (policy.table)();
+            ops.changelink = Some(Self::changelink);
+        }
         // SAFETY: not registered (the flag was clear, and this call set
         // it), so nobody else reads it; in a static.
         unsafe { self.raw.get().write(ops) };
@@ -431,6 +507,33 @@ impl<T: LinkDriver> LinkOps<T> {
         // SAFETY: registered (the core found it), RTNL held; `head` is the
         // core's batch.
         unsafe { bindings::unregister_netdevice_queue(raw, head) };
+    }
+
+    /// # Safety
+    ///
+    /// Called only by the core through the `rtnl_link_ops` this module
+    /// registered, for one of its netdevs.
+    unsafe extern "C" fn changelink(
+        raw: *mut bindings::net_device,
+        _tb: *mut *mut bindings::nlattr,
+        data: *mut *mut bindings::nlattr,
+        extack: *mut bindings::netlink_ext_ack,
+    ) -> c_int {
+        // SAFETY: the core calls `changelink` with RTNL held.
+        let rtnl = unsafe { rtnl_held() };
+        // SAFETY: as above, a registered netdev with these ops (the core
+        // checked `dev->rtnl_link_ops`), its data initialised.
+        let dev = unsafe { EtherDevice::<T>::from_raw(raw) };
+        // The core parsed `data` against the ops' policy, for this call.
+        let change = LinkChange {
+            data,
+            _request: PhantomData,
+        };
+        let mut ack = ExtAck(extack);
+        match T::change_link(&rtnl, dev, &change, &mut ack) {
+            Ok(()) => 0,
+            Err(err) => err.to_errno(),
+        }
     }
 
     /// # Safety

@@ -124,6 +124,40 @@ for t, v in attrs(msg[32:length]):
 EOF
 }
 
+# iblan_set NETDEV TYPE BYTES...: an RTM_NEWLINK request that sets the
+# IFLA_IBLAN_* attribute TYPE of NETDEV to BYTES (hex, as sent), without
+# iproute2's plugin; prints the kernel's error and its extack message
+# and fails as the request did.
+iblan_set() {
+	python3 - "$@" <<'EOF'
+import socket, struct, sys
+index = socket.if_nametoindex(sys.argv[1])
+def attr(t, payload):
+    return struct.pack("=HH", 4 + len(payload), t) + payload + b"\0" * (-len(payload) % 4)
+data = attr(int(sys.argv[2]), bytes(int(b, 16) for b in sys.argv[3:]))
+info = attr(1, b"iblan\0") + attr(2, data)  # IFLA_INFO_KIND, IFLA_INFO_DATA
+body = struct.pack("=BxHiII", 0, 0, index, 0, 0) + attr(18, info)  # IFLA_LINKINFO
+s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+s.setsockopt(270, 11, 1)  # SOL_NETLINK, NETLINK_EXT_ACK
+s.send(struct.pack("=IHHII", 16 + len(body), 16, 0x5, 1, 0) + body)  # RTM_NEWLINK, REQUEST|ACK
+msg = s.recv(65536)
+length, kind, flags = struct.unpack("=IHH", msg[:8])
+error = struct.unpack("=i", msg[16:20])[0] if kind == 2 else -1
+text = ""
+if flags & 0x200:  # NLM_F_ACK_TLVS: after the echoed request (its header alone if capped)
+    at = 20 + (16 if flags & 0x100 else struct.unpack("=I", msg[20:24])[0])
+    while at + 4 <= length:
+        n, t = struct.unpack("=HH", msg[at:at + 4])
+        if n < 4:
+            break
+        if t == 1:  # NLMSGERR_ATTR_MSG
+            text = msg[at + 4:at + n].rstrip(b"\0").decode()
+        at += (n + 3) & ~3
+print(f"error {error}: {text}")
+sys.exit(error != 0)
+EOF
+}
+
 # queue_packets DEV: the tx_queue_N_packets counters of DEV, in queue order.
 queue_packets() {
 	ethtool -S "$1" | awk '$1 ~ /^tx_queue_[0-9]+_packets:$/ { printf "%s ", $2 }'
@@ -410,6 +444,19 @@ second_lan() {
 	expect_eq "$(IP_LIB_DIR=$SRNIC_TOP/out/progs ip -j -d link show lan5 |
 		python3 -c 'import json, sys; d = json.load(sys.stdin)[0]["linkinfo"]["info_data"]; print(d["lan"], d["lid"], d["mode"])')" \
 		"5 $me datagram" "$kind: ip -j -d link's info_data of lan5"
+	# The mode is the one attribute a request may set: datagram is taken
+	# (by the plugin's parser too), connected is refused until it exists,
+	# and the read-only attributes are refused with the policy's message.
+	must env IP_LIB_DIR="$SRNIC_TOP/out/progs" ip link set lan5 type iblan mode datagram
+	must iblan_set iblan0 6 00
+	must_fail 'connected mode is not implemented yet' \
+		env IP_LIB_DIR="$SRNIC_TOP/out/progs" ip link set iblan0 type iblan mode connected
+	must_fail 'is "datagram" or "connected"' \
+		env IP_LIB_DIR="$SRNIC_TOP/out/progs" ip link set iblan0 type iblan mode fast
+	must_fail 'error -22: .*LID is set by the address' iblan_set lan5 4 07 00
+	must_fail 'error -34' iblan_set lan5 6 02
+	expect_eq "$(iblan_info lan5 | grep -E '^(lid|mode)=' | tr '\n' ' ')" "lid=$me mode=0 " \
+		"$kind: lan5's LID and mode after the refused requests"
 	echo "$details" | grep -q '^[0-9]*: lan5@iblan0:' || fail "$kind: ip -d link does not show lan5's parent"
 	echo "$details" | grep -Eq '^ +iblan( |$)' || fail "$kind: ip -d link does not show kind iblan"
 	ip -d link show iblan0 | grep -Eq '^ +iblan( |$)' || fail "$kind: ip -d link does not show iblan0's kind"

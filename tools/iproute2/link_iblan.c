@@ -5,10 +5,11 @@
  * iproute2 prints the IFLA_INFO_DATA of a kind it does not know only through
  * a plugin: `ip` dlopen()s $IP_LIB_DIR/link_<kind>.so (Debian's default
  * directory is /usr/lib/<multiarch>/ip) and looks up <kind>_link_util.
- * `make install` puts this one there. It prints iblan's read-only
- * attributes (include/uapi/linux/if_iblan.h), as text and, with `ip -j`,
- * as JSON under "info_data". A LAN port is created with the standard
- * attributes alone, so the plugin parses nothing.
+ * `make install` puts this one there. It prints iblan's attributes
+ * (include/uapi/linux/if_iblan.h), as text and, with `ip -j`, as JSON
+ * under "info_data", and parses the one a request may set: `ip link set
+ * DEV type iblan mode datagram|connected`. A LAN port is created with the
+ * standard attributes alone.
  *
  * `ip` exports its printing helpers to plugins; the two structures below
  * are iproute2's plugin interface, unchanged from 6.1 (bookworm) to 6.18.
@@ -35,6 +36,9 @@ int print_color_string(enum output_type t, enum color_attr color,
 		       const char *key, const char *fmt, const char *value);
 int print_color_uint(enum output_type t, enum color_attr color,
 		     const char *key, const char *fmt, unsigned int value);
+
+/* iproute2's include/libnetlink.h and include/utils.h. */
+int addattr8(struct nlmsghdr *n, int maxlen, int type, uint8_t data);
 
 /* iproute2's ip/ip_common.h. */
 struct link_util {
@@ -92,8 +96,52 @@ static const char *mode_name(long long mode)
 	switch (mode) {
 	case IBLAN_MODE_UD:
 		return "datagram";
+	case IBLAN_MODE_CONNECTED:
+		return "connected";
 	}
 	return "unknown";
+}
+
+static void iblan_print_help(struct link_util *lu, int argc, char **argv, FILE *f);
+
+/*
+ * `ip link set DEV type iblan mode datagram|connected` (also accepted by
+ * `ip link add`). ip's request buffer is 1024 bytes past its header; the
+ * attribute fits well within it (addattr8 checks).
+ */
+static int iblan_parse_opt(struct link_util *lu, int argc, char **argv,
+			   struct nlmsghdr *n)
+{
+	while (argc > 0) {
+		if (strcmp(*argv, "mode") == 0 && argc > 1) {
+			uint8_t mode;
+
+			argc--;
+			argv++;
+			if (strcmp(*argv, "datagram") == 0) {
+				mode = IBLAN_MODE_UD;
+			} else if (strcmp(*argv, "connected") == 0) {
+				mode = IBLAN_MODE_CONNECTED;
+			} else {
+				fprintf(stderr,
+					"iblan: mode is \"datagram\" or \"connected\", not \"%s\"\n",
+					*argv);
+				return -1;
+			}
+			if (addattr8(n, 1024, IFLA_IBLAN_MODE, mode) < 0)
+				return -1;
+		} else if (strcmp(*argv, "help") == 0) {
+			iblan_print_help(lu, argc, argv, stdout);
+			return -1;
+		} else {
+			fprintf(stderr, "iblan: unknown option \"%s\"\n", *argv);
+			iblan_print_help(lu, argc, argv, stderr);
+			return -1;
+		}
+		argc--;
+		argv++;
+	}
+	return 0;
 }
 
 static void iblan_print_opt(struct link_util *lu, FILE *f, struct rtattr *tb[])
@@ -126,6 +174,7 @@ static void iblan_print_help(struct link_util *lu, int argc, char **argv, FILE *
 	(void)argv;
 	fprintf(f,
 		"Usage: ip link add link IBLAN_NETDEV name NAME [ address MAC ] type iblan\n"
+		"       ip link set IBLAN_NETDEV type iblan mode { datagram | connected }\n"
 		"\n"
 		"MAC: VV:VV:VV:LL:HH:LL, the vendor ID, the LAN index (byte 3) and the LID\n"
 		"     (bytes 4-5, 0001 to bfff); without it, the next free LAN and a LID the\n"
@@ -135,6 +184,7 @@ static void iblan_print_help(struct link_util *lu, int argc, char **argv, FILE *
 struct link_util iblan_link_util = {
 	.id = "iblan",
 	.maxattr = IFLA_IBLAN_MAX,
+	.parse_opt = iblan_parse_opt,
 	.print_opt = iblan_print_opt,
 	.print_help = iblan_print_help,
 };

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
 /*
  * iblan's link attributes: what `ip link` reads of a netdev of kind
- * "iblan" (IFLA_INFO_KIND) in IFLA_INFO_DATA. Read-only: a LAN port is
- * created with the standard attributes alone (IFLA_LINK for the parent,
- * IFLA_ADDRESS for the LAN index and LID), so stock iproute2 needs no
- * plugin to create one. See Documentation/iblan/iblan.rst.
+ * "iblan" (IFLA_INFO_KIND) in IFLA_INFO_DATA. A LAN port is created with
+ * the standard attributes alone (IFLA_LINK for the parent, IFLA_ADDRESS
+ * for the LAN index and LID), so stock iproute2 needs no plugin to create
+ * one. IFLA_IBLAN_MODE is the one a request may set (`ip link set DEV type
+ * iblan mode ...`); the others are read-only and refused in a request.
+ * See Documentation/iblan/iblan.rst.
  */
 #ifndef _UAPI_LINUX_IF_IBLAN_H
 #define _UAPI_LINUX_IF_IBLAN_H
@@ -24,6 +26,7 @@ enum {
 
 enum iblan_mode {
 	IBLAN_MODE_UD,		/* every frame over UD datagrams */
+	IBLAN_MODE_CONNECTED,	/* unicast over a connection per peer */
 };
 
 #endif /* _UAPI_LINUX_IF_IBLAN_H */

@@ -33,7 +33,8 @@ use crate::kapi::rdma::consumer::{
     UdQpConfig, WorkCompletion, DEVICE_NAME_MAX,
 };
 use crate::kapi::rtnl_link::{
-    iblan, Attr, ExtAck, LinkDriver, LinkInfo, LinkOps, LinkRegistration, NewLink,
+    iblan, Attr, AttrPolicy, ExtAck, LinkChange, LinkDriver, LinkInfo, LinkOps, LinkRegistration,
+    NewLink,
 };
 use crate::kapi::skb::SkBuff;
 use crate::kapi::sync::{SpinLockBh, SpinLockIrq};
@@ -646,6 +647,30 @@ impl LinkDriver for LanDev {
 
     fn link_ops() -> &'static LinkOps<Self> {
         &crate::LINK
+    }
+
+    const POLICY: Option<AttrPolicy> = Some(iblan::POLICY);
+
+    /// `ip link set DEV type iblan mode datagram|connected`. Datagram is
+    /// the mode every LAN port is in; connected (RC per peer) is not
+    /// implemented yet and is refused, so that nobody believes unicast
+    /// runs over connections while it still goes in datagrams.
+    fn change_link(
+        _rtnl: &RtnlGuard,
+        _dev: &EtherDevice<Self>,
+        change: &LinkChange<'_>,
+        extack: &mut ExtAck,
+    ) -> Result {
+        match change.u8(iblan::MODE) {
+            None => Ok(()),
+            Some(iblan::MODE_UD) => Ok(()),
+            Some(_) => {
+                extack.message(format_args!(
+                    "iblan: connected mode is not implemented yet; datagram only"
+                ));
+                Err(crate::kapi::not_supported())
+            }
+        }
     }
 
     fn new_link<'a>(
