@@ -140,3 +140,23 @@ struct device *srnic_ib_device_parent(struct ib_device *ibdev)
 {
 	return ibdev->dev.parent;
 }
+
+/* A driver's own sysfs group (rust/kapi/sysfs.rs): the slot the core
+ * leaves for it, before registration. */
+void srnic_netdev_set_sysfs_group(struct net_device *dev,
+				  const struct attribute_group *group)
+{
+	dev->sysfs_groups[0] = group;
+}
+
+/* The netdev of a sysfs attribute's device (container_of). */
+struct net_device *srnic_to_net_dev(struct device *dev)
+{
+	return to_net_dev(dev);
+}
+
+/* A write that must not wait for RTNL is retried by the syscall layer. */
+int srnic_restart_syscall(void)
+{
+	return restart_syscall();
+}

@@ -25,5 +25,9 @@ void srnic_netdev_set_parent(struct net_device *dev, struct device *parent,
 void srnic_netdev_link_lock_classes(struct net_device *dev);
 bool srnic_netdev_has_parent(const struct net_device *dev);
 struct device *srnic_ib_device_parent(struct ib_device *ibdev);
+void srnic_netdev_set_sysfs_group(struct net_device *dev,
+				  const struct attribute_group *group);
+struct net_device *srnic_to_net_dev(struct device *dev);
+int srnic_restart_syscall(void);
 
 #endif

@@ -128,6 +128,11 @@ pub trait EtherDriver: Sized + Send + Sync + 'static {
     /// The netdev is unregistered (stopped, NAPI disabled) and its data
     /// about to drop: the last look at both together. Process context.
     fn teardown(_dev: &EtherDevice<Self>) {}
+    /// A sysfs file of the driver's own in every netdev's directory
+    /// ([`super::sysfs::SysfsFile::group`]), asked before registration.
+    fn sysfs_group() -> Option<super::sysfs::SysfsGroup> {
+        None
+    }
 }
 
 /// The netdev of driver `T`, for code that does not get it from a
@@ -1166,6 +1171,9 @@ impl<T: EtherDriver> EtherRegistration<T> {
             placement.apply(raw);
             if !link_ops.is_null() {
                 bindings::srnic_netdev_set_link_ops(raw, link_ops);
+            }
+            if let Some(group) = T::sysfs_group() {
+                group.apply(raw);
             }
             bindings::srnic_netdev_setup_ether(
                 raw,

@@ -35,6 +35,7 @@ pub mod percpu;
 pub mod rcu;
 pub mod rtnl_link;
 pub mod skb;
+pub mod sysfs;
 #[macro_use]
 pub mod sync;
 pub mod rdma;

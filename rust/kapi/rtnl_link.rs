@@ -396,6 +396,9 @@ impl<T: LinkDriver> LinkOps<T> {
                 max,
                 mtu,
             );
+            if let Some(group) = T::sysfs_group() {
+                group.apply(raw);
+            }
         }
     }
 

@@ -457,6 +457,14 @@ second_lan() {
 	must_fail 'error -34' iblan_set lan5 6 02
 	expect_eq "$(iblan_info lan5 | grep -E '^(lid|mode)=' | tr '\n' ' ')" "lid=$me mode=0 " \
 		"$kind: lan5's LID and mode after the refused requests"
+	# sysfs's mode, as IPoIB's: the same choice through a file.
+	for dev in iblan0 lan5; do
+		expect_eq "$(cat /sys/class/net/$dev/mode)" datagram "$kind: $dev's sysfs mode"
+		must sh -c "echo datagram > /sys/class/net/$dev/mode"
+		must_fail 'not supported' sh -c "echo connected > /sys/class/net/$dev/mode"
+		must_fail 'Invalid argument' sh -c "echo fast > /sys/class/net/$dev/mode"
+		expect_eq "$(cat /sys/class/net/$dev/mode)" datagram "$kind: $dev's sysfs mode after the refused writes"
+	done
 	echo "$details" | grep -q '^[0-9]*: lan5@iblan0:' || fail "$kind: ip -d link does not show lan5's parent"
 	echo "$details" | grep -Eq '^ +iblan( |$)' || fail "$kind: ip -d link does not show kind iblan"
 	ip -d link show iblan0 | grep -Eq '^ +iblan( |$)' || fail "$kind: ip -d link does not show iblan0's kind"

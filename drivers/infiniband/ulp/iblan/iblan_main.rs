@@ -26,6 +26,7 @@ use kapi::rdma::consumer::{
     Client, ClientHandler, ClientRegistration, IbDevice, PortEventHandler, PortEvents,
 };
 use kapi::rtnl_link::{LinkOps, LinkRegistration};
+use kapi::sysfs::SysfsFile;
 use kernel::c_str;
 use kernel::prelude::*;
 use params::LanConfig;
@@ -48,6 +49,9 @@ static CLIENT: Client<IblanClient> = Client::new();
 /// `ip link add ... type iblan`.
 static LINK: LinkOps<LanDev> = LinkOps::new();
 
+/// `/sys/class/net/<dev>/mode`, as IPoIB's.
+static MODE_FILE: SysfsFile<LanDev> = SysfsFile::new(c_str!("mode"));
+
 /// What the client keeps while it is registered. Fields drop in order,
 /// after the client's ports: the link type then waits for any `ip link
 /// del` still finishing.
@@ -62,6 +66,8 @@ impl kernel::Module for IblanModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         // Refuse bad parameters now rather than at every port.
         LanConfig::from_params()?;
+        // Before any netdev: each is made with the file.
+        MODE_FILE.init();
         // The link type first: the ports' netdevs carry it.
         let link = LINK.register()?;
         let context = Context {

@@ -38,6 +38,7 @@ use crate::kapi::rtnl_link::{
 };
 use crate::kapi::skb::SkBuff;
 use crate::kapi::sync::{SpinLockBh, SpinLockIrq};
+use crate::kapi::sysfs::{SysfsFileOps, SysfsGroup, SysfsText};
 use crate::kapi::work::{now_ms, sleep_ms, DelayedWork};
 use crate::params::LanConfig;
 use crate::pure::fdb::Learned;
@@ -626,6 +627,10 @@ impl EtherDriver for LanDev {
         dev.data().drain(dev);
     }
 
+    fn sysfs_group() -> Option<SysfsGroup> {
+        crate::MODE_FILE.group()
+    }
+
     fn ethtool_stats(dev: &EtherDevice<Self>, out: &mut [u64]) {
         let lan = dev.data();
         for (value, counter) in out.iter_mut().zip(lan.stats.iter()) {
@@ -651,10 +656,7 @@ impl LinkDriver for LanDev {
 
     const POLICY: Option<AttrPolicy> = Some(iblan::POLICY);
 
-    /// `ip link set DEV type iblan mode datagram|connected`. Datagram is
-    /// the mode every LAN port is in; connected (RC per peer) is not
-    /// implemented yet and is refused, so that nobody believes unicast
-    /// runs over connections while it still goes in datagrams.
+    /// `ip link set DEV type iblan mode datagram|connected`.
     fn change_link(
         _rtnl: &RtnlGuard,
         _dev: &EtherDevice<Self>,
@@ -663,13 +665,11 @@ impl LinkDriver for LanDev {
     ) -> Result {
         match change.u8(iblan::MODE) {
             None => Ok(()),
-            Some(iblan::MODE_UD) => Ok(()),
-            Some(_) => {
+            Some(mode) => set_mode(mode).inspect_err(|_| {
                 extack.message(format_args!(
                     "iblan: connected mode is not implemented yet; datagram only"
                 ));
-                Err(crate::kapi::not_supported())
-            }
+            }),
         }
     }
 
@@ -794,6 +794,35 @@ impl LinkDriver for LanDev {
         let peers = lan.peers.lock().len() as u32;
         info.put(iblan::PEERS, Attr::U32(peers))?;
         info.put(iblan::MODE, Attr::U8(iblan::MODE_UD))
+    }
+}
+
+/// Puts a LAN port in `mode` (`IBLAN_MODE_*`). Datagram is the mode
+/// every LAN port is in; connected (RC per peer) is not implemented yet
+/// and is refused (`EOPNOTSUPP`), so that nobody believes unicast runs
+/// over connections while it still goes in datagrams.
+fn set_mode(mode: u8) -> Result {
+    match mode {
+        iblan::MODE_UD => Ok(()),
+        iblan::MODE_CONNECTED => Err(crate::kapi::not_supported()),
+        _ => Err(EINVAL),
+    }
+}
+
+/// `/sys/class/net/<dev>/mode`: `datagram`, and writes of `datagram` or
+/// `connected`, as `ip link set DEV type iblan mode ...`.
+impl SysfsFileOps for LanDev {
+    fn show(_dev: &EtherDevice<Self>, out: &mut SysfsText<'_>) {
+        use core::fmt::Write;
+        let _ = out.write_str("datagram");
+    }
+
+    fn store(_rtnl: &RtnlGuard, _dev: &EtherDevice<Self>, text: &[u8]) -> Result {
+        match text {
+            b"datagram" => set_mode(iblan::MODE_UD),
+            b"connected" => set_mode(iblan::MODE_CONNECTED),
+            _ => Err(EINVAL),
+        }
     }
 }
 
