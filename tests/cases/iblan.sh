@@ -649,6 +649,25 @@ run_over() {
 		must ip link del iblan0.7
 	fi
 
+	step "$kind: a connected-mode OFFER is refused at once"
+	# Node b offers a connection to node a's QP from a UD QP of its own
+	# (as a node in connected mode would); a is in datagram mode and
+	# answers REFUSE to that QP.
+	if [ "$me" = 1 ]; then
+		awk '$1 == "self" { print $3, $4, $5 }' /sys/kernel/debug/iblan/iblan0/peers > "$shared/self.$kind.1"
+		refused_before=$(stat cm_offers_refused)
+	fi
+	barrier "$kind.offer-ready" 3
+	if [ "$me" = 2 ]; then
+		read -r a_gid a_qpn a_qkey < "$shared/self.$kind.1"
+		must "$SRNIC_TOP/out/progs/iblan_offer" "${kind}0" "$a_gid" "$a_qpn" "$a_qkey" $((0x${prefix##*:}))
+	fi
+	barrier "$kind.offer-done" 3
+	if [ "$me" = 1 ]; then
+		expect_eq "$(($(stat cm_offers_refused) - refused_before))" 1 "$kind: offers refused"
+		expect_eq "$(stat cm_malformed_drops)" 0 "$kind: malformed handshake datagrams"
+	fi
+
 	step "$kind: raw frames of ethertype 0x88b5"
 	b_mac=$(cat "$shared/mac.$kind.2")
 	if [ "$me" = 1 ]; then

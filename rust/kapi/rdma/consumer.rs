@@ -1277,6 +1277,7 @@ impl<H: CqHandler> UdQp<H> {
                     len,
                     ok,
                     ipv4: wc.0.network_hdr_type == super::access::network::IPV4,
+                    src_qp: wc.0.src_qp,
                 })
             }
             WR_BUFFER => match self.send.get(index) {
@@ -1412,9 +1413,17 @@ pub struct Received<'q, H: CqHandler> {
     len: usize,
     ok: bool,
     ipv4: bool,
+    /// The sending QP (a UD receive's).
+    src_qp: u32,
 }
 
 impl<H: CqHandler> Received<'_, H> {
+    /// The QP the datagram was sent from, where an answer goes. From the
+    /// wire: any 24-bit value.
+    pub fn src_qp(&self) -> u32 {
+        self.src_qp
+    }
+
     /// Whether the receive succeeded; flushed and failed ones did not.
     pub fn ok(&self) -> bool {
         self.ok

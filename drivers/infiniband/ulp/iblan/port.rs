@@ -41,6 +41,7 @@ use crate::kapi::sync::{SpinLockBh, SpinLockIrq};
 use crate::kapi::sysfs::{SysfsFileOps, SysfsGroup, SysfsText};
 use crate::kapi::work::{now_ms, sleep_ms, DelayedWork};
 use crate::params::LanConfig;
+use crate::pure::connect::{CONNECT_KIND, CONNECT_LEN};
 use crate::pure::fdb::Learned;
 use crate::pure::lan::{
     self, Announcement, Datagram, FragmentPlan, MacKind, Reassembler, ReassemblySlot, Step,
@@ -52,6 +53,7 @@ use kernel::c_str;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
+mod handshake;
 mod name_service;
 mod peers;
 mod rx;
@@ -68,8 +70,8 @@ use txq::TxQueue;
 const CALLER: &CStr = c_str!("iblan");
 /// Send entries of each transmit queue's QP.
 const SEND_DEPTH: u32 = 1024;
-/// Send entries of the main QP: the announcement alone uses them (one in
-/// flight at a time).
+/// Send entries of the main QP: the announcement and the handshake's
+/// answer use them (one of each in flight at a time).
 const ANNOUNCE_DEPTH: u32 = 4;
 const RECV_DEPTH: u32 = 256;
 /// Transmit queues a LAN port has at most: one per CPU, up to the RDMA
@@ -94,9 +96,10 @@ const PROBE_MS: u64 = 500;
 const MTU_DEFAULT: u32 = 1500;
 const MTU_MAX: u32 = 9000;
 
-/// The QP's send buffers: the announcement's, the only one.
-const SEND_BUFFERS: &[usize] = &[ANNOUNCE_LEN];
+/// The QP's send buffers: the announcement's and the handshake answer's.
+const SEND_BUFFERS: &[usize] = &[ANNOUNCE_LEN, CONNECT_LEN];
 const ANNOUNCE_BUFFER: usize = 0;
+const ANSWER_BUFFER: usize = 1;
 
 /// The netdev's private data. Fields drop in declaration order, which is
 /// the order the verbs objects must go in.

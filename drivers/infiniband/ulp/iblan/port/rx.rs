@@ -76,10 +76,11 @@ impl LanDev {
                 // Retired peers whose sends are all done may go (see
                 // `release_retired`).
                 self.sends_completed.fetch_add(1, Ordering::AcqRel);
-                if matches!(sent, Completion::BufferSent(_)) {
+                if matches!(sent, Completion::BufferSent(ANNOUNCE_BUFFER)) {
                     self.announce_busy.store(false, Ordering::Release);
                 }
-                // The main QP sends announcements only.
+                // The main QP sends announcements and handshake answers
+                // only.
                 self.sq_free.fetch_add(1, Ordering::AcqRel);
                 return;
             }
@@ -99,14 +100,26 @@ impl LanDev {
         // The QP handed over only what the device wrote (from a bounce
         // buffer, or out of stale cache lines).
         self.count(Stat::RxDmaSyncs);
-        self.received(dev, received.bytes(), received.ipv4_header());
+        self.received(
+            dev,
+            received.bytes(),
+            received.ipv4_header(),
+            received.src_qp(),
+        );
         if self.repost(received).is_err() {
             self.count(Stat::RxErrors);
         }
     }
 
-    /// One datagram: GRH area, then an iblan fragment or announcement.
-    pub(super) fn received(&self, dev: &EtherDevice<LanDev>, bytes: &[u8], ipv4: bool) {
+    /// One datagram: GRH area, then an iblan fragment, announcement or
+    /// handshake message (from QP `src_qp`).
+    pub(super) fn received(
+        &self,
+        dev: &EtherDevice<LanDev>,
+        bytes: &[u8],
+        ipv4: bool,
+        src_qp: u32,
+    ) {
         let Some((grh, payload)) = crate::pure::split_checked(bytes, GRH_LEN) else {
             self.count(Stat::RxMalformed);
             return;
@@ -121,6 +134,10 @@ impl LanDev {
             }
         } else if let Some(src) = grh.get(8..24) {
             sgid.copy_from_slice(src);
+        }
+        if payload.first() == Some(&CONNECT_KIND) {
+            self.handshake(&sgid, src_qp, payload);
+            return;
         }
         match lan::classify_datagram(payload) {
             Ok(Datagram::Announcement(_)) => {

@@ -41,6 +41,8 @@ pub(super) const STAT_NAMES: &[&CStr] = &[
     c_str!("ns_peers_left"),
     c_str!("ns_lid_conflicts"),
     c_str!("ns_lid_changes"),
+    c_str!("cm_offers_refused"),
+    c_str!("cm_malformed_drops"),
     c_str!("ns_peers"),
     c_str!("ns_lid"),
 ];
@@ -87,6 +89,8 @@ pub(super) enum Stat {
     NsLeft,
     NsConflicts,
     NsLidChanges,
+    CmOffersRefused,
+    CmMalformed,
     Count,
 }
 

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * iblan_offer DEVICE PEER_GID PEER_QPN QKEY LAN: sends an iblan connected
+ * mode OFFER (rust/pure/connect.rs) from a UD QP of its own to a LAN
+ * port's QP, as a node in connected mode would, and waits up to 3 s for
+ * the answer. Prints "refused" and exits 0 when a REFUSE naming this QP
+ * comes back; fails otherwise. The sending port's GID is its first
+ * valid link-local RoCEv2 GID, the one iblan itself sends from, so the
+ * receiver knows the sender as its node's iblan peer.
+ */
+#include <arpa/inet.h>
+#include "progs.h"
+
+#define CONNECT_LEN 24
+#define GRH_LEN 40
+
+static void put32(uint8_t *at, uint32_t value)
+{
+	value = htonl(value);
+	memcpy(at, &value, 4);
+}
+
+static uint32_t get32(const uint8_t *at)
+{
+	uint32_t value;
+
+	memcpy(&value, at, 4);
+	return ntohl(value);
+}
+
+/* The first valid link-local RoCEv2 GID of port 1. */
+static int link_local_gid(struct ibv_context *ctx)
+{
+	struct ibv_gid_entry entry;
+	int index;
+
+	for (index = 0; index < 256; index++) {
+		if (ibv_query_gid_ex(ctx, 1, index, &entry, 0))
+			continue;
+		if (entry.gid_type == IBV_GID_TYPE_ROCE_V2 && entry.gid.raw[0] == 0xfe &&
+		    (entry.gid.raw[1] & 0xc0) == 0x80)
+			return index;
+	}
+	FAIL("no link-local RoCEv2 GID on port 1");
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	struct ibv_qp_init_attr init = { 0 };
+	struct ibv_qp_attr attr = { 0 };
+	struct ibv_ah_attr ah_attr = { 0 };
+	struct ibv_sge sge;
+	struct ibv_send_wr swr = { 0 }, *bad_swr;
+	struct ibv_recv_wr rwr = { 0 }, *bad_rwr;
+	struct ibv_wc wc;
+	static uint8_t buf[GRH_LEN + 64 + CONNECT_LEN];
+	uint8_t *offer = buf + GRH_LEN + 64;
+	uint32_t peer_qpn, qkey;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	struct ibv_ah *ah;
+	double deadline;
+	int i, n, sent = 0, lan;
+
+	if (argc != 6)
+		FAIL("usage: iblan_offer DEVICE PEER_GID PEER_QPN QKEY LAN");
+	peer_qpn = strtoul(argv[3], NULL, 0);
+	qkey = strtoul(argv[4], NULL, 0);
+	lan = atoi(argv[5]);
+	if (inet_pton(AF_INET6, argv[2], ah_attr.grh.dgid.raw) != 1)
+		FAIL("bad GID %s", argv[2]);
+	list = ibv_get_device_list(&n);
+	for (i = 0; list && i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
+			ctx = ibv_open_device(list[i]);
+	if (!ctx)
+		FAIL("no device %s", argv[1]);
+	pd = ibv_alloc_pd(ctx);
+	cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!pd || !cq || !mr)
+		FAIL("PD, CQ or MR: %s", strerror(errno));
+	init.send_cq = cq;
+	init.recv_cq = cq;
+	init.qp_type = IBV_QPT_UD;
+	init.cap.max_send_wr = 1;
+	init.cap.max_recv_wr = 1;
+	init.cap.max_send_sge = 1;
+	init.cap.max_recv_sge = 1;
+	qp = ibv_create_qp(pd, &init);
+	if (!qp)
+		FAIL("ibv_create_qp: %s", strerror(errno));
+	attr.qp_state = IBV_QPS_INIT;
+	attr.port_num = 1;
+	attr.qkey = qkey;
+	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		FAIL("INIT: %s", strerror(errno));
+	attr.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE))
+		FAIL("RTR: %s", strerror(errno));
+	attr.qp_state = IBV_QPS_RTS;
+	attr.sq_psn = 0;
+	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		FAIL("RTS: %s", strerror(errno));
+	ah_attr.is_global = 1;
+	ah_attr.grh.sgid_index = link_local_gid(ctx);
+	ah_attr.grh.hop_limit = 1;
+	ah_attr.port_num = 1;
+	ah = ibv_create_ah(pd, &ah_attr);
+	if (!ah)
+		FAIL("ibv_create_ah: %s", strerror(errno));
+
+	/* The answer lands after the GRH area. */
+	sge.addr = (uintptr_t)buf;
+	sge.length = GRH_LEN + 64;
+	sge.lkey = mr->lkey;
+	rwr.sg_list = &sge;
+	rwr.num_sge = 1;
+	if (ibv_post_recv(qp, &rwr, &bad_rwr))
+		FAIL("ibv_post_recv");
+
+	/* OFFER: kind 2, version 1, op 1; this QP, PSN, no QP answered, the
+	 * largest frame (65520 + 18), the LAN. */
+	memset(offer, 0, CONNECT_LEN);
+	offer[0] = 2;
+	offer[1] = 1;
+	offer[2] = 1;
+	put32(offer + 4, qp->qp_num);
+	put32(offer + 8, 0x123456);
+	put32(offer + 16, 65538);
+	offer[20] = lan;
+	struct ibv_sge send_sge = {
+		.addr = (uintptr_t)offer, .length = CONNECT_LEN, .lkey = mr->lkey,
+	};
+	swr.sg_list = &send_sge;
+	swr.num_sge = 1;
+	swr.opcode = IBV_WR_SEND;
+	swr.send_flags = IBV_SEND_SIGNALED;
+	swr.wr.ud.ah = ah;
+	swr.wr.ud.remote_qpn = peer_qpn;
+	swr.wr.ud.remote_qkey = qkey;
+	if (ibv_post_send(qp, &swr, &bad_swr))
+		FAIL("ibv_post_send");
+
+	deadline = now() + 3;
+	while (now() < deadline) {
+		n = ibv_poll_cq(cq, 1, &wc);
+		if (n < 0)
+			FAIL("ibv_poll_cq");
+		if (n == 0) {
+			usleep(1000);
+			continue;
+		}
+		if (wc.status != IBV_WC_SUCCESS)
+			FAIL("completion status %s", ibv_wc_status_str(wc.status));
+		if (wc.opcode == IBV_WC_SEND) {
+			sent = 1;
+			continue;
+		}
+		const uint8_t *answer = buf + GRH_LEN;
+
+		if (wc.byte_len != GRH_LEN + CONNECT_LEN)
+			FAIL("an answer of %u bytes", wc.byte_len - GRH_LEN);
+		if (answer[0] != 2 || answer[1] != 1 || answer[2] != 4)
+			FAIL("not a REFUSE: kind %u version %u op %u", answer[0], answer[1], answer[2]);
+		if (get32(answer + 12) != qp->qp_num)
+			FAIL("a REFUSE of QP %#x, not of this QP %#x", get32(answer + 12), qp->qp_num);
+		if (answer[20] != lan)
+			FAIL("a REFUSE from LAN %u", answer[20]);
+		printf("refused (offer sent: %d)\n", sent);
+		return 0;
+	}
+	FAIL("no answer to the offer within 3 s (sent: %d)", sent);
+}
