@@ -179,6 +179,27 @@ int srnic_dev_set_mac(struct net_device *dev, const u8 *addr)
 	return dev_set_mac_address(dev, &sa, NULL);
 }
 
+int srnic_dev_set_mtu(struct net_device *dev, unsigned int mtu)
+{
+	return dev_set_mtu(dev, mtu);
+}
+
+/* Offers scatter-gather to the stack, or stops offering it: frames then
+ * come linear. Under RTNL; the notifier tells upper devices. */
+void srnic_netdev_set_sg(struct net_device *dev, bool on)
+{
+	if (on) {
+		dev->hw_features |= NETIF_F_SG;
+		dev->wanted_features |= NETIF_F_SG;
+		dev->features |= NETIF_F_SG;
+	} else {
+		dev->hw_features &= ~NETIF_F_SG;
+		dev->wanted_features &= ~NETIF_F_SG;
+		dev->features &= ~NETIF_F_SG;
+	}
+	netdev_features_change(dev);
+}
+
 void srnic_ethtool_drvinfo(struct ethtool_drvinfo *info, const char *driver,
 			   const char *version, const char *bus)
 {

@@ -39,6 +39,8 @@ void srnic_netdev_setup_ops(struct net_device *dev,
 			    unsigned int min_mtu, unsigned int max_mtu,
 			    unsigned int mtu);
 void srnic_netdev_set_mtu(struct net_device *dev, unsigned int mtu);
+int srnic_dev_set_mtu(struct net_device *dev, unsigned int mtu);
+void srnic_netdev_set_sg(struct net_device *dev, bool on);
 const u8 *srnic_netdev_addr(struct net_device *dev);
 int srnic_dev_set_mac(struct net_device *dev, const u8 *addr);
 void srnic_ethtool_drvinfo(struct ethtool_drvinfo *info, const char *driver,

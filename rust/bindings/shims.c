@@ -532,11 +532,13 @@ int srnic_skb_append_page_bytes(struct sk_buff *skb, const void *addr, unsigned 
 	return 0;
 }
 
-int srnic_skb_append_trailer(struct sk_buff *skb, const void *bytes, unsigned int len)
+int srnic_skb_append_copy(struct sk_buff *skb, const void *bytes, unsigned int len)
 {
 	struct page *page;
 	void *piece;
 
+	if (len > PAGE_SIZE)
+		return -EINVAL;
 	if (skb_shinfo(skb)->nr_frags >= MAX_SKB_FRAGS)
 		return -EMSGSIZE;
 	piece = netdev_alloc_frag(len);

@@ -199,7 +199,7 @@ const char *srnic_crc32_engine_driver(struct crypto_shash *tfm);
 u32 srnic_crc32_update(struct crypto_shash *tfm, u32 crc, const void *bytes, size_t len);
 const void *srnic_skb_frag(const struct sk_buff *skb, unsigned int i, unsigned int *len);
 int srnic_skb_append_page_bytes(struct sk_buff *skb, const void *addr, unsigned int len);
-int srnic_skb_append_trailer(struct sk_buff *skb, const void *bytes, unsigned int len);
+int srnic_skb_append_copy(struct sk_buff *skb, const void *bytes, unsigned int len);
 int srnic_skb_linearize(struct sk_buff *skb);
 int srnic_skb_pull_linear(struct sk_buff *skb, unsigned int len);
 bool srnic_skb_frags_readable(const struct sk_buff *skb);

@@ -490,6 +490,20 @@ impl<T: EtherDriver> EtherDevice<T> {
         to_result(unsafe { bindings::srnic_dev_set_mac(self.as_raw(), mac.as_ptr()) })
     }
 
+    /// Changes the MTU from the driver's own decision, through
+    /// `ndo_change_mtu` and the notifiers, as `ip link set mtu` would.
+    pub fn set_mtu_locked(&self, _rtnl: &RtnlGuard, mtu: u32) -> Result {
+        // SAFETY: RTNL is held (the guard); a registered netdev.
+        to_result(unsafe { bindings::srnic_dev_set_mtu(self.as_raw(), mtu) })
+    }
+
+    /// Offers scatter-gather (page fragments in transmitted skbs) to the
+    /// stack, or stops offering it.
+    pub fn set_scatter_gather_locked(&self, _rtnl: &RtnlGuard, on: bool) {
+        // SAFETY: RTNL is held (the guard); a registered netdev.
+        unsafe { bindings::srnic_netdev_set_sg(self.as_raw(), on) };
+    }
+
     /// The link is up.
     pub fn carrier_on(&self) {
         // SAFETY: a registered netdev; any context.

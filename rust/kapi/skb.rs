@@ -127,14 +127,16 @@ impl SkBuff {
         unsafe { self.append_page_bytes(range.as_ptr(), len) }
     }
 
-    /// Appends `bytes` (a few: a trailer) as a fragment of a freshly
-    /// allocated page piece, after any page fragments.
-    pub fn append_trailer(&mut self, bytes: &[u8]) -> Result {
+    /// Appends a copy of `bytes` (at most a page: a trailer, or a piece of
+    /// a received message) as a fragment of a freshly allocated page
+    /// piece, after any page fragments. `EMSGSIZE` if the skb has no room
+    /// for another fragment.
+    pub fn append_copy(&mut self, bytes: &[u8]) -> Result {
         let len = u32::try_from(bytes.len()).map_err(|_| EINVAL)?;
         // SAFETY: the skb is ours; the shim copies `len` bytes from
         // `bytes`, which is valid for reads.
         kernel::error::to_result(unsafe {
-            bindings::srnic_skb_append_trailer(self.0.as_ptr(), bytes.as_ptr().cast(), len)
+            bindings::srnic_skb_append_copy(self.0.as_ptr(), bytes.as_ptr().cast(), len)
         })
     }
 

@@ -444,13 +444,22 @@ second_lan() {
 	expect_eq "$(IP_LIB_DIR=$SRNIC_TOP/out/progs ip -j -d link show lan5 |
 		python3 -c 'import json, sys; d = json.load(sys.stdin)[0]["linkinfo"]["info_data"]; print(d["lan"], d["lid"], d["mode"])')" \
 		"5 $me datagram" "$kind: ip -j -d link's info_data of lan5"
-	# The mode is the one attribute a request may set: datagram is taken
-	# (by the plugin's parser too), connected is refused until it exists,
-	# and the read-only attributes are refused with the policy's message.
+	# The mode is the one attribute a request may set, by the plugin or a
+	# bare request; the read-only attributes are refused with the policy's
+	# message. Connected mode raises the MTU to 65520 and offers
+	# scatter-gather; datagram mode brings it down to 9000 (connected_mode
+	# below runs traffic over it).
 	must env IP_LIB_DIR="$SRNIC_TOP/out/progs" ip link set lan5 type iblan mode datagram
 	must iblan_set iblan0 6 00
-	must_fail 'connected mode is not implemented yet' \
-		env IP_LIB_DIR="$SRNIC_TOP/out/progs" ip link set iblan0 type iblan mode connected
+	must env IP_LIB_DIR="$SRNIC_TOP/out/progs" ip link set lan5 type iblan mode connected
+	expect_eq "$(iblan_info lan5 | grep -E '^(lid|mode)=' | tr '\n' ' ')" "lid=$me mode=1 " \
+		"$kind: lan5's LID and mode in connected mode"
+	expect_eq "$(cat /sys/class/net/lan5/mtu)" 65520 "$kind: lan5's MTU in connected mode"
+	must_fail 'Invalid argument' ip link set lan5 mtu 65521
+	must iblan_set lan5 6 00
+	expect_eq "$(cat /sys/class/net/lan5/mtu)" 9000 "$kind: lan5's MTU back in datagram mode"
+	must_fail 'Invalid argument' ip link set lan5 mtu 9001
+	must ip link set lan5 mtu 1500
 	must_fail 'is "datagram" or "connected"' \
 		env IP_LIB_DIR="$SRNIC_TOP/out/progs" ip link set iblan0 type iblan mode fast
 	must_fail 'error -22: .*LID is set by the address' iblan_set lan5 4 07 00
@@ -459,13 +468,13 @@ second_lan() {
 		"$kind: lan5's LID and mode after the refused requests"
 	# sysfs's mode, as IPoIB's: the same choice through a file
 	# (coreutils' echo: dash's builtin says "I/O error" for any errno).
-	for dev in iblan0 lan5; do
-		expect_eq "$(cat /sys/class/net/$dev/mode)" datagram "$kind: $dev's sysfs mode"
-		must sh -c "echo datagram > /sys/class/net/$dev/mode"
-		must_fail "not supported" sh -c "/bin/echo connected > /sys/class/net/$dev/mode"
-		must_fail "Invalid argument" sh -c "/bin/echo fast > /sys/class/net/$dev/mode"
-		expect_eq "$(cat /sys/class/net/$dev/mode)" datagram "$kind: $dev's sysfs mode after the refused writes"
-	done
+	expect_eq "$(cat /sys/class/net/lan5/mode)" datagram "$kind: lan5's sysfs mode"
+	must sh -c "echo connected > /sys/class/net/lan5/mode"
+	expect_eq "$(cat /sys/class/net/lan5/mode)" connected "$kind: lan5's sysfs mode after a write"
+	must sh -c "echo datagram > /sys/class/net/lan5/mode"
+	must_fail "Invalid argument" sh -c "/bin/echo fast > /sys/class/net/lan5/mode"
+	expect_eq "$(cat /sys/class/net/lan5/mode)" datagram "$kind: lan5's sysfs mode after the writes"
+	must ip link set lan5 mtu 1500
 	echo "$details" | grep -q '^[0-9]*: lan5@iblan0:' || fail "$kind: ip -d link does not show lan5's parent"
 	echo "$details" | grep -Eq '^ +iblan( |$)' || fail "$kind: ip -d link does not show kind iblan"
 	ip -d link show iblan0 | grep -Eq '^ +iblan( |$)' || fail "$kind: ip -d link does not show iblan0's kind"
@@ -544,6 +553,96 @@ second_lan() {
 		must ip link add link iblan0 name lan5 address "$v:05:00:02" type iblan
 	fi
 	barrier "$kind.lan5-done" 3
+}
+
+# connected_mode: a and b put iblan0 in connected mode (a with ip link,
+# b through sysfs), c stays in datagram mode. a's first unicast to b asks
+# for a connection, which comes up on both sides; 60000-byte pings and a
+# file over TCP cross it whole (checked by its SHA-256); a's unicast to c
+# gets c's refusal and goes over UD; b going back to datagram mode tells a,
+# whose connection closes, and ping still reaches b over UD.
+connected_mode() {
+	step "$kind: connected mode between a and b, c in datagram mode"
+	refused_before=$(stat cm_offers_refused)
+	case $me in
+	1) must env IP_LIB_DIR="$SRNIC_TOP/out/progs" ip link set iblan0 type iblan mode connected ;;
+	2) must sh -c "echo connected > /sys/class/net/iblan0/mode" ;;
+	esac
+	if [ "$me" != 3 ]; then
+		expect_eq "$(cat /sys/class/net/iblan0/mode)" connected "$kind: iblan0's sysfs mode"
+		expect_eq "$(cat /sys/class/net/iblan0/mtu)" 65520 "$kind: iblan0's MTU in connected mode"
+		ethtool -k iblan0 | grep -q '^scatter-gather: on' ||
+			{ ethtool -k iblan0; fail "$kind: no scatter-gather in connected mode"; }
+		expect_eq "$(iblan_info iblan0 | grep '^mode=')" mode=1 "$kind: IFLA_IBLAN_MODE in connected mode"
+	fi
+	barrier "$kind.cm-on" 3
+	case $me in
+	1)
+		# The first unicast goes over UD and asks for the connection.
+		must ping -c 1 -W 5 10.1.0.2
+		wait_until 20 sh -c '[ "$(ethtool -S iblan0 | awk "\$1 == \"cm_connections_up:\" { print \$2 }")" -ge 1 ]' ||
+			{ ethtool -S iblan0; fail "$kind: no connection to b came up"; }
+		must ping -c 3 -W 5 -s 60000 -M do 10.1.0.2
+		[ "$(stat tx_connected_frames)" -ge 3 ] || fail "$kind: the big pings did not go over the connection"
+		# c refuses: a keeps UD to it (and its MTU, 1500, makes TCP's MSS).
+		must ping -c 2 -W 5 10.1.0.3
+		;;
+	3)
+		wait_until 20 sh -c "[ \$(ethtool -S iblan0 | awk '\$1 == \"cm_offers_refused:\" { print \$2 }') -gt $refused_before ]" ||
+			{ ethtool -S iblan0; fail "$kind: c did not refuse a's offer"; }
+		expect_eq "$(stat cm_connections_up)" 0 "$kind: connections on c, in datagram mode"
+		;;
+	esac
+	if [ "$scope" = full ]; then
+		# A file over TCP across the connection, checked whole.
+		if [ "$me" = 2 ]; then
+			timeout 60 python3 -c '
+import hashlib, socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("10.1.0.2", 5301)); s.listen(1)
+c, _ = s.accept(); h = hashlib.sha256(); n = 0
+while True:
+    b = c.recv(1 << 20)
+    if not b: break
+    h.update(b); n += len(b)
+print(n, h.hexdigest())' > /tmp/cm_rx.out 2>&1 &
+			receiver=$!
+			wait_until 20 listening 5301 || fail "$kind: the TCP receiver did not listen"
+		fi
+		barrier "$kind.cm-tcp" 3
+		if [ "$me" = 1 ]; then
+			head -c 8000000 /dev/urandom > /tmp/cm.bin
+			echo "8000000 $(sha256sum < /tmp/cm.bin | cut -d' ' -f1)" > "$shared/cm.sum"
+			timeout 60 python3 -c '
+import socket, sys
+s = socket.create_connection(("10.1.0.2", 5301))
+s.sendall(open("/tmp/cm.bin", "rb").read()); s.close()' || fail "$kind: sending the file over iblan0 failed"
+		fi
+		barrier "$kind.cm-sent" 3
+		if [ "$me" = 2 ]; then
+			wait $receiver || { cat /tmp/cm_rx.out; fail "$kind: the TCP receiver failed"; }
+			expect_eq "$(cat /tmp/cm_rx.out)" "$(cat "$shared/cm.sum")" "$kind: the file over the connection (bytes, SHA-256)"
+			[ "$(stat rx_connected_frames)" -gt 100 ] || fail "$kind: the file did not come over the connection"
+		fi
+	fi
+	barrier "$kind.cm-data" 3
+	if [ "$me" = 2 ]; then
+		expect_eq "$(stat cm_connections_up)" 1 "$kind: connections that came up on b"
+		must sh -c "echo datagram > /sys/class/net/iblan0/mode"
+		expect_eq "$(cat /sys/class/net/iblan0/mtu)" 9000 "$kind: b's MTU back in datagram mode"
+		ethtool -k iblan0 | grep -q '^scatter-gather: off' || fail "$kind: scatter-gather stays on in datagram mode"
+	fi
+	barrier "$kind.cm-b-off" 3
+	if [ "$me" = 1 ]; then
+		# b's refusal closes a's side at once.
+		wait_until 10 sh -c '[ "$(ethtool -S iblan0 | awk "\$1 == \"cm_connections_closed:\" { print \$2 }")" -ge 1 ]' ||
+			{ ethtool -S iblan0; fail "$kind: a's connection to b did not close"; }
+		must ping -c 2 -W 5 10.1.0.2
+		must env IP_LIB_DIR="$SRNIC_TOP/out/progs" ip link set iblan0 type iblan mode datagram
+	fi
+	expect_eq "$(stat cm_connections_failed)" 0 "$kind: failed connections"
+	[ "$me" = 3 ] || must ip link set iblan0 mtu 1500
+	barrier "$kind.cm-done" 3
 }
 
 # run_over KIND SCOPE: the LAN over KIND's device; SCOPE "full" runs every
@@ -675,6 +774,8 @@ run_over() {
 		echo "ok: $kind: $refused of $offers offers refused"
 		expect_eq "$(stat cm_malformed_drops)" 0 "$kind: malformed handshake datagrams"
 	fi
+
+	connected_mode
 
 	step "$kind: raw frames of ethertype 0x88b5"
 	b_mac=$(cat "$shared/mac.$kind.2")

@@ -838,6 +838,12 @@ impl WorkCompletion<'_> {
         self.0.status == bindings::ib_wc_status_IB_WC_SUCCESS
     }
 
+    /// Whether the WR was flushed: its QP moved to the error state (torn
+    /// down, or failed on another WR) before the WR ran.
+    pub fn flushed(&self) -> bool {
+        self.0.status == bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR
+    }
+
     /// The raw status, for messages.
     pub fn status(&self) -> u32 {
         self.0.status

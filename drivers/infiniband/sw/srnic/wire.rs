@@ -741,8 +741,7 @@ fn build(
             .ok_or(SendError::Dropped)?
             .copy_from_slice(&crc);
         let trailer = trailer.get(..end).ok_or(SendError::Dropped)?;
-        skb.append_trailer(trailer)
-            .map_err(|_| SendError::Dropped)?;
+        skb.append_copy(trailer).map_err(|_| SendError::Dropped)?;
     }
     Ok((skb, ident_used))
 }

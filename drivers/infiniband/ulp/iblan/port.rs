@@ -53,7 +53,7 @@ use kernel::c_str;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-mod handshake;
+mod connected;
 mod name_service;
 mod peers;
 mod rx;
@@ -61,6 +61,7 @@ mod stats;
 mod tx;
 mod txq;
 
+use connected::{CmInbox, MTU_MAX_CONNECTED};
 use name_service::Inbox;
 use peers::{Peer, PeerEntry, PeerTable, Posts, Targets, QPS};
 use rx::{Events, Reassembly};
@@ -71,8 +72,8 @@ const CALLER: &CStr = c_str!("iblan");
 /// Send entries of each transmit queue's QP.
 const SEND_DEPTH: u32 = 1024;
 /// Send entries of the main QP: the announcement and the handshake's
-/// answer use them (one of each in flight at a time).
-const ANNOUNCE_DEPTH: u32 = 4;
+/// messages use them (one a send buffer in flight at a time).
+const ANNOUNCE_DEPTH: u32 = 8;
 const RECV_DEPTH: u32 = 256;
 /// Transmit queues a LAN port has at most: one per CPU, up to the RDMA
 /// device's completion vectors and this.
@@ -94,12 +95,19 @@ const TICK_MS: u64 = 1000;
 /// of its LAN holding it: members answer a probe at once.
 const PROBE_MS: u64 = 500;
 const MTU_DEFAULT: u32 = 1500;
+/// The largest MTU of datagram mode (frames cut into datagrams).
 const MTU_MAX: u32 = 9000;
 
-/// The QP's send buffers: the announcement's and the handshake answer's.
-const SEND_BUFFERS: &[usize] = &[ANNOUNCE_LEN, CONNECT_LEN];
+/// The QP's send buffers: the announcement's, then the handshake's
+/// ([`connected::HANDSHAKE_BUFFERS`]).
+const SEND_BUFFERS: &[usize] = &[
+    ANNOUNCE_LEN,
+    CONNECT_LEN,
+    CONNECT_LEN,
+    CONNECT_LEN,
+    CONNECT_LEN,
+];
 const ANNOUNCE_BUFFER: usize = 0;
-const ANSWER_BUFFER: usize = 1;
 
 /// The netdev's private data. Fields drop in declaration order, which is
 /// the order the verbs objects must go in.
@@ -158,6 +166,13 @@ pub(crate) struct LanDev {
     children: KVec<AtomicI32>,
     /// The RDMA port goes: no new children.
     closing: AtomicBool,
+    /// Connected mode: unicast over an RC connection per peer. Changed
+    /// under RTNL only.
+    connected: AtomicBool,
+    /// A connection's CQ had an event: NAPI polls the connections.
+    links_pending: AtomicBool,
+    /// Handshake messages for the ticker.
+    cm_inbox: Pin<KBox<SpinLockBh<CmInbox>>>,
     /// Whether the RDMA port is active, shared by the port's LAN ports.
     port_up: Arc<AtomicBool>,
     /// A child's parent (0: this is the port's own LAN port).
@@ -299,6 +314,12 @@ impl LanDev {
             pd,
             children,
             closing: AtomicBool::new(false),
+            connected: AtomicBool::new(false),
+            links_pending: AtomicBool::new(false),
+            cm_inbox: KBox::pin_init(
+                new_spinlock_bh!(CmInbox::new(), "iblan_cm_inbox"),
+                GFP_KERNEL,
+            )?,
             port_up,
             parent_ifindex,
             _hold: hold,
@@ -527,8 +548,13 @@ impl EtherDriver for LanDev {
         Ok(())
     }
 
-    fn change_mtu(_dev: &EtherDevice<Self>, mtu: u32) -> Result {
-        if !(68..=MTU_MAX).contains(&mtu) {
+    fn change_mtu(dev: &EtherDevice<Self>, mtu: u32) -> Result {
+        let max = if dev.data().connected_mode() {
+            MTU_MAX_CONNECTED
+        } else {
+            MTU_MAX
+        };
+        if !(68..=max).contains(&mtu) {
             return Err(EINVAL);
         }
         Ok(())
@@ -650,7 +676,9 @@ impl EtherDriver for LanDev {
 
 impl LinkDriver for LanDev {
     const KIND: &'static CStr = c_str!("iblan");
-    const MTU: ((u32, u32), u32) = ((68, MTU_MAX), MTU_DEFAULT);
+    /// Up to connected mode's largest; datagram mode's `change_mtu`
+    /// refuses more than it carries.
+    const MTU: ((u32, u32), u32) = ((68, MTU_MAX_CONNECTED), MTU_DEFAULT);
     const MAX_TX_QUEUES: u16 = MAX_TX_QUEUES as u16;
 
     fn link_ops() -> &'static LinkOps<Self> {
@@ -661,16 +689,17 @@ impl LinkDriver for LanDev {
 
     /// `ip link set DEV type iblan mode datagram|connected`.
     fn change_link(
-        _rtnl: &RtnlGuard,
-        _dev: &EtherDevice<Self>,
+        rtnl: &RtnlGuard,
+        dev: &EtherDevice<Self>,
         change: &LinkChange<'_>,
         extack: &mut ExtAck,
     ) -> Result {
         match change.u8(iblan::MODE) {
             None => Ok(()),
-            Some(mode) => set_mode(mode).inspect_err(|_| {
+            Some(mode) => connected::set_mode(rtnl, dev, mode).inspect_err(|err| {
                 extack.message(format_args!(
-                    "iblan: connected mode is not implemented yet; datagram only"
+                    "iblan: cannot change the mode: error {}",
+                    err.to_errno()
                 ));
             }),
         }
@@ -796,36 +825,34 @@ impl LinkDriver for LanDev {
         info.put(iblan::LID, Attr::U16(lan.lid.load(Ordering::Relaxed)))?;
         let peers = lan.peers.lock().len() as u32;
         info.put(iblan::PEERS, Attr::U32(peers))?;
-        info.put(iblan::MODE, Attr::U8(iblan::MODE_UD))
+        let mode = if lan.connected_mode() {
+            iblan::MODE_CONNECTED
+        } else {
+            iblan::MODE_UD
+        };
+        info.put(iblan::MODE, Attr::U8(mode))
     }
 }
 
-/// Puts a LAN port in `mode` (`IBLAN_MODE_*`). Datagram is the mode
-/// every LAN port is in; connected (RC per peer) is not implemented yet
-/// and is refused (`EOPNOTSUPP`), so that nobody believes unicast runs
-/// over connections while it still goes in datagrams.
-fn set_mode(mode: u8) -> Result {
-    match mode {
-        iblan::MODE_UD => Ok(()),
-        iblan::MODE_CONNECTED => Err(crate::kapi::not_supported()),
-        _ => Err(EINVAL),
-    }
-}
-
-/// `/sys/class/net/<dev>/mode`: `datagram`, and writes of `datagram` or
-/// `connected`, as `ip link set DEV type iblan mode ...`.
+/// `/sys/class/net/<dev>/mode`: `datagram` or `connected`, and writes of
+/// either, as `ip link set DEV type iblan mode ...`.
 impl SysfsFileOps for LanDev {
-    fn show(_dev: &EtherDevice<Self>, out: &mut SysfsText<'_>) {
+    fn show(dev: &EtherDevice<Self>, out: &mut SysfsText<'_>) {
         use core::fmt::Write;
-        let _ = out.write_str("datagram");
+        let _ = out.write_str(if dev.data().connected_mode() {
+            "connected"
+        } else {
+            "datagram"
+        });
     }
 
-    fn store(_rtnl: &RtnlGuard, _dev: &EtherDevice<Self>, text: &[u8]) -> Result {
-        match text {
-            b"datagram" => set_mode(iblan::MODE_UD),
-            b"connected" => set_mode(iblan::MODE_CONNECTED),
-            _ => Err(EINVAL),
-        }
+    fn store(rtnl: &RtnlGuard, dev: &EtherDevice<Self>, text: &[u8]) -> Result {
+        let mode = match text {
+            b"datagram" => iblan::MODE_UD,
+            b"connected" => iblan::MODE_CONNECTED,
+            _ => return Err(EINVAL),
+        };
+        connected::set_mode(rtnl, dev, mode)
     }
 }
 

@@ -122,6 +122,7 @@ impl LanDev {
         }
         self.age_peers(now);
         self.release_retired();
+        self.run_connections(now);
         self.settle_lid();
         self.follow_port();
         let last = self.last_announce_ms.load(Ordering::Relaxed);
@@ -203,8 +204,12 @@ impl LanDev {
                 qpn: a.qpn,
                 qkey: a.qkey,
                 ah,
+                rc: None,
             },
             last_seen_ms: now,
+            conn: connected::new_connection(&self.sgid, &a.gid, self.config.lan),
+            want_rc: false,
+            offered_max_frame: crate::pure::connect::MAX_CONNECTED_FRAME,
         };
         // A full table gives the entry back, dropped here (process
         // context, outside the lock).
@@ -253,7 +258,9 @@ impl LanDev {
             let Some(released) = self.peers.lock().take_released(&completed) else {
                 break;
             };
-            drop(released);
+            if let Some(link) = released.peer.rc {
+                self.retire_link(link);
+            }
         }
     }
 

@@ -3,7 +3,9 @@
 //! The peers a LAN port knows: fixed slots named by index, and the peers
 //! that left, kept until the sends posted to them have completed.
 
+use super::connected::RcLink;
 use super::*;
+use crate::pure::connect::Connection;
 
 /// The QPs a LAN port sends on: the main QP (announcements) first, then
 /// each transmit queue's.
@@ -21,11 +23,21 @@ pub(super) struct Peer {
     pub(super) qpn: u32,
     pub(super) qkey: u32,
     pub(super) ah: Ah,
+    /// The RC connection to it (connected mode), once one is made. It
+    /// leaves with the peer, and goes in process context after a grace
+    /// period (see `connected`).
+    pub(super) rc: Option<Arc<RcLink>>,
 }
 
 pub(super) struct PeerEntry {
     pub(super) peer: Peer,
     pub(super) last_seen_ms: u64,
+    /// Connected mode's handshake with it.
+    pub(super) conn: Connection,
+    /// The transmit path asked for a connection.
+    pub(super) want_rc: bool,
+    /// The largest frame it takes, from its last OFFER.
+    pub(super) offered_max_frame: u32,
 }
 
 /// A peer that left the table, kept until the sends posted before it left
@@ -34,8 +46,8 @@ pub(super) struct PeerEntry {
 /// completion path: some providers (rxe) take their AH lock without
 /// disabling bottom halves, so an AH must come and go in one context.
 pub(super) struct Retired {
-    /// Held, never read: dropping it destroys the AH.
-    pub(super) _peer: Peer,
+    /// Held, never read: dropping it destroys the AH (and the connection).
+    pub(super) peer: Peer,
     /// Each QP's post count when the peer left.
     pub(super) posted_before: Posts,
 }
@@ -110,7 +122,7 @@ impl PeerTable {
         match slot.take() {
             Some(entry) => {
                 *room = Some(Retired {
-                    _peer: entry.peer,
+                    peer: entry.peer,
                     posted_before,
                 });
                 true

@@ -260,7 +260,7 @@ impl LanDev {
     /// decides before anything is copied: broadcast and multicast, unicast
     /// to its own MAC, and any unicast in promiscuous mode (a bridge port,
     /// a macvlan's lower device, packet capture).
-    fn wanted(&self, dev: &EtherDevice<LanDev>, frame: &[u8]) -> bool {
+    pub(super) fn wanted(&self, dev: &EtherDevice<LanDev>, frame: &[u8]) -> bool {
         let Some(dest) = mac_at(frame, 0) else {
             self.count(Stat::RxMalformed);
             return false;
@@ -274,7 +274,7 @@ impl LanDev {
 
     /// Hands a whole received frame to the stack, counted in the link
     /// statistics.
-    fn hand_up(&self, dev: &EtherDevice<LanDev>, skb: SkBuff) {
+    pub(super) fn hand_up(&self, dev: &EtherDevice<LanDev>, skb: SkBuff) {
         let frame = skb.data();
         let len = frame.len() as u64;
         if frame.first().is_some_and(|b| b & 1 != 0) {
@@ -331,7 +331,7 @@ impl LanDev {
     }
 
     pub(super) fn poll(&self, dev: &EtherDevice<LanDev>, budget: u32) -> u32 {
-        let mut done = 0;
+        let mut done = self.poll_links(dev, budget);
         let mut batch: [WorkCompletion<'_>; 16] = Default::default();
         while done < budget {
             let got = self.qp.poll(&mut batch);

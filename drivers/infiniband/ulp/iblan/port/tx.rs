@@ -19,12 +19,23 @@ impl LanDev {
         let Some(txq) = self.tx.get(usize::from(queue)) else {
             return self.drop_frame();
         };
-        let Some((mac, plan)) = self.plan_frame(&mut skb) else {
+        // The Ethernet header is in the linear part, fragments or not.
+        let Some(mac) = rx::mac_at(skb.data(), 0) else {
+            return self.drop_frame();
+        };
+        let (kind, lid) = self.destination(&mac);
+        if let (true, Some(lid)) = (self.connected_mode(), lid) {
+            match self.transmit_connected(dev, queue, skb, lid) {
+                Ok(outcome) => return outcome,
+                // No connection up yet: over UD meanwhile.
+                Err(back) => skb = back,
+            }
+        }
+        let Some(plan) = self.plan_frame(&mut skb) else {
             return self.drop_frame();
         };
         let frame_len = skb.data().len();
         let fragments = plan.count();
-        let (kind, lid) = self.destination(&mac);
         // The table stays locked from the choice of peers to their last
         // post: a peer cannot leave (and lose its AH) in between.
         let mut peers = self.peers.lock();
@@ -107,26 +118,27 @@ impl LanDev {
     }
 
     /// A frame that cannot be sent: counted as dropped, and gone.
-    fn drop_frame(&self) -> TxOutcome {
+    pub(super) fn drop_frame(&self) -> TxOutcome {
         self.link.tx_dropped.fetch_add(1, Ordering::Relaxed);
         TxOutcome::Sent
     }
 
-    /// Makes the frame linear and returns its destination MAC and how it
-    /// is cut into datagrams; `None` if it cannot be sent.
-    fn plan_frame(&self, skb: &mut SkBuff) -> Option<([u8; 6], FragmentPlan)> {
-        // Without scatter-gather the stack hands over linear frames; one
-        // that is not costs a copy, counted.
+    /// Makes the frame linear and returns how it is cut into datagrams;
+    /// `None` if it cannot be sent so.
+    fn plan_frame(&self, skb: &mut SkBuff) -> Option<FragmentPlan> {
+        if skb.len() as usize > MAX_FRAME_LEN {
+            // Connected mode's MTU, to a peer with no connection up (yet),
+            // or flooded: datagrams cannot carry it.
+            self.count(Stat::TxTooBig);
+            return None;
+        }
+        // Without scatter-gather (datagram mode) the stack hands over
+        // linear frames; one that is not costs a copy, counted.
         if skb.is_nonlinear() {
             self.count(Stat::TxCopies);
         }
         skb.linearize().ok()?;
-        let mac = skb
-            .data()
-            .get(..6)
-            .and_then(|m| <[u8; 6]>::try_from(m).ok())?;
-        let plan = FragmentPlan::new(skb.data().len(), self.datagram_len as usize).ok()?;
-        Some((mac, plan))
+        FragmentPlan::new(skb.data().len(), self.datagram_len as usize).ok()
     }
 
     /// What kind of MAC `mac` is, and the LID of the node a frame to it

@@ -1,0 +1,790 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Connected mode: unicast frames to a peer over one RC connection of the
+//! pair, set up by the handshake of `pure::connect` in UD datagrams.
+//!
+//! Who does what:
+//! - the receive path (NAPI) takes handshake datagrams: in datagram mode
+//!   it refuses an OFFER at once; in connected mode it queues the message
+//!   for the ticker;
+//! - the ticker (process context) runs each peer's handshake: it creates,
+//!   connects and destroys the RC QPs (all of which may sleep) and sends
+//!   the handshake's datagrams;
+//! - the transmit path sends a unicast frame over the peer's connection
+//!   once it is up, and otherwise over UD, asking the ticker for a
+//!   connection;
+//! - each connection's CQ raises the port's NAPI, which polls the
+//!   connections whose CQ had an event: frames in, sends reclaimed.
+//!
+//! A connection ([`RcLink`]) is shared: the peer table holds it (and the
+//! transmit path uses it under the table's lock), and NAPI takes clones of
+//! it from the table for its poll. One that leaves the table is dropped
+//! only after an RCU grace period, in process context: every NAPI poll
+//! (bottom halves off, a read-side section) that may hold a clone has then
+//! ended, so the last reference, which destroys the QP (and sleeps), is
+//! never NAPI's.
+
+use super::*;
+use crate::kapi::rcu;
+use crate::kapi::rdma::rc::{RcCompletion, RcPath, RcQp, RcQpConfig, RcReceived};
+use crate::pure::connect::{offer_wins, Action, ConnectMessage, Connection, Op, State};
+use crate::pure::connect::{CONNECT_LEN, MAX_CONNECTED_FRAME};
+
+/// Send entries of each connection: frames of up to 64 KiB each.
+const LINK_SEND_DEPTH: u32 = 64;
+/// Receive buffers of each connection, each a whole frame's pages.
+const LINK_RECV_DEPTH: u32 = 32;
+/// Handshake messages waiting for the ticker, at most.
+const CM_INBOX: usize = 16;
+/// Connections NAPI polls in one pass; more wait for the next.
+const LINKS_PER_POLL: usize = 8;
+/// Bytes of a frame received over a connection that go to the skb's
+/// linear part; the rest go into page fragments.
+const RX_HEAD: usize = 256;
+/// The largest MTU of connected mode, as IPoIB's.
+pub(super) const MTU_MAX_CONNECTED: u32 = 65520;
+
+/// The send buffers of the main QP that carry handshake messages.
+pub(super) const HANDSHAKE_BUFFERS: core::ops::Range<usize> = 1..5;
+
+/// A connection's CQ events: NAPI polls it.
+pub(super) struct LinkEvents {
+    netdev: DeviceCell<LanDev>,
+    /// Completions arrived since NAPI last drained the CQ.
+    pending: AtomicBool,
+}
+
+impl CqHandler for LinkEvents {
+    fn completion(&self) {
+        self.pending.store(true, Ordering::Release);
+        let rcu = RcuReadGuard::new();
+        if let Some(dev) = self.netdev.get(&rcu) {
+            dev.data().links_pending.store(true, Ordering::Release);
+            dev.napi_schedule();
+        }
+    }
+}
+
+/// One RC connection to a peer.
+pub(super) struct RcLink {
+    pub(super) qp: RcQp<LinkEvents>,
+    /// The peer's GID: frames over the connection come from it.
+    peer_gid: [u8; 16],
+    /// Connected (RTS): frames may be posted.
+    ready: AtomicBool,
+    /// A frame arrived over it: on the accepter, the offerer is up.
+    got_frame: AtomicBool,
+    /// A work request failed (not flushed): the connection is broken.
+    failed: AtomicBool,
+    /// The largest frame the peer takes, from its OFFER or ACCEPT.
+    peer_max_frame: AtomicU32,
+    /// A transmit queue stopped for want of room on it: its send
+    /// completions wake the queues.
+    queue_stopped: AtomicBool,
+}
+
+/// Handshake messages for the ticker, in arrival order: the sender's GID
+/// and message.
+pub(super) struct CmInbox {
+    pending: [Option<([u8; 16], ConnectMessage)>; CM_INBOX],
+    count: usize,
+    /// The next to take, below `count`.
+    taken: usize,
+}
+
+impl CmInbox {
+    pub(super) fn new() -> Self {
+        Self {
+            pending: [None; CM_INBOX],
+            count: 0,
+            taken: 0,
+        }
+    }
+
+    /// Queues a message; false if the inbox is full.
+    fn push(&mut self, message: ([u8; 16], ConnectMessage)) -> bool {
+        match self.pending.get_mut(self.count) {
+            Some(slot) => {
+                *slot = Some(message);
+                self.count += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The oldest message not yet taken.
+    fn pop(&mut self) -> Option<([u8; 16], ConnectMessage)> {
+        let next = self
+            .pending
+            .get_mut(self.taken)
+            .filter(|_| self.taken < self.count)
+            .and_then(Option::take);
+        if next.is_some() {
+            self.taken += 1;
+        } else {
+            self.clear();
+        }
+        next
+    }
+
+    fn clear(&mut self) {
+        self.count = 0;
+        self.taken = 0;
+    }
+}
+
+/// The connection state of a new peer.
+pub(super) fn new_connection(our_gid: &[u8; 16], their_gid: &[u8; 16], lan: u8) -> Connection {
+    Connection::new(MAX_CONNECTED_FRAME, lan, offer_wins(our_gid, their_gid))
+}
+
+impl LanDev {
+    /// Whether the port is in connected mode.
+    pub(super) fn connected_mode(&self) -> bool {
+        self.connected.load(Ordering::Acquire)
+    }
+
+    /// A handshake datagram from the node with GID `sgid`, sent from its
+    /// QP `src_qp`. Receive path (NAPI).
+    pub(super) fn handshake(&self, sgid: &[u8; 16], src_qp: u32, payload: &[u8]) {
+        let Ok(message) = ConnectMessage::parse(payload) else {
+            self.count(Stat::CmMalformed);
+            return;
+        };
+        if !self.connected_mode() {
+            // Only an offer asks for an answer; anything else answers an
+            // offer this node never made, or no longer stands by.
+            if message.op == Op::Offer {
+                let refusal = self.message(Op::Refuse, 0, 0, message.qpn);
+                if self.post_handshake(sgid, Some(src_qp), &refusal) {
+                    self.count(Stat::CmOffersRefused);
+                }
+            }
+            return;
+        }
+        if !self.cm_inbox.lock().push((*sgid, message)) {
+            // The offerer retries.
+            self.count(Stat::CmInboxDrops);
+            return;
+        }
+        if self.running.load(Ordering::Acquire) {
+            self.ticker.schedule(0);
+        }
+    }
+
+    fn message(&self, op: Op, qpn: u32, psn: u32, your_qpn: u32) -> ConnectMessage {
+        ConnectMessage {
+            op,
+            qpn,
+            psn,
+            your_qpn,
+            max_frame: MAX_CONNECTED_FRAME,
+            lan: self.config.lan,
+        }
+    }
+
+    /// Sends `message` to the peer with GID `gid`, through its address
+    /// handle, to QP `qpn` (`None`: the QP it announced). A node not in
+    /// the table gets nothing. Whether it was posted: not when every
+    /// handshake buffer is in flight or the send queue is full (the
+    /// handshake retries).
+    fn post_handshake(&self, gid: &[u8; 16], qpn: Option<u32>, message: &ConnectMessage) -> bool {
+        // A QPN from the wire: a UD QP has 24 bits and is not QP 0 or 1.
+        if qpn.is_some_and(|qpn| !(2..1 << 24).contains(&qpn)) {
+            self.count(Stat::CmMalformed);
+            return false;
+        }
+        if self
+            .sq_free
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |f| f.checked_sub(1))
+            .is_err()
+        {
+            return false;
+        }
+        let bytes: [u8; CONNECT_LEN] = message.encode();
+        let mut peers = self.peers.lock();
+        let mut posted = Err(ENOENT);
+        if let Some(peer) = peers
+            .find(|e| &e.peer.gid == gid)
+            .and_then(|at| peers.slots.get(at))
+            .and_then(Option::as_ref)
+            .map(|e| &e.peer)
+        {
+            let qpn = qpn.unwrap_or(peer.qpn);
+            for buffer in HANDSHAKE_BUFFERS {
+                posted = self
+                    .qp
+                    .post_buffer(buffer, &bytes, &peer.ah, qpn, self.config.qkey());
+                if posted != Err(EBUSY) {
+                    break;
+                }
+            }
+        }
+        if posted.is_ok() {
+            // The peer's AH is retired only after this send completes.
+            peers.count_posts(0, 1);
+        }
+        drop(peers);
+        if posted.is_ok() {
+            self.count(Stat::DmaSyncsForDevice);
+            true
+        } else {
+            self.sq_free.fetch_add(1, Ordering::AcqRel);
+            false
+        }
+    }
+
+    /// The ticker's part: handshake messages, retries and timeouts, broken
+    /// connections, and connections the transmit path asked for.
+    pub(super) fn run_connections(&self, now: u64) {
+        loop {
+            // Not in the loop's head: the guard would live through the body.
+            let next = self.cm_inbox.lock().pop();
+            let Some((gid, message)) = next else {
+                break;
+            };
+            let accepting = self.connected_mode();
+            let action = self.with_connection(&gid, |entry| {
+                if message.op == Op::Offer {
+                    // What the offerer takes, should this side accept.
+                    entry.offered_max_frame = message.max_frame;
+                }
+                self.step(entry, |conn| conn.receive(&message, accepting, now))
+            });
+            match action {
+                Some(action) => self.act(&gid, action, now),
+                None => self.count(Stat::CmUnknownPeer),
+            }
+        }
+        for at in 0..MAX_PEERS {
+            let step = {
+                let mut peers = self.peers.lock();
+                let Some(entry) = peers.get_mut(at) else {
+                    continue;
+                };
+                let gid = entry.peer.gid;
+                let (failed, got_frame) = entry.peer.rc.as_ref().map_or((false, false), |l| {
+                    (
+                        l.failed.load(Ordering::Acquire),
+                        l.got_frame.load(Ordering::Acquire),
+                    )
+                });
+                let offered = entry.offered_max_frame;
+                let mut action = if failed {
+                    self.count(Stat::CmFailed);
+                    entry.conn.fail(now)
+                } else {
+                    self.step(entry, |conn| {
+                        if got_frame {
+                            conn.frame_received(offered);
+                        }
+                        conn.tick(now)
+                    })
+                };
+                if action == Action::None && entry.want_rc {
+                    entry.want_rc = false;
+                    if self.connected_mode() {
+                        action = entry.conn.want(now);
+                    }
+                }
+                (gid, action)
+            };
+            let (gid, action) = step;
+            if action != Action::None {
+                self.act(&gid, action, now);
+            }
+        }
+    }
+
+    /// Runs `f` on the entry of the peer with GID `gid`, under the table's
+    /// lock; `None` if it is not in the table.
+    fn with_connection<R>(&self, gid: &[u8; 16], f: impl FnOnce(&mut PeerEntry) -> R) -> Option<R> {
+        let mut peers = self.peers.lock();
+        let at = peers.find(|e| &e.peer.gid == gid)?;
+        peers.get_mut(at).map(f)
+    }
+
+    /// Does what the handshake of the peer `gid` asks. Process context.
+    fn act(&self, gid: &[u8; 16], action: Action, now: u64) {
+        match action {
+            Action::None => {}
+            Action::Send(message) => {
+                if message.op == Op::Refuse {
+                    self.count(Stat::CmOffersRefused);
+                }
+                self.post_handshake(gid, None, &message);
+            }
+            Action::CreateQp => {
+                let Ok(link) = self.new_link(gid) else {
+                    self.fail_connection(gid, now);
+                    return;
+                };
+                let (qpn, psn) = (link.qp.qp_num(), link.qp.first_psn());
+                let next = self.publish(gid, link, |conn| conn.offer(qpn, psn, now));
+                if matches!(next, Some(Action::Send(_))) {
+                    self.count(Stat::CmOffersSent);
+                }
+                if let Some(next) = next {
+                    self.act(gid, next, now);
+                }
+            }
+            Action::CreateAndAccept { peer_qpn, peer_psn } => {
+                let link = self.new_link(gid).and_then(|link| {
+                    self.connect_link(&link, peer_qpn, peer_psn)?;
+                    Ok(link)
+                });
+                let Ok(link) = link else {
+                    self.fail_connection(gid, now);
+                    return;
+                };
+                let (qpn, psn) = (link.qp.qp_num(), link.qp.first_psn());
+                let next = self.publish(gid, link, |conn| conn.accepted(qpn, psn, peer_qpn, now));
+                if matches!(next, Some(Action::Send(_))) {
+                    self.count(Stat::CmAccepted);
+                }
+                if let Some(next) = next {
+                    self.act(gid, next, now);
+                }
+            }
+            Action::ConnectAndSend {
+                qpn,
+                peer_qpn,
+                peer_psn,
+                then,
+            } => {
+                let link = self.with_connection(gid, |entry| {
+                    entry
+                        .peer
+                        .rc
+                        .as_ref()
+                        .filter(|l| l.qp.qp_num() == qpn)
+                        .cloned()
+                });
+                let Some(Some(link)) = link else {
+                    return;
+                };
+                if self.connect_link(&link, peer_qpn, peer_psn).is_err() {
+                    drop(link);
+                    self.fail_connection(gid, now);
+                    return;
+                }
+                self.post_handshake(gid, None, &then);
+            }
+            Action::Destroy(qpn) => self.unpublish(gid, Some(qpn)),
+        }
+    }
+
+    /// A connection attempt or connection with the peer `gid` failed.
+    fn fail_connection(&self, gid: &[u8; 16], now: u64) {
+        self.count(Stat::CmFailed);
+        if let Some(Action::Destroy(qpn)) = self.with_connection(gid, |e| e.conn.fail(now)) {
+            self.unpublish(gid, Some(qpn));
+        }
+    }
+
+    /// A new RC QP for a connection to `gid`, in INIT, its CQ armed.
+    fn new_link(&self, gid: &[u8; 16]) -> Result<Arc<RcLink>> {
+        let events = LinkEvents {
+            netdev: self.qp.cq().handler().netdev.clone(),
+            pending: AtomicBool::new(false),
+        };
+        let config = RcQpConfig {
+            port: self.port,
+            depths: (LINK_SEND_DEPTH, LINK_RECV_DEPTH),
+            recv_len: MAX_CONNECTED_FRAME as usize,
+        };
+        let qp = RcQp::new(&self.pd, 0, events, &config, CALLER)?;
+        let link = Arc::new(
+            RcLink {
+                qp,
+                peer_gid: *gid,
+                ready: AtomicBool::new(false),
+                got_frame: AtomicBool::new(false),
+                failed: AtomicBool::new(false),
+                peer_max_frame: AtomicU32::new(MAX_CONNECTED_FRAME),
+                queue_stopped: AtomicBool::new(false),
+            },
+            GFP_KERNEL,
+        )?;
+        link.qp.cq().arm();
+        Ok(link)
+    }
+
+    /// Connects `link` to the peer's QP `peer_qpn`, whose first PSN is
+    /// `peer_psn`. Process context.
+    fn connect_link(&self, link: &RcLink, peer_qpn: u32, peer_psn: u32) -> Result {
+        let path = RcPath {
+            sgid_index: self.sgid_index,
+            dgid: link.peer_gid,
+            hop_limit: 1,
+            dest_qpn: peer_qpn,
+            dest_psn: peer_psn,
+        };
+        link.qp.connect(&path)?;
+        link.ready.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Puts `link` in the entry of the peer `gid` if `step` (the
+    /// handshake, told of the new QP) keeps it; returns what to do next.
+    /// A link not kept, or made after the port left connected mode, is
+    /// dropped here, outside the lock: nobody else has seen it.
+    fn publish(
+        &self,
+        gid: &[u8; 16],
+        link: Arc<RcLink>,
+        step: impl FnOnce(&mut Connection) -> Action,
+    ) -> Option<Action> {
+        let mut link = Some(link);
+        let mut replaced = None;
+        let next = self.with_connection(gid, |entry| {
+            let action = self.step(entry, step);
+            match action {
+                Action::Send(_) if self.connected_mode() => {
+                    replaced = entry.peer.rc.take();
+                    entry.peer.rc = link.take();
+                    Some(action)
+                }
+                // Datagram mode meanwhile: no connection after all.
+                Action::Send(_) => Some(entry.conn.close()),
+                _ => None,
+            }
+        });
+        drop(link);
+        if let Some(replaced) = replaced {
+            self.retire_link(replaced);
+        }
+        next.flatten()
+    }
+
+    /// Runs `step` on the handshake of `entry` and keeps what follows
+    /// from it: the counter of connections that came up, and the largest
+    /// frame the peer takes over the connection.
+    fn step(&self, entry: &mut PeerEntry, step: impl FnOnce(&mut Connection) -> Action) -> Action {
+        let was_up = entry.conn.up().is_some();
+        let action = step(&mut entry.conn);
+        if let (Some(link), Some((_, peer_max_frame))) = (&entry.peer.rc, entry.conn.up()) {
+            link.peer_max_frame.store(peer_max_frame, Ordering::Relaxed);
+            if !was_up {
+                self.count(Stat::CmUp);
+            }
+        }
+        action
+    }
+
+    /// Takes the connection to `gid` (of QP `qpn`, or any) out of the
+    /// table and destroys it after every NAPI poll that may hold it has
+    /// ended. Process context.
+    fn unpublish(&self, gid: &[u8; 16], qpn: Option<u32>) {
+        let taken = self.with_connection(gid, |entry| {
+            let matches = entry
+                .peer
+                .rc
+                .as_ref()
+                .is_some_and(|l| qpn.is_none_or(|qpn| l.qp.qp_num() == qpn));
+            if matches {
+                entry.peer.rc.take()
+            } else {
+                None
+            }
+        });
+        if let Some(Some(link)) = taken {
+            self.retire_link(link);
+        }
+    }
+
+    /// Destroys `link`, out of the table now, once every NAPI poll that
+    /// may hold a clone of it has ended. Process context.
+    pub(super) fn retire_link(&self, link: Arc<RcLink>) {
+        self.count(Stat::CmClosed);
+        // A poll still running delivers nothing more from it.
+        link.ready.store(false, Ordering::Release);
+        let _ = link.qp.flush();
+        // SAFETY: the ticker's or RTNL's process context, with no
+        // read-side section of this task open.
+        unsafe { rcu::synchronize() };
+        drop(link);
+    }
+
+    /// Leaves connected mode: every connection goes, and each peer with
+    /// one is told, so that it falls back to UD at once. Process context.
+    pub(super) fn close_connections(&self) {
+        for at in 0..MAX_PEERS {
+            let closed = {
+                let mut peers = self.peers.lock();
+                let Some(entry) = peers.get_mut(at) else {
+                    continue;
+                };
+                let peer_qpn = match entry.conn.state() {
+                    State::Accepted { peer_qpn, .. } | State::Up { peer_qpn, .. } => Some(peer_qpn),
+                    _ => None,
+                };
+                entry.want_rc = false;
+                let _ = entry.conn.close();
+                (entry.peer.gid, peer_qpn)
+            };
+            let (gid, peer_qpn) = closed;
+            if let Some(peer_qpn) = peer_qpn {
+                self.post_handshake(&gid, None, &self.message(Op::Refuse, 0, 0, peer_qpn));
+            }
+            self.unpublish(&gid, None);
+        }
+        // Messages that came meanwhile are stale.
+        self.cm_inbox.lock().clear();
+    }
+
+    /// Sends `skb` to the peer in slot `at` over its connection if it is
+    /// up, else gives it back (for UD) after asking the ticker for one.
+    pub(super) fn transmit_connected(
+        &self,
+        dev: &EtherDevice<LanDev>,
+        queue: u16,
+        skb: SkBuff,
+        lid: u16,
+    ) -> core::result::Result<TxOutcome, SkBuff> {
+        let len = skb.len();
+        let mut peers = self.peers.lock();
+        let Some(entry) = peers
+            .find(|e| e.peer.lid == lid)
+            .and_then(|at| peers.get_mut(at))
+        else {
+            return Err(skb);
+        };
+        let link = entry
+            .peer
+            .rc
+            .as_ref()
+            .filter(|l| entry.conn.up().is_some() && l.ready.load(Ordering::Acquire));
+        let Some(link) = link else {
+            if !entry.want_rc && !matches!(entry.conn.want(now_ms()), Action::None) {
+                entry.want_rc = true;
+                drop(peers);
+                self.ticker.schedule(0);
+            }
+            return Err(skb);
+        };
+        if len > link.peer_max_frame.load(Ordering::Relaxed) {
+            return Err(skb);
+        }
+        match link.qp.send_skb(skb) {
+            Ok(()) => {
+                drop(peers);
+                self.count(Stat::TxConnected);
+                self.link.tx_packets.fetch_add(1, Ordering::Relaxed);
+                self.link.tx_bytes.fetch_add(len.into(), Ordering::Relaxed);
+                if let Some(txq) = self.tx.get(usize::from(queue)) {
+                    txq.packets.fetch_add(1, Ordering::Relaxed);
+                    txq.bytes.fetch_add(len.into(), Ordering::Relaxed);
+                }
+                Ok(TxOutcome::Sent)
+            }
+            Err((skb, err)) if err == ENOSPC => {
+                // The connection's completions wake the queue.
+                link.queue_stopped.store(true, Ordering::Release);
+                drop(peers);
+                dev.stop_tx_queue(queue);
+                self.count(Stat::TxQueueStops);
+                Ok(TxOutcome::Busy(skb))
+            }
+            Err((skb, _)) => {
+                drop(peers);
+                self.count(Stat::TxPostErrors);
+                drop(skb);
+                Ok(self.drop_frame())
+            }
+        }
+    }
+
+    /// NAPI: polls the connections whose CQ had an event, within `budget`
+    /// completions; returns how many it took.
+    pub(super) fn poll_links(&self, dev: &EtherDevice<LanDev>, budget: u32) -> u32 {
+        if !self.links_pending.swap(false, Ordering::AcqRel) {
+            return 0;
+        }
+        let mut links: [Option<Arc<RcLink>>; LINKS_PER_POLL] = Default::default();
+        let mut more = false;
+        {
+            let peers = self.peers.lock();
+            let mut next = links.iter_mut();
+            for link in peers.iter().filter_map(|e| e.peer.rc.as_ref()) {
+                if !link.qp.cq().handler().pending.load(Ordering::Acquire) {
+                    continue;
+                }
+                match next.next() {
+                    Some(slot) => *slot = Some(link.clone()),
+                    None => {
+                        more = true;
+                        break;
+                    }
+                }
+            }
+        }
+        let mut done = 0;
+        for link in links.iter().flatten() {
+            let events = link.qp.cq().handler();
+            events.pending.store(false, Ordering::Release);
+            let left = budget.saturating_sub(done);
+            let (taken, drained) = self.poll_link(dev, link, left);
+            done += taken;
+            // Armed only once drained: an event then means new work.
+            if !drained || link.qp.cq().arm() {
+                events.pending.store(true, Ordering::Release);
+                more = true;
+            }
+        }
+        if more {
+            self.links_pending.store(true, Ordering::Release);
+            // Polled again: the whole budget says "not done".
+            return budget;
+        }
+        done
+    }
+
+    /// Takes up to `budget` completions of `link`; returns how many, and
+    /// whether its CQ is empty.
+    fn poll_link(&self, dev: &EtherDevice<LanDev>, link: &RcLink, budget: u32) -> (u32, bool) {
+        let mut done = 0;
+        let mut batch: [WorkCompletion<'_>; 16] = Default::default();
+        while done < budget {
+            let got = link.qp.poll(&mut batch);
+            for wc in batch.iter_mut().take(got) {
+                self.link_completion(dev, link, core::mem::take(wc));
+            }
+            done += got as u32;
+            if got < batch.len() {
+                return (done, true);
+            }
+        }
+        (done, false)
+    }
+
+    fn link_completion(&self, dev: &EtherDevice<LanDev>, link: &RcLink, wc: WorkCompletion<'_>) {
+        let flushed = wc.flushed();
+        match link.qp.complete(wc) {
+            RcCompletion::Sent(ok) => {
+                if !ok && !flushed {
+                    self.link_broke(link);
+                }
+                if link.queue_stopped.load(Ordering::Acquire)
+                    && link.qp.send_room() >= LINK_SEND_DEPTH / 2
+                    && self.running.load(Ordering::Acquire)
+                {
+                    link.queue_stopped.store(false, Ordering::Release);
+                    dev.wake_all_queues();
+                }
+            }
+            RcCompletion::Received(received) => {
+                if !received.ok() {
+                    // Flushed buffers stay unposted: the QP is going.
+                    if !flushed {
+                        self.link_broke(link);
+                    }
+                    return;
+                }
+                if self.running.load(Ordering::Acquire) && link.ready.load(Ordering::Acquire) {
+                    self.link_frame(dev, link, &received);
+                }
+                if self.repost_link(received).is_err() {
+                    self.count(Stat::RxErrors);
+                }
+            }
+            RcCompletion::Foreign => {}
+        }
+    }
+
+    fn repost_link(&self, received: RcReceived<'_, LinkEvents>) -> Result {
+        self.count(Stat::DmaSyncsForDevice);
+        received.repost()
+    }
+
+    /// The connection failed: the ticker takes it down, and the pair
+    /// keeps UD for the hold-down.
+    fn link_broke(&self, link: &RcLink) {
+        if !link.failed.swap(true, Ordering::AcqRel) {
+            self.count(Stat::RxErrors);
+            if self.running.load(Ordering::Acquire) {
+                self.ticker.schedule(0);
+            }
+        }
+    }
+
+    /// A frame that arrived over `link`: copied once, into an skb with its
+    /// headers linear and the rest in page fragments (no allocation of a
+    /// 64 KiB linear block), and handed up.
+    fn link_frame(
+        &self,
+        dev: &EtherDevice<LanDev>,
+        link: &RcLink,
+        received: &RcReceived<'_, LinkEvents>,
+    ) {
+        self.count(Stat::RxConnected);
+        if !link.got_frame.swap(true, Ordering::AcqRel) {
+            // The accepter learns here that the offerer is up.
+            self.ticker.schedule(0);
+        }
+        let len = received.len();
+        let mut pieces = received.pieces();
+        let first = pieces.next().unwrap_or(&[]);
+        if len < 14 || first.len() < 14 {
+            self.count(Stat::RxMalformed);
+            return;
+        }
+        if let Some(source) = rx::mac_at(first, 6) {
+            self.learn_source(&link.peer_gid, &source);
+        }
+        if !self.wanted(dev, first) {
+            return;
+        }
+        let head = first.len().min(RX_HEAD);
+        let Some(mut skb) = dev.alloc_rx_skb(head as u32) else {
+            self.count(Stat::RxAlloc);
+            self.link.rx_dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let (linear, rest) = first.split_at(head);
+        let copied = skb
+            .put(head as u32)
+            .map(|room| room.copy_from_slice(linear));
+        let appended = copied.and_then(|()| {
+            if !rest.is_empty() {
+                skb.append_copy(rest)?;
+            }
+            pieces.try_for_each(|piece| skb.append_copy(piece))
+        });
+        if appended.is_err() {
+            self.count(Stat::RxAlloc);
+            self.link.rx_dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        self.hand_up(dev, skb);
+    }
+}
+
+/// Puts the LAN port of `dev` in `mode` (`IBLAN_MODE_*`), as IPoIB does:
+/// connected mode offers scatter-gather and raises the MTU to its
+/// largest; datagram mode closes every connection and brings the MTU down
+/// to what datagrams carry. Under RTNL.
+pub(super) fn set_mode(rtnl: &RtnlGuard, dev: &EtherDevice<LanDev>, mode: u8) -> Result {
+    let lan = dev.data();
+    let connected = match mode {
+        iblan::MODE_UD => false,
+        iblan::MODE_CONNECTED => true,
+        _ => return Err(EINVAL),
+    };
+    if lan.connected.swap(connected, Ordering::AcqRel) == connected {
+        return Ok(());
+    }
+    if connected {
+        dev.set_scatter_gather_locked(rtnl, true);
+        dev.set_mtu_locked(rtnl, MTU_MAX_CONNECTED)?;
+    } else {
+        let mtu = dev.as_netdev().mtu();
+        if mtu > MTU_MAX {
+            dev.set_mtu_locked(rtnl, MTU_MAX)?;
+        }
+        dev.set_scatter_gather_locked(rtnl, false);
+        lan.close_connections();
+    }
+    Ok(())
+}
