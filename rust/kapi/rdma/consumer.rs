@@ -689,10 +689,10 @@ impl DmaMapping {
 impl Drop for DmaMapping {
     fn drop(&mut self) {
         let (dev, dma, len, to_device) = (self.device.as_raw(), self.dma, self.len, self.to_device);
+        // The memory is still allocated and no work request uses it any
+        // more (the contract of `single` and `page`).
         // SAFETY: the mapping made by the function `page` says, with its
-        // length and direction (type invariant); the memory is still
-        // allocated and no work request uses it any more (the contract of
-        // `single` and `page`).
+        // length and direction (type invariant), unused (above).
         unsafe {
             if self.page {
                 bindings::srnic_ulp_dma_unmap_page(dev, dma, len, to_device)

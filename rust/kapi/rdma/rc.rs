@@ -13,6 +13,7 @@ use super::consumer::{Cq, CqHandler, DmaMapping, Pd, WorkCompletion, WR_KIND_MAS
 use crate::bindings;
 use crate::kapi::skb::SkBuff;
 use crate::kapi::sync::SpinLockBh;
+use core::mem::ManuallyDrop;
 use core::pin::Pin;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -181,6 +182,16 @@ impl SendRing {
         }
         Some(skb)
     }
+
+    /// Gives up the skbs in flight without unmapping or freeing them: for
+    /// a QP that could not be destroyed, whose device may still read them.
+    fn leak(&mut self) {
+        for slot in self.slots.iter_mut() {
+            if let Some(skb) = slot.skb.take() {
+                let _ = skb.into_raw();
+            }
+        }
+    }
 }
 
 impl Slot {
@@ -197,27 +208,37 @@ impl Slot {
     ) -> Result {
         let frags = skb.page_frag_count().ok_or(EINVAL)?;
         let data = skb.data();
+        let linear_len = u32::try_from(data.len()).map_err(|_| EINVAL)?;
         self.count = 0;
-        self.linear = !data.is_empty();
-        if self.linear as usize + frags as usize > max.min(RC_MAX_SEND_SGE) {
+        self.linear = linear_len > 0;
+        if usize::from(self.linear) + frags as usize > max.min(RC_MAX_SEND_SGE) {
             return Err(EINVAL);
         }
         if self.linear {
-            // SAFETY: the skb's linear data, which stays put until the slot
-            // gives the skb up after unmapping it.
-            let addr = unsafe {
-                bindings::srnic_ulp_dma_map(dev, data.as_ptr().cast_mut().cast(), data.len(), true)
-            };
-            self.push(addr, data.len(), lkey)?;
+            self.push(lkey, || {
+                // SAFETY: the skb's linear data, which stays put until the
+                // slot gives the skb up after unmapping it.
+                let addr = unsafe {
+                    bindings::srnic_ulp_dma_map(
+                        dev,
+                        data.as_ptr().cast_mut().cast(),
+                        data.len(),
+                        true,
+                    )
+                };
+                (addr, linear_len)
+            })?;
         }
         for i in 0..frags {
-            let mut len = 0u32;
-            // SAFETY: a fragment of the skb (`i` below its count), whose
-            // page the skb holds until the slot gives it up after
-            // unmapping it; the shim writes `len` only.
-            let addr =
-                unsafe { bindings::srnic_ulp_dma_map_skb_frag(dev, skb.as_raw(), i, &mut len) };
-            if let Err(err) = self.push(addr, len as usize, lkey) {
+            let mapped = self.push(lkey, || {
+                let mut len = 0u32;
+                // SAFETY: fragment `i` of the skb, which holds its page until
+                // the slot gives the skb up, unmapped; `len` is written only.
+                let addr =
+                    unsafe { bindings::srnic_ulp_dma_map_skb_frag(dev, skb.as_raw(), i, &mut len) };
+                (addr, len)
+            });
+            if let Err(err) = mapped {
                 // SAFETY: the pieces mapped above, unused by the device:
                 // nothing was posted.
                 unsafe { self.unmap(dev) };
@@ -227,17 +248,16 @@ impl Slot {
         Ok(())
     }
 
-    /// Adds a mapped piece (`addr` 0: the mapping failed).
-    fn push(&mut self, addr: u64, len: usize, lkey: u32) -> Result {
+    /// Maps the next piece with `map`, which returns its address (0 if the
+    /// mapping failed) and length, into the next gather element.
+    fn push(&mut self, lkey: u32, map: impl FnOnce() -> (u64, u32)) -> Result {
+        // Room first: a mapping made is always recorded, to be undone.
         let sge = self.sges.get_mut(self.count).ok_or(EINVAL)?;
+        let (addr, length) = map();
         if addr == 0 {
             return Err(ENOMEM);
         }
-        *sge = bindings::ib_sge {
-            addr,
-            length: u32::try_from(len).map_err(|_| EINVAL)?,
-            lkey,
-        };
+        *sge = bindings::ib_sge { addr, length, lkey };
         self.count += 1;
         Ok(())
     }
@@ -335,9 +355,7 @@ impl RecvBuffer {
             (here > 0).then_some((page, here))
         })
     }
-}
 
-impl RecvBuffer {
     /// The first `len` bytes of `buffer`, page by page.
     ///
     /// # Safety
@@ -359,11 +377,12 @@ impl RecvBuffer {
 ///
 /// # Invariants
 ///
-/// `raw` is an RC QP that `new` created on `pd` with `cq` (of no other QP)
-/// for its sends and receives, owned by this value and destroyed first by
-/// `drop`, before the skbs of `send` and the buffers of `recv` go.
+/// `raw` is an RC QP that `new` created on `parts.pd` with `parts.cq` (of
+/// no other QP) for its sends and receives, owned by this value and
+/// destroyed first by `drop`, before the skbs of `send` and then `parts`
+/// go (which `drop` leaks with a QP it could not destroy).
 ///
-/// Every WR on it was posted here: a receive into `recv[i]` with the
+/// Every WR on it was posted here: a receive into `parts.recv[i]` with the
 /// identifier `WR_RECV | i << 2`, a send of an skb with `WR_SEND | s << 2`,
 /// `s` its sequence number in `send` (see [`SendRing`]). Receive buffer `i`
 /// is posted once while its `posted` flag is set, or owned by one
@@ -376,9 +395,14 @@ pub struct RcQp<H: CqHandler> {
     /// Gather elements a send may have (at most [`RC_MAX_SEND_SGE`]).
     max_send_sge: usize,
     send: Pin<KBox<SpinLockBh<SendRing>>>,
+    parts: ManuallyDrop<Parts<H>>,
+}
+
+/// What the QP of an [`RcQp`] uses, dropped after it is destroyed, in this
+/// order: the receive buffers, the CQ, and what the QP was made with.
+struct Parts<H: CqHandler> {
     recv: KVec<RecvBuffer>,
     cq: Cq<H>,
-    /// What it was made with, kept until it is destroyed.
     pd: Pd,
 }
 
@@ -430,7 +454,7 @@ impl<H: CqHandler> RcQp<H> {
         }
         let (mut granted_send, mut granted_recv) = (send_sge as u32, pages as u32);
         // SAFETY: a live PD and a CQ of its device, which outlive the QP
-        // (fields, dropped after `drop` destroys it); the caps are written
+        // (`parts`, dropped after `drop` destroys it); the caps are written
         // back only.
         let raw = from_err_ptr(unsafe {
             bindings::srnic_ulp_create_rc_qp(
@@ -450,9 +474,11 @@ impl<H: CqHandler> RcQp<H> {
             first_psn: unsafe { kernel::bindings::get_random_u32() } & MASK_24,
             max_send_sge: send_sge.min(granted_send as usize),
             send,
-            recv,
-            cq,
-            pd: pd.clone(),
+            parts: ManuallyDrop::new(Parts {
+                recv,
+                cq,
+                pd: pd.clone(),
+            }),
         };
         // A provider that granted fewer receive elements than asked for
         // would fail every receive post.
@@ -461,7 +487,7 @@ impl<H: CqHandler> RcQp<H> {
         }
         // SAFETY: the QP was just created, in RESET.
         to_result(unsafe { bindings::srnic_ulp_rc_qp_init(qp.raw.as_ptr(), qp.port) })?;
-        for index in 0..qp.recv.len() {
+        for index in 0..qp.parts.recv.len() {
             // SAFETY: each buffer is posted once here, before anything may
             // complete or read it.
             unsafe { qp.post_recv(index)? };
@@ -489,7 +515,7 @@ impl<H: CqHandler> RcQp<H> {
         if path.dest_qpn > MASK_24 || path.dest_psn > MASK_24 {
             return Err(EINVAL);
         }
-        let path_mtu = match self.pd.device().port_mtu(self.port)? {
+        let path_mtu = match self.parts.pd.device().port_mtu(self.port)? {
             256 => bindings::ib_mtu_IB_MTU_256,
             512 => bindings::ib_mtu_IB_MTU_512,
             1024 => bindings::ib_mtu_IB_MTU_1024,
@@ -517,7 +543,7 @@ impl<H: CqHandler> RcQp<H> {
 
     /// The CQ: its handler, arming and moderation.
     pub fn cq(&self) -> &Cq<H> {
-        &self.cq
+        &self.parts.cq
     }
 
     /// Sends the whole skb as one signalled SEND: its linear part and each
@@ -544,8 +570,8 @@ impl<H: CqHandler> RcQp<H> {
                 return Err((skb, err));
             }
         }
-        let dev = self.pd.device().as_raw();
-        let lkey = self.pd.local_dma_lkey();
+        let dev = self.parts.pd.device().as_raw();
+        let lkey = self.parts.pd.local_dma_lkey();
         let mut ring = self.send.lock();
         if ring.room() == 0 {
             return Err((skb, ENOSPC));
@@ -562,10 +588,10 @@ impl<H: CqHandler> RcQp<H> {
             return Err((skb, err));
         }
         let wr_id = WR_SEND | seq << 2;
-        // SAFETY: a live QP (type invariant); the elements cover the skb's
-        // mappings, which stay until the completion of this identifier (or
-        // the QP's drop) takes the skb from the slot; they are read during
-        // the call (the provider copies the WR).
+        // The elements are read during the call (the provider copies the
+        // WR); the mappings stay until the completion of this identifier (or
+        // the QP's drop) takes the skb from the slot.
+        // SAFETY: a live QP (type invariant); elements of live mappings.
         let posted = to_result(unsafe {
             bindings::srnic_ulp_post_send_sges(
                 self.raw.as_ptr(),
@@ -593,7 +619,7 @@ impl<H: CqHandler> RcQp<H> {
     /// Polls up to `out.len()` completions of its CQ; returns how many were
     /// written (at the start of `out`).
     pub fn poll<'q>(&'q self, out: &mut [WorkCompletion<'q>]) -> usize {
-        self.cq.poll(out)
+        self.parts.cq.poll(out)
     }
 
     /// What `wc`, polled from this QP, gives back. A send's skb is freed
@@ -607,7 +633,7 @@ impl<H: CqHandler> RcQp<H> {
         match id & WR_KIND_MASK {
             WR_RECV => {
                 let index = usize::try_from(id >> 2).unwrap_or(usize::MAX);
-                let Some(buffer) = self.recv.get(index) else {
+                let Some(buffer) = self.parts.recv.get(index) else {
                     return RcCompletion::Foreign;
                 };
                 // A buffer not posted has no receive to complete.
@@ -630,7 +656,7 @@ impl<H: CqHandler> RcQp<H> {
                 })
             }
             WR_SEND => {
-                let dev = self.pd.device().as_raw();
+                let dev = self.parts.pd.device().as_raw();
                 // SAFETY: the send's completion arrived: the device is done
                 // with its memory.
                 let skb = unsafe { self.send.lock().take(dev, id >> 2) };
@@ -658,7 +684,7 @@ impl<H: CqHandler> RcQp<H> {
     /// The buffer is not posted, and nothing reads it from now until its
     /// receive completes (its [`RcReceived`] is given up, if it had one).
     unsafe fn post_recv(&self, index: usize) -> Result {
-        let buffer = self.recv.get(index).ok_or(EINVAL)?;
+        let buffer = self.parts.recv.get(index).ok_or(EINVAL)?;
         let count = c_int::try_from(buffer.sges.len()).map_err(|_| EINVAL)?;
         buffer.posted.store(true, Ordering::Release);
         let wr_id = WR_RECV | (index as u64) << 2;
@@ -683,18 +709,32 @@ impl<H: CqHandler> RcQp<H> {
 impl<H: CqHandler> Drop for RcQp<H> {
     fn drop(&mut self) {
         // SAFETY: ours (type invariant); no post runs concurrently with
-        // drop. Once it is destroyed the device touches none of its WRs'
-        // memory, so the skbs in flight may be unmapped and freed, and then
-        // the buffers (fields, dropped after this), then the CQ.
-        let _ = unsafe { bindings::ib_destroy_qp_user(self.raw.as_ptr(), core::ptr::null_mut()) };
-        let dev = self.pd.device().as_raw();
+        // drop.
+        let destroyed =
+            unsafe { bindings::ib_destroy_qp_user(self.raw.as_ptr(), core::ptr::null_mut()) };
         let mut ring = self.send.lock();
+        if destroyed != 0 {
+            // The provider may still use the memory of its WRs and the CQ:
+            // all of it stays, mapped, for good.
+            ring.leak();
+            drop(ring);
+            pr_warn!(
+                "srnic: an RC QP could not be destroyed ({destroyed}): its memory is leaked\n"
+            );
+            return;
+        }
+        let dev = self.parts.pd.device().as_raw();
         let (mut seq, head) = (ring.tail, ring.head);
         while seq != head {
-            // SAFETY: the QP is destroyed: the device reads none of it.
+            // SAFETY: the QP is destroyed: the device reads none of the
+            // memory of its sends.
             drop(unsafe { ring.take(dev, seq) });
             seq = seq.wrapping_add(1) & SEQ_MASK;
         }
+        drop(ring);
+        // SAFETY: dropped once, here, after the QP that used the buffers and
+        // the CQ is destroyed; not used after (this is the value's drop).
+        unsafe { ManuallyDrop::drop(&mut self.parts) };
     }
 }
 
@@ -720,7 +760,8 @@ pub struct RcReceived<'q, H: CqHandler> {
 }
 
 impl<H: CqHandler> RcReceived<'_, H> {
-    /// Whether the receive succeeded; flushed and failed ones did not.
+    /// Whether the receive succeeded; flushed and failed ones did not (a
+    /// flushed buffer reposted completes flushed again: drop it instead).
     pub fn ok(&self) -> bool {
         self.ok
     }
@@ -741,12 +782,12 @@ impl<H: CqHandler> RcReceived<'_, H> {
         // SAFETY: this value owns the buffer, unposted (the QP's invariant),
         // and the slices borrow it: nothing writes the bytes while they
         // live; `complete` handed these `len` bytes to the CPU.
-        unsafe { RecvBuffer::pieces(self.qp.recv.get(self.index), self.len) }
+        unsafe { RecvBuffer::pieces(self.qp.parts.recv.get(self.index), self.len) }
     }
 
     /// Posts the buffer again, for the next message.
     pub fn repost(self) -> Result {
-        if let Some(buffer) = self.qp.recv.get(self.index) {
+        if let Some(buffer) = self.qp.parts.recv.get(self.index) {
             // What the CPU read, or cached, goes back to the device.
             for (page, here) in buffer.spans(self.len) {
                 page.map.for_device(here);
