@@ -19,25 +19,53 @@ struct ib_cq *srnic_ulp_create_cq(struct ib_device *dev, ib_comp_handler handler
 	return __ib_create_cq(dev, handler, NULL, context, &attr, caller);
 }
 
-struct ib_qp *srnic_ulp_create_ud_qp(struct ib_pd *pd, struct ib_cq *send_cq,
-				     struct ib_cq *recv_cq, u32 send_depth,
-				     u32 recv_depth, u32 send_sge,
-				     const char *caller)
+/*
+ * A kernel QP of @type with one CQ for sends and receives and every send
+ * signalled. The caps the provider granted (at least those asked for) are
+ * written back to @send_sge and @recv_sge.
+ */
+static struct ib_qp *srnic_ulp_create_qp(struct ib_pd *pd, struct ib_cq *cq,
+					 enum ib_qp_type type, u32 send_depth,
+					 u32 recv_depth, u32 *send_sge,
+					 u32 *recv_sge, const char *caller)
 {
 	struct ib_qp_init_attr init = {
-		.send_cq = send_cq,
-		.recv_cq = recv_cq,
+		.send_cq = cq,
+		.recv_cq = cq,
 		.cap = {
 			.max_send_wr = send_depth,
 			.max_recv_wr = recv_depth,
-			.max_send_sge = send_sge,
-			.max_recv_sge = 1,
+			.max_send_sge = *send_sge,
+			.max_recv_sge = *recv_sge,
 		},
 		.sq_sig_type = IB_SIGNAL_ALL_WR,
-		.qp_type = IB_QPT_UD,
+		.qp_type = type,
 	};
+	struct ib_qp *qp = ib_create_qp_kernel(pd, &init, caller);
 
-	return ib_create_qp_kernel(pd, &init, caller);
+	if (!IS_ERR(qp)) {
+		*send_sge = init.cap.max_send_sge;
+		*recv_sge = init.cap.max_recv_sge;
+	}
+	return qp;
+}
+
+struct ib_qp *srnic_ulp_create_ud_qp(struct ib_pd *pd, struct ib_cq *cq,
+				     u32 send_depth, u32 recv_depth, u32 send_sge,
+				     const char *caller)
+{
+	u32 recv_sge = 1;
+
+	return srnic_ulp_create_qp(pd, cq, IB_QPT_UD, send_depth, recv_depth,
+				   &send_sge, &recv_sge, caller);
+}
+
+struct ib_qp *srnic_ulp_create_rc_qp(struct ib_pd *pd, struct ib_cq *cq,
+				     u32 send_depth, u32 recv_depth, u32 *send_sge,
+				     u32 *recv_sge, const char *caller)
+{
+	return srnic_ulp_create_qp(pd, cq, IB_QPT_RC, send_depth, recv_depth,
+				   send_sge, recv_sge, caller);
 }
 
 /* RESET to RTS for a UD QP: INIT with port, P_Key index 0 and Q_Key, RTR, RTS. */
@@ -69,6 +97,63 @@ int srnic_ulp_qp_to_error(struct ib_qp *qp)
 	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 
 	return ib_modify_qp(qp, &attr, IB_QP_STATE);
+}
+
+/* RESET to INIT for an RC QP on @port: P_Key index 0, no remote access. */
+int srnic_ulp_rc_qp_init(struct ib_qp *qp, u32 port)
+{
+	struct ib_qp_attr attr = {
+		.qp_state = IB_QPS_INIT,
+		.pkey_index = 0,
+		.port_num = port,
+		.qp_access_flags = 0,
+	};
+
+	return ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			    IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+}
+
+/*
+ * INIT to RTR to RTS for an RC QP: to @dest_qpn at @dgid (through GID
+ * @sgid_index of @port), expecting @dest_psn first and sending from
+ * @sq_psn, with the path MTU (an enum ib_mtu) and @policy the caller chose.
+ * The core resolves a RoCE destination's MAC address (it may sleep).
+ */
+int srnic_ulp_rc_qp_connect(struct ib_qp *qp, u32 port, u8 sgid_index,
+			    const u8 *dgid, u8 hop_limit, u32 dest_qpn,
+			    u32 dest_psn, u32 sq_psn, u32 path_mtu,
+			    const struct srnic_ulp_rc_policy *policy)
+{
+	struct ib_qp_attr attr = {
+		.qp_state = IB_QPS_RTR,
+		.path_mtu = path_mtu,
+		.dest_qp_num = dest_qpn,
+		.rq_psn = dest_psn,
+		.max_dest_rd_atomic = policy->max_dest_rd_atomic,
+		.min_rnr_timer = policy->min_rnr_timer,
+	};
+	union ib_gid gid;
+	int err;
+
+	memcpy(gid.raw, dgid, sizeof(gid.raw));
+	attr.ah_attr.type = rdma_ah_find_type(qp->device, port);
+	rdma_ah_set_port_num(&attr.ah_attr, port);
+	rdma_ah_set_grh(&attr.ah_attr, &gid, 0, sgid_index, hop_limit, 0);
+	err = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
+			   IB_QP_DEST_QPN | IB_QP_RQ_PSN |
+			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (err)
+		return err;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTS;
+	attr.sq_psn = sq_psn;
+	attr.timeout = policy->timeout;
+	attr.retry_cnt = policy->retry_cnt;
+	attr.rnr_retry = policy->rnr_retry;
+	attr.max_rd_atomic = policy->max_rd_atomic;
+	return ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN | IB_QP_TIMEOUT |
+			    IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
+			    IB_QP_MAX_QP_RD_ATOMIC);
 }
 
 struct ib_ah *srnic_ulp_create_ah(struct ib_pd *pd, u32 port, u8 sgid_index,
@@ -104,12 +189,28 @@ int srnic_ulp_post_ud_send(struct ib_qp *qp, u64 wr_id, const struct ib_sge *sge
 	return ib_post_send(qp, &wr.wr, NULL);
 }
 
-int srnic_ulp_post_recv(struct ib_qp *qp, u64 wr_id, const struct ib_sge *sge)
+/* One signalled SEND of @num_sge elements (an RC or UC QP's). */
+int srnic_ulp_post_send_sges(struct ib_qp *qp, u64 wr_id, const struct ib_sge *sges,
+			     int num_sge)
+{
+	struct ib_send_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = (struct ib_sge *)sges,
+		.num_sge = num_sge,
+		.opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+
+	return ib_post_send(qp, &wr, NULL);
+}
+
+int srnic_ulp_post_recv_sges(struct ib_qp *qp, u64 wr_id, const struct ib_sge *sges,
+			     int num_sge)
 {
 	struct ib_recv_wr wr = {
 		.wr_id = wr_id,
-		.sg_list = (struct ib_sge *)sge,
-		.num_sge = 1,
+		.sg_list = (struct ib_sge *)sges,
+		.num_sge = num_sge,
 	};
 
 	return ib_post_recv(qp, &wr, NULL);
@@ -138,6 +239,38 @@ u64 srnic_ulp_dma_map(struct ib_device *dev, void *addr, size_t len, bool to_dev
 void srnic_ulp_dma_unmap(struct ib_device *dev, u64 addr, size_t len, bool to_device)
 {
 	ib_dma_unmap_single(dev, addr, len, to_device ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
+}
+
+/* Maps @len bytes at @offset in @page, as srnic_ulp_dma_map() maps memory. */
+u64 srnic_ulp_dma_map_page(struct ib_device *dev, struct page *page, size_t offset,
+			   size_t len, bool to_device)
+{
+	u64 dma = ib_dma_map_page(dev, page, offset, len,
+				  to_device ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
+
+	return ib_dma_mapping_error(dev, dma) ? 0 : dma;
+}
+
+void srnic_ulp_dma_unmap_page(struct ib_device *dev, u64 addr, size_t len, bool to_device)
+{
+	ib_dma_unmap_page(dev, addr, len, to_device ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
+}
+
+/*
+ * Maps page fragment @i of @skb for @dev to send; its length in @len. 0 if
+ * @i is past the last fragment or the mapping failed.
+ */
+u64 srnic_ulp_dma_map_skb_frag(struct ib_device *dev, const struct sk_buff *skb,
+			       unsigned int i, u32 *len)
+{
+	const skb_frag_t *frag;
+
+	if (i >= skb_shinfo(skb)->nr_frags)
+		return 0;
+	frag = &skb_shinfo(skb)->frags[i];
+	*len = skb_frag_size(frag);
+	return srnic_ulp_dma_map_page(dev, skb_frag_page(frag), skb_frag_off(frag),
+				      *len, true);
 }
 
 /*

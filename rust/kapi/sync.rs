@@ -71,8 +71,6 @@ pub fn irqs_disabled() -> bool {
 pub type SpinLockBh<T> = Lock<T, BhSpinLockBackend>;
 
 /// Creates a [`SpinLockBh`] initialiser with a lock class of its own.
-// iblan's tables use it; srnic, which compiles the same tree, does not.
-#[allow(unused_macros)]
 macro_rules! new_spinlock_bh {
     ($inner:expr $(, $name:literal)? $(,)?) => {
         kernel::sync::lock::Lock::<_, $crate::kapi::sync::BhSpinLockBackend>::new(

@@ -18,6 +18,7 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use kernel::alloc::{KBox, KVec};
 use kernel::error::{from_err_ptr, to_result};
 use kernel::ffi::{c_int, c_void};
+use kernel::page::{Page, PAGE_SIZE};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::types::Opaque;
@@ -36,7 +37,7 @@ impl IbDevice {
         unsafe { &*ptr.cast::<Self>() }
     }
 
-    fn as_raw(&self) -> *mut bindings::ib_device {
+    pub(super) fn as_raw(&self) -> *mut bindings::ib_device {
         self.0.get()
     }
 
@@ -57,6 +58,20 @@ impl IbDevice {
         // SAFETY: a plain field of the live device, set before registration.
         let vectors = unsafe { (*self.as_raw()).num_comp_vectors };
         u32::try_from(vectors).unwrap_or(1).max(1)
+    }
+
+    /// The most gather elements a send and a receive work request of a QP
+    /// may have on this device.
+    pub fn max_sge(&self) -> (u32, u32) {
+        // SAFETY: plain fields of the live device, set before registration.
+        let (send, recv) = unsafe {
+            let attrs = &(*self.as_raw()).attrs;
+            (attrs.max_send_sge, attrs.max_recv_sge)
+        };
+        (
+            u32::try_from(send).unwrap_or(0),
+            u32::try_from(recv).unwrap_or(0),
+        )
     }
 
     /// The port numbers, 1-based.
@@ -536,6 +551,10 @@ impl Pd {
         Ok(Self(Arc::new(inner, GFP_KERNEL)?))
     }
 
+    pub(super) fn as_raw(&self) -> *mut bindings::ib_pd {
+        self.0.raw.as_ptr()
+    }
+
     /// Whether `self` and `other` are the same PD.
     fn same(&self, other: &Pd) -> bool {
         self.0.raw == other.0.raw
@@ -553,10 +572,9 @@ impl Pd {
     }
 }
 
-/// A kernel buffer with its own mapping for a device, in one direction,
-/// for as long as it lives: a receive buffer the device writes (reposted
-/// many times), or a send buffer the CPU rewrites between sends. Only a
-/// [`UdQp`] owns them, and it alone posts them: see its invariants.
+/// A mapping of memory for a device, in one direction, for as long as it
+/// lives (undone by `drop`): the memory of a [`DmaBuffer`], or a page of an
+/// RC QP's receive buffer.
 ///
 /// Whoever owns the bytes at a time says so on each hand-over: on a device
 /// that maps through bounce buffers (swiotlb) or is not cache coherent,
@@ -564,14 +582,140 @@ impl Pd {
 ///
 /// # Invariants
 ///
-/// `dma` is the live mapping of all of `bytes` (never resized) for
-/// `device`, in direction `to_device`, undone only by `drop`.
-struct DmaBuffer {
-    bytes: KVec<u8>,
+/// `dma` is the live mapping of `len` bytes for `device`, in direction
+/// `to_device`, made by `srnic_ulp_dma_map_page` if `page` is set, else by
+/// `srnic_ulp_dma_map`; undone only by `drop`.
+pub(super) struct DmaMapping {
     dma: u64,
-    lkey: u32,
+    len: usize,
     to_device: bool,
+    page: bool,
     device: DeviceRef,
+}
+
+impl DmaMapping {
+    /// Maps the `len` bytes at `addr` for `pd`'s device: `to_device` for
+    /// memory the device reads (sends), else memory it writes (receives).
+    ///
+    /// # Safety
+    ///
+    /// The bytes are memory of the kernel's linear map (kmalloc, pages), not
+    /// freed before the mapping drops. The device uses them between a post
+    /// that points at them and that post's completion (or flush); the owner
+    /// keeps such a post from overlapping the mapping's drop (it destroys the
+    /// QP first) and the CPU's own use of the bytes.
+    unsafe fn single(pd: &Pd, addr: *const u8, len: usize, to_device: bool) -> Result<Self> {
+        let device = pd.0.device.clone();
+        // SAFETY: per the caller, `len` bytes of the linear map at `addr`,
+        // allocated until `drop` unmaps them.
+        let dma = unsafe {
+            bindings::srnic_ulp_dma_map(device.as_raw(), addr.cast_mut().cast(), len, to_device)
+        };
+        Self::made(dma, len, to_device, false, device)
+    }
+
+    /// Maps all of `page` for `pd`'s device, as [`Self::single`] does.
+    ///
+    /// # Safety
+    ///
+    /// The page is not freed before the mapping drops; the device uses it
+    /// as [`Self::single`] says.
+    pub(super) unsafe fn page(pd: &Pd, page: &Page, to_device: bool) -> Result<Self> {
+        let device = pd.0.device.clone();
+        // SAFETY: a page the caller keeps allocated until `drop` unmaps it;
+        // the kernel crate's `struct page` is the one our bindings declare.
+        let dma = unsafe {
+            bindings::srnic_ulp_dma_map_page(
+                device.as_raw(),
+                page.as_ptr().cast(),
+                0,
+                PAGE_SIZE,
+                to_device,
+            )
+        };
+        Self::made(dma, PAGE_SIZE, to_device, true, device)
+    }
+
+    fn made(dma: u64, len: usize, to_device: bool, page: bool, device: DeviceRef) -> Result<Self> {
+        // The shims return 0 for a failed mapping.
+        if dma == 0 {
+            return Err(ENOMEM);
+        }
+        Ok(Self {
+            dma,
+            len,
+            to_device,
+            page,
+            device,
+        })
+    }
+
+    /// The gather element of the first `len` bytes (at most all).
+    pub(super) fn sge(&self, len: usize, lkey: u32) -> Sge {
+        Sge {
+            addr: self.dma,
+            length: u32::try_from(len.min(self.len)).unwrap_or(u32::MAX),
+            lkey,
+        }
+    }
+
+    /// Hands the first `len` bytes (at most all) to the CPU, once the
+    /// device's completion for them arrived; returns how many.
+    pub(super) fn for_cpu(&self, len: usize) -> usize {
+        self.sync(len, bindings::srnic_ulp_dma_sync_for_cpu)
+    }
+
+    /// Hands the first `len` bytes (at most all) to the device: before a
+    /// post, those the CPU wrote or read since the last hand-over.
+    pub(super) fn for_device(&self, len: usize) {
+        self.sync(len, bindings::srnic_ulp_dma_sync_for_device);
+    }
+
+    /// Syncs the first `len` bytes (at most all) with `sync`, one of the
+    /// two shims; returns how many.
+    fn sync(
+        &self,
+        len: usize,
+        sync: unsafe extern "C" fn(*mut bindings::ib_device, u64, usize, bool),
+    ) -> usize {
+        let len = len.min(self.len);
+        // SAFETY: `dma` is this live mapping (type invariant), `len` within
+        // it; both shims take it so.
+        unsafe { sync(self.device.as_raw(), self.dma, len, self.to_device) };
+        len
+    }
+}
+
+impl Drop for DmaMapping {
+    fn drop(&mut self) {
+        let (dev, dma, len, to_device) = (self.device.as_raw(), self.dma, self.len, self.to_device);
+        // The memory is still allocated and no work request uses it any
+        // more (the contract of `single` and `page`).
+        // SAFETY: the mapping made by the function `page` says, with its
+        // length and direction (type invariant), unused (above).
+        unsafe {
+            if self.page {
+                bindings::srnic_ulp_dma_unmap_page(dev, dma, len, to_device)
+            } else {
+                bindings::srnic_ulp_dma_unmap(dev, dma, len, to_device)
+            }
+        };
+    }
+}
+
+/// A kernel buffer with its own mapping for a device, in one direction,
+/// for as long as it lives: a receive buffer the device writes (reposted
+/// many times), or a send buffer the CPU rewrites between sends. Only a
+/// [`UdQp`] owns them, and it alone posts them: see its invariants.
+///
+/// # Invariants
+///
+/// `map` maps all of `bytes` (never resized); it is declared first, so it
+/// is undone before the bytes are freed.
+struct DmaBuffer {
+    map: DmaMapping,
+    bytes: KVec<u8>,
+    lkey: u32,
 }
 
 impl DmaBuffer {
@@ -580,58 +724,31 @@ impl DmaBuffer {
     ///
     /// # Safety
     ///
-    /// The device uses the buffer between a post that points at it and that
-    /// post's completion (or flush). The owner keeps such a post from
-    /// overlapping the buffer's drop (it destroys the QP first), the CPU's
-    /// reads ([`Self::bytes`]) and its writes ([`Self::write`]).
+    /// The device uses the buffer as [`DmaMapping::single`] says: the CPU
+    /// reads it ([`Self::bytes`]) and writes it ([`Self::write`]) only
+    /// outside its posts.
     unsafe fn new(pd: &Pd, len: usize, to_device: bool) -> Result<Self> {
         let bytes = KVec::from_elem(0u8, len, GFP_KERNEL)?;
-        // SAFETY: the vector's heap block is the mapped range; it is never
-        // resized and is freed only after `Drop` unmaps it.
-        let dma = unsafe {
-            bindings::srnic_ulp_dma_map(
-                pd.0.device.as_raw(),
-                bytes.as_ptr().cast_mut().cast(),
-                len,
-                to_device,
-            )
-        };
-        if dma == 0 {
-            return Err(ENOMEM);
-        }
+        // SAFETY: the vector's heap block, never resized and freed only
+        // after the mapping (declared first) is undone; posts as the
+        // caller promises.
+        let map = unsafe { DmaMapping::single(pd, bytes.as_ptr(), len, to_device)? };
         Ok(Self {
+            map,
             bytes,
-            dma,
             lkey: pd.local_dma_lkey(),
-            to_device,
-            device: pd.0.device.clone(),
         })
     }
 
     /// The gather element of the first `len` bytes (at most all).
     fn sge(&self, len: usize) -> Sge {
-        Sge {
-            addr: self.dma,
-            length: u32::try_from(len.min(self.bytes.len())).unwrap_or(u32::MAX),
-            lkey: self.lkey,
-        }
+        self.map.sge(len, self.lkey)
     }
 
     /// Hands the first `len` bytes (at most all) to the CPU, once the
     /// device's completion for the buffer arrived; returns how many.
     fn for_cpu(&self, len: usize) -> usize {
-        let len = len.min(self.bytes.len());
-        // SAFETY: `dma` is this buffer's live mapping (type invariant),
-        // `len` within it.
-        unsafe {
-            bindings::srnic_ulp_dma_sync_for_cpu(
-                self.device.as_raw(),
-                self.dma,
-                len,
-                self.to_device,
-            )
-        };
-        len
+        self.map.for_cpu(len)
     }
 
     /// The first `len` bytes (at most all), as [`Self::for_cpu`] handed
@@ -642,15 +759,7 @@ impl DmaBuffer {
 
     /// Hands the whole buffer to the device: before each post.
     fn for_device(&self) {
-        // SAFETY: `dma` is this buffer's live mapping, of this length.
-        unsafe {
-            bindings::srnic_ulp_dma_sync_for_device(
-                self.device.as_raw(),
-                self.dma,
-                self.bytes.len(),
-                self.to_device,
-            )
-        };
+        self.map.for_device(self.bytes.len());
     }
 
     /// Copies `src` (at most the buffer's length) to the start of the
@@ -669,22 +778,6 @@ impl DmaBuffer {
             core::ptr::copy_nonoverlapping(src.as_ptr(), self.bytes.as_ptr().cast_mut(), len)
         };
         len
-    }
-}
-
-impl Drop for DmaBuffer {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`, with its length and direction
-        // (type invariant); the bytes are still allocated, and per `new`'s
-        // contract no work request uses them any more.
-        unsafe {
-            bindings::srnic_ulp_dma_unmap(
-                self.device.as_raw(),
-                self.dma,
-                self.bytes.len(),
-                self.to_device,
-            )
-        };
     }
 }
 
@@ -770,7 +863,7 @@ impl<H: CqHandler> Cq<H> {
     /// Polls up to `out.len()` completions; returns how many were written.
     /// Through [`UdQp::poll`] only: the QP owns the CQ, so each
     /// completion is of one of its work requests.
-    fn poll(&self, out: &mut [WorkCompletion<'_>]) -> usize {
+    pub(super) fn poll(&self, out: &mut [WorkCompletion<'_>]) -> usize {
         let want = c_int::try_from(out.len()).unwrap_or(c_int::MAX);
         let (cq, wcs) = (self.as_raw(), out.as_mut_ptr().cast());
         // SAFETY: a live CQ; `WorkCompletion` is a transparent `ib_wc`, and
@@ -795,7 +888,7 @@ impl<H: CqHandler> Cq<H> {
         unsafe { bindings::srnic_ulp_arm_cq(self.as_raw()) > 0 }
     }
 
-    fn as_raw(&self) -> *mut bindings::ib_cq {
+    pub(super) fn as_raw(&self) -> *mut bindings::ib_cq {
         self.0.raw.as_ptr()
     }
 
@@ -828,9 +921,19 @@ impl Default for WorkCompletion<'_> {
 }
 
 impl WorkCompletion<'_> {
-    fn wr_id(&self) -> u64 {
+    pub(super) fn wr_id(&self) -> u64 {
         // SAFETY: kernel CQs without `ib_cqe` use the `wr_id` member.
         unsafe { self.0.__bindgen_anon_1.wr_id }
+    }
+
+    /// Whether the completion is of a WR of `qp` (an empty slot is of none).
+    pub(super) fn of_qp(&self, qp: *mut bindings::ib_qp) -> bool {
+        self.0.qp == qp
+    }
+
+    /// The bytes a receive got, as the device reports them.
+    pub(super) fn byte_len(&self) -> usize {
+        self.0.byte_len as usize
     }
 
     /// Whether the WR succeeded; flushed and failed WRs are not.
@@ -904,18 +1007,29 @@ impl Drop for Ah {
 
 /// A gather element of a send or receive: bytes of a [`DmaBuffer`] or of
 /// a mapped skb, with the local DMA lkey of their PD.
-#[derive(Clone, Copy)]
-struct Sge {
-    addr: u64,
-    length: u32,
-    lkey: u32,
+#[derive(Clone, Copy, Default)]
+pub(super) struct Sge {
+    pub(super) addr: u64,
+    pub(super) length: u32,
+    pub(super) lkey: u32,
+}
+
+impl Sge {
+    /// The element as the core takes it.
+    pub(super) fn raw(&self) -> bindings::ib_sge {
+        bindings::ib_sge {
+            addr: self.addr,
+            length: self.length,
+            lkey: self.lkey,
+        }
+    }
 }
 
 /// Work request identifiers: every WR on a [`UdQp`] is the QP's own, so
 /// the identifier says what its completion gives back. An skb's is its
 /// address (aligned: low bits clear); buffers are numbered.
-const WR_KIND_MASK: u64 = 3;
-const WR_RECV: u64 = 1;
+pub(super) const WR_KIND_MASK: u64 = 3;
+pub(super) const WR_RECV: u64 = 1;
 const WR_BUFFER: u64 = 2;
 
 /// An in-flight skb's control block: how many posts still hold it, and
@@ -1002,7 +1116,6 @@ impl<H: CqHandler> UdQp<H> {
             bindings::srnic_ulp_create_ud_qp(
                 pd.0.raw.as_ptr(),
                 cq.as_raw(),
-                cq.as_raw(),
                 send_depth,
                 recv_depth,
                 MAX_SEND_SGE as u32,
@@ -1071,17 +1184,12 @@ impl<H: CqHandler> UdQp<H> {
         // What the CPU read, or cached, of the last datagram must not hide
         // the next one the device writes.
         buffer.for_device();
-        let sge = buffer.sge(buffer.bytes.len());
-        let raw = bindings::ib_sge {
-            addr: sge.addr,
-            length: sge.length,
-            lkey: sge.lkey,
-        };
+        let raw = buffer.sge(buffer.bytes.len()).raw();
         let wr_id = WR_RECV | (index as u64) << 2;
         // SAFETY: a live QP; the element covers the buffer's live mapping,
         // which the device may write (the caller's promise) until the
         // completion; it is read during the call.
-        to_result(unsafe { bindings::srnic_ulp_post_recv(self.raw.as_ptr(), wr_id, &raw) })
+        to_result(unsafe { bindings::srnic_ulp_post_recv_sges(self.raw.as_ptr(), wr_id, &raw, 1) })
     }
 
     /// Posts one signalled send of `sges` to `remote_qpn` through `ah`.
@@ -1108,9 +1216,7 @@ impl<H: CqHandler> UdQp<H> {
         }
         let mut raw = [bindings::ib_sge::default(); MAX_SEND_SGE];
         for (out, sge) in raw.iter_mut().zip(sges) {
-            out.addr = sge.addr;
-            out.length = sge.length;
-            out.lkey = sge.lkey;
+            *out = sge.raw();
         }
         // SAFETY: a live QP in RTS and a live AH (type invariants) of its PD (checked); the
         // elements cover mapped memory that stays mapped until the WR completes (the caller's
@@ -1374,11 +1480,7 @@ impl<H: CqHandler> SkbPoster<'_, H> {
         if self.left == 0 {
             return Err(ENOSPC);
         }
-        let mut sges = [Sge {
-            addr: 0,
-            length: 0,
-            lkey: 0,
-        }; MAX_SEND_SGE];
+        let mut sges = [Sge::default(); MAX_SEND_SGE];
         if parts.len() > MAX_SEND_SGE {
             return Err(EINVAL);
         }

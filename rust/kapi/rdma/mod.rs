@@ -12,6 +12,7 @@ mod objects;
 mod odp;
 mod opcodes;
 mod ops;
+pub mod rc;
 pub mod rxe_abi;
 mod shared_id;
 pub mod table;
