@@ -23,6 +23,7 @@ use crate::pure::wr::{opcode, QpType};
 use crate::qp::{QpInner, SrnicQp, Upcalls};
 use crate::requester::{local_status, now_ns, wqe_state};
 use crate::transport::{Hop, Packet};
+use core::sync::atomic::Ordering;
 
 use crate::kapi::rdma::access::send::SIGNALED as IB_SEND_SIGNALED;
 
@@ -64,6 +65,23 @@ pub(crate) fn receive(qp: &Qp<SrnicDevice>, guard: &RcuReadGuard, packet: &Packe
     upcalls.run(qp);
     this.after_upcalls(qp);
     taken
+}
+
+/// Completes what an acknowledgement left to the requester (see
+/// `SrnicQp::reading`): the requester has finished reading the WQE.
+pub(crate) fn deferred_acknowledge(qp: &Qp<SrnicDevice>) {
+    let this: &SrnicQp = qp;
+    let mut upcalls = Upcalls::default();
+    {
+        let mut state = this.state.lock();
+        let psn = state.requester.deferred_ack.take();
+        let live = state.attrs.state == QpState::Rts || state.attrs.state == QpState::Sqd;
+        if let (Some(psn), true) = (psn, live) {
+            acknowledge(qp, &mut state, psn, &mut upcalls);
+        }
+    }
+    upcalls.run(qp);
+    this.after_upcalls(qp);
 }
 
 /// The datagrams and UC messages the requester has sent are complete
@@ -298,7 +316,8 @@ fn is_read_or_atomic(op: u32) -> bool {
 /// Completes every SEND and WRITE whose last packet is at or before
 /// `psn`, and the executed local operations among them, in order.
 fn acknowledge(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn, upcalls: &mut Upcalls) {
-    while let Some((_, wqe)) = oldest_sent(qp, state) {
+    let this: &SrnicQp = qp;
+    while let Some((index, wqe)) = oldest_sent(qp, state) {
         if wqe.state() == wqe_state::DONE {
             if !retire_local(qp, state, &wqe, upcalls) {
                 return;
@@ -313,6 +332,17 @@ fn acknowledge(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn, upcalls: &mu
         let Some(last) = last.filter(|last| !psn.is_before(*last)) else {
             return;
         };
+        if this.reading.load(Ordering::SeqCst) == index.wrapping_add(1) {
+            // The requester reads this WQE's payload right now (sending it
+            // again): it completes the WQE once done. Checked again after
+            // the note, in case it finished in between and missed it.
+            state.requester.deferred_ack = Some(psn);
+            this.ack_waits.store(true, Ordering::SeqCst);
+            if this.reading.load(Ordering::SeqCst) == index.wrapping_add(1) {
+                qp.device().counters.inc(Counter::DeferredAcks);
+                return;
+            }
+        }
         let req = &mut state.requester;
         if req.index == state.sq.consumer && req.psn.is_before(last.next()) {
             // Being sent again after a loss, and the peer has all of it:

@@ -78,9 +78,12 @@ pub(crate) enum Counter {
     /// Faults that failed (the process maps no memory there): the access
     /// that wanted it fails.
     OdpFaultErrors,
+    /// Acknowledgements of a WQE the requester was sending again at that
+    /// moment, completed once it had read the payload.
+    DeferredAcks,
 }
 
-const COUNT: usize = Counter::OdpFaultErrors as usize + 1;
+const COUNT: usize = Counter::DeferredAcks as usize + 1;
 
 const DESCS: [CounterDesc; COUNT] = [
     CounterDesc::new(kernel::c_str!("sent_packets")),
@@ -120,6 +123,7 @@ const DESCS: [CounterDesc; COUNT] = [
     CounterDesc::new(kernel::c_str!("odp_misses")),
     CounterDesc::new(kernel::c_str!("odp_faults")),
     CounterDesc::new(kernel::c_str!("odp_fault_errors")),
+    CounterDesc::new(kernel::c_str!("deferred_acks")),
 ];
 
 /// The names the core shows.

@@ -23,7 +23,7 @@ use crate::pure::wr::{QpType, SendLimits};
 use crate::requester::{mtu_bytes, Requester};
 use crate::responder::Responder;
 use crate::transport::{Hop, Packet};
-use core::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use kernel::prelude::*;
 
 /// Driver data of a QP.
@@ -44,6 +44,16 @@ pub(crate) struct SrnicQp {
     /// The requester stopped at its budget with work left; the QP's own
     /// work goes on with it.
     pub(crate) requester_pending: AtomicBool,
+    /// One past the SQ index of the WQE whose payload the requester is
+    /// reading outside the QP's lock (0: none). Set under the lock. A
+    /// resend may be reading a WQE when the acknowledgement of its first
+    /// send arrives: completing it then would let the consumer free (or
+    /// reuse) memory that is still read, which for a kernel consumer's
+    /// DMA-lkey memory is a use after free. The acknowledgement leaves
+    /// such a WQE to the requester (`ack_waits`, `deferred_ack`).
+    pub(crate) reading: AtomicU32,
+    /// An acknowledgement was deferred for the requester (see `reading`).
+    pub(crate) ack_waits: AtomicBool,
     /// A user QP in ERR with its own RQ: receives posted now reach the
     /// kernel by no call, so the QP's own work flushes them.
     needs_sweep: AtomicBool,
@@ -215,6 +225,8 @@ impl SrnicQp {
                 requester_busy: AtomicBool::new(false),
                 requester_again: AtomicBool::new(false),
                 requester_pending: AtomicBool::new(false),
+                reading: AtomicU32::new(0),
+                ack_waits: AtomicBool::new(false),
                 needs_sweep: AtomicBool::new(false),
                 egress: AtomicI32::new(0),
                 fault <- new_spinlock_irq!(None),

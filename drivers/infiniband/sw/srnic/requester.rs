@@ -99,6 +99,10 @@ pub(crate) struct Requester {
     /// times out is sent again with the other kind, and the kind that got
     /// an answer stays (as does rxe's once the peer sent a FLUSH with it).
     pub(crate) rxe_flush_icrc: bool,
+    /// An acknowledgement that found the WQE it completes being read by
+    /// the requester outside the lock (see `SrnicQp::reading`): the PSN it
+    /// acknowledged, for the requester to complete once the read is over.
+    pub(crate) deferred_ack: Option<Psn>,
 }
 
 /// Packets sent and not yet acknowledged, at most.
@@ -209,11 +213,21 @@ pub(crate) fn next_packet<'a>(
                 Start::Wait => return Next::Wait,
             }
         }
-        return match qp.qp_type() {
+        let next = match qp.qp_type() {
             QpType::Ud | QpType::Gsi => next_datagram(qp, &mut state, guard, index, wqe, upcalls),
             QpType::Rc => next_connected(qp, &mut state, index, wqe, max_payload, false),
             QpType::Uc => next_connected(qp, &mut state, index, wqe, max_payload, true),
         };
+        if let Next::Send(packet) = &next {
+            // Set under the lock, so that an acknowledgement (under it
+            // too) never completes this WQE while its payload is read.
+            // Only for the wire: a QP of this node answers within the
+            // send, after it has read the payload, on this CPU.
+            if packet.hop == crate::transport::Hop::Wire {
+                this.reading.store(index.wrapping_add(1), Ordering::SeqCst);
+            }
+        }
+        return next;
     }
 }
 
@@ -814,6 +828,12 @@ fn run_within(qp: &Qp<SrnicDevice>, mut budget: Budget) {
             // A READ on this node is answered within the send, as far as
             // the budget goes.
             queue_full = transport::send(qp.device(), &guard, &mut sender, qp, packet, &mut budget);
+            // The payload is read: its WQE may complete. One that an
+            // acknowledgement could not complete meanwhile completes now.
+            this.reading.store(0, Ordering::SeqCst);
+            if this.ack_waits.swap(false, Ordering::SeqCst) {
+                completer::deferred_acknowledge(qp);
+            }
             if budget.bytes == 0 {
                 spent = true;
             }
