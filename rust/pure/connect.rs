@@ -135,6 +135,19 @@ const QPN_LIMIT: u32 = 1 << 24;
 const MIN_FRAME: u32 = 60;
 
 impl ConnectMessage {
+    /// A REFUSE of the connection of the receiver's QP `your_qpn`, from a
+    /// side that takes frames of up to `max_frame` in LAN `lan`.
+    pub fn refusal(your_qpn: u32, max_frame: u32, lan: u8) -> Self {
+        Self {
+            op: Op::Refuse,
+            qpn: 0,
+            psn: 0,
+            your_qpn,
+            max_frame,
+            lan,
+        }
+    }
+
     /// The datagram.
     pub fn encode(&self) -> [u8; CONNECT_LEN] {
         let mut out = [0u8; CONNECT_LEN];

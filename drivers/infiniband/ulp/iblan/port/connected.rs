@@ -156,7 +156,7 @@ impl LanDev {
             // Only an offer asks for an answer; anything else answers an
             // offer this node never made, or no longer stands by.
             if message.op == Op::Offer {
-                let refusal = self.message(Op::Refuse, 0, 0, message.qpn);
+                let refusal = self.refusal(message.qpn);
                 if self.post_handshake(sgid, Some(src_qp), &refusal) {
                     self.count(Stat::CmOffersRefused);
                 }
@@ -173,15 +173,9 @@ impl LanDev {
         }
     }
 
-    fn message(&self, op: Op, qpn: u32, psn: u32, your_qpn: u32) -> ConnectMessage {
-        ConnectMessage {
-            op,
-            qpn,
-            psn,
-            your_qpn,
-            max_frame: MAX_CONNECTED_FRAME,
-            lan: self.config.lan,
-        }
+    /// A REFUSE of the peer's QP `your_qpn`.
+    fn refusal(&self, your_qpn: u32) -> ConnectMessage {
+        ConnectMessage::refusal(your_qpn, MAX_CONNECTED_FRAME, self.config.lan)
     }
 
     /// Sends `message` to the peer with GID `gid`, through its address
@@ -526,7 +520,7 @@ impl LanDev {
             };
             let (gid, peer_qpn) = closed;
             if let Some(peer_qpn) = peer_qpn {
-                self.post_handshake(&gid, None, &self.message(Op::Refuse, 0, 0, peer_qpn));
+                self.post_handshake(&gid, None, &self.refusal(peer_qpn));
             }
             self.unpublish(&gid, None);
         }
