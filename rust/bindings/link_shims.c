@@ -94,14 +94,43 @@ int srnic_nla_put_string(struct sk_buff *skb, int type, const char *value)
 }
 
 /*
- * The kind `ip -d link` shows and the ops `ip link del` reaches. The
- * netdev stays in its namespace: its LAN runs over an RDMA port of it.
+ * The kind `ip -d link` shows and the ops `ip link del` reaches. A netdev
+ * that is not @movable stays in its namespace (`ip link set ... netns` is
+ * refused); a movable one goes with its namespace through the ops'
+ * dellink, as the core deletes virtual netdevs there.
  */
 void srnic_netdev_set_link_ops(struct net_device *dev,
-			       const struct rtnl_link_ops *ops)
+			       const struct rtnl_link_ops *ops, bool movable)
 {
 	dev->rtnl_link_ops = ops;
-	dev->netns_immutable = true;
+	dev->netns_immutable = !movable;
+}
+
+/*
+ * The netdev at @dev if it is registered, with @ops, in any namespace;
+ * NULL otherwise. @dev is only compared, never read. RTNL held (netdevs
+ * are listed and unlisted under it); net_rwsem, which nests inside RTNL,
+ * keeps the list of namespaces.
+ */
+struct net_device *srnic_link_find(const void *dev,
+				   const struct rtnl_link_ops *ops)
+{
+	struct net_device *found = NULL, *d;
+	struct net *net;
+
+	ASSERT_RTNL();
+	down_read(&net_rwsem);
+	for_each_net(net) {
+		for_each_netdev(net, d) {
+			if (d == dev && d->rtnl_link_ops == ops) {
+				found = d;
+				goto out;
+			}
+		}
+	}
+out:
+	up_read(&net_rwsem);
+	return found;
 }
 
 /* A netdev the core frees after unregistering it, @destructor first. */

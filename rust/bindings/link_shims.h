@@ -17,7 +17,9 @@ int srnic_nla_put_u16(struct sk_buff *skb, int type, u16 value);
 int srnic_nla_put_u32(struct sk_buff *skb, int type, u32 value);
 int srnic_nla_put_string(struct sk_buff *skb, int type, const char *value);
 void srnic_netdev_set_link_ops(struct net_device *dev,
-			       const struct rtnl_link_ops *ops);
+			       const struct rtnl_link_ops *ops, bool movable);
+struct net_device *srnic_link_find(const void *dev,
+				   const struct rtnl_link_ops *ops);
 void srnic_netdev_set_destructor(struct net_device *dev,
 				 void (*destructor)(struct net_device *dev));
 void srnic_netdev_set_parent(struct net_device *dev, struct device *parent,

@@ -1180,11 +1180,14 @@ impl<T: EtherDriver> EtherRegistration<T> {
             return Err(err);
         }
         // SAFETY: the placement's parent is alive (its borrow) and
-        // referenced by registration.
+        // referenced by registration. The netdev stays in the initial
+        // namespace (not movable): a namespace going away hands its
+        // virtual netdevs to their link ops' `dellink`, which leaves a
+        // registration's netdev to the registration.
         unsafe {
             placement.apply(raw);
             if !link_ops.is_null() {
-                bindings::srnic_netdev_set_link_ops(raw, link_ops);
+                bindings::srnic_netdev_set_link_ops(raw, link_ops, false);
             }
             if let Some(group) = T::sysfs_group() {
                 group.apply(raw);

@@ -10,6 +10,15 @@
 //! when the module's link type goes; freed by the core after the driver's
 //! data drops), and those an [`EtherRegistration`] owns, which carry the
 //! ops only to be recognised and shown: `ip link del` leaves them alone.
+//!
+//! Namespaces: a link is created in the namespace the request names (`ip
+//! link add ... netns NS`), its parent found by `IFLA_LINK` where the
+//! request says (the requester's namespace, or `link-netns`'s). Links may
+//! move (`ip link set ... netns`), and a namespace that goes away deletes
+//! the links in it through `dellink`, as any virtual netdev's. A
+//! registration's netdevs stay where they were made, in the initial
+//! namespace. Since a link's ifindex and namespace change with a move, a
+//! driver names its links by [`LinkId`].
 
 use crate::bindings;
 use crate::kapi::ether::{EtherDevice, EtherDriver, EtherRegistration, Placement, Private};
@@ -17,9 +26,10 @@ use crate::kapi::net::Net;
 use crate::kapi::netdev::RtnlGuard;
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
+use core::num::NonZeroUsize;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::error::to_result;
-use kernel::ffi::{c_char, c_int};
+use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::types::Opaque;
@@ -163,6 +173,33 @@ pub trait LinkDriver: EtherDriver {
         _extack: &mut ExtAck,
     ) -> Result {
         Err(crate::kapi::not_supported())
+    }
+
+    /// The namespace of the netdev's parent, in which its
+    /// [`EtherDriver::iflink`] is an ifindex; `None`: the netdev's own.
+    /// `ip link` names the parent's namespace (`link-netnsid`) when it is
+    /// another. Under RCU or RTNL: must not sleep.
+    fn link_net(_dev: &EtherDevice<Self>) -> Option<&Net> {
+        None
+    }
+}
+
+/// A netdev of a link type, named by its identity: its ifindex and its
+/// namespace change when it moves, this does not. As long as the netdev
+/// is registered, [`EtherDevice::by_link_id`] finds it by this; once it is
+/// gone, the value may name a later netdev.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct LinkId(NonZeroUsize);
+
+impl LinkId {
+    /// The value, never 0 (for an atomic slot where 0 means none).
+    pub fn to_bits(self) -> usize {
+        self.0.get()
+    }
+
+    /// The id whose [`Self::to_bits`] is `bits`; `None` for 0.
+    pub fn from_bits(bits: usize) -> Option<Self> {
+        NonZeroUsize::new(bits).map(Self)
     }
 }
 
@@ -349,6 +386,7 @@ impl<T: LinkDriver> LinkOps<T> {
             ops.policy = (policy.table)();
             ops.changelink = Some(Self::changelink);
         }
+        ops.get_link_net = Some(Self::get_link_net);
         // SAFETY: not registered (the flag was clear, and this call set
         // it), so nobody else reads it; in a static.
         unsafe { self.raw.get().write(ops) };
@@ -425,7 +463,11 @@ impl<T: LinkDriver> LinkOps<T> {
             ));
             return EINVAL.to_errno();
         }
-        // SAFETY: the namespace of the request, alive during it.
+        // SAFETY: the namespace of the request, alive during it: the
+        // core passes the one `IFLA_LINK` is meant in (the requester's, or
+        // `IFLA_LINK_NETNSID`'s); the netdev itself was allocated in the
+        // namespace it goes to (`IFLA_NET_NS_*`, or that one, to be moved
+        // after this returns).
         let net = unsafe { Net::from_raw(src_net) };
         let Some(parent) = EtherDevice::<T>::by_ifindex(&rtnl, net, ifindex) else {
             ack.message(format_args!(
@@ -459,11 +501,12 @@ impl<T: LinkDriver> LinkOps<T> {
             return err.to_errno();
         }
         // SAFETY: the placement's parent is alive (its borrow) and
-        // referenced by registration.
+        // referenced by registration. Movable: `dellink` deletes it when
+        // its namespace goes, and the driver names it by `LinkId`.
         unsafe {
             new.placement.apply(raw);
             bindings::srnic_eth_hw_addr_set(raw, new.mac.as_ptr());
-            bindings::srnic_netdev_set_link_ops(raw, self_ops::<T>());
+            bindings::srnic_netdev_set_link_ops(raw, self_ops::<T>(), true);
             bindings::srnic_netdev_link_lock_classes(raw);
             bindings::netif_carrier_off(raw);
         }
@@ -569,6 +612,21 @@ impl<T: LinkDriver> LinkOps<T> {
     ///
     /// Called only by the core through the `rtnl_link_ops` this module
     /// registered.
+    unsafe extern "C" fn get_link_net(raw: *const bindings::net_device) -> *mut bindings::net {
+        // SAFETY: a registered netdev with these ops (RTNL or RCU held,
+        // and its data initialised while it is listed).
+        let dev = unsafe { EtherDevice::<T>::from_raw(raw.cast_mut()) };
+        match T::link_net(dev) {
+            Some(net) => net.as_raw(),
+            // SAFETY: as above; its namespace outlives the call.
+            None => unsafe { bindings::srnic_netdev_net(raw) },
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called only by the core through the `rtnl_link_ops` this module
+    /// registered.
     unsafe extern "C" fn fill_info(
         skb: *mut bindings::sk_buff,
         raw: *const bindings::net_device,
@@ -613,6 +671,29 @@ impl<T: LinkDriver> EtherDevice<T> {
         // SAFETY: a registered netdev with `T`'s link ops: either an
         // `EtherRegistration<T>`'s or one `newlink` registered, both with
         // initialised `Private<T>`; it stays until RTNL is released.
+        Some(unsafe { Self::from_raw(raw) })
+    }
+
+    /// Its [`LinkId`].
+    pub fn link_id(&self) -> LinkId {
+        // A netdev's address is never 0.
+        LinkId(NonZeroUsize::new(self.as_raw() as usize).unwrap_or(NonZeroUsize::MIN))
+    }
+
+    /// The netdev `id` names, if it is registered, with `T`'s link ops, in
+    /// any namespace. Valid while RTNL is held. A namespace being
+    /// dismantled is no longer searched: its netdevs are about to be
+    /// deleted (the links through `dellink`).
+    pub fn by_link_id(_rtnl: &RtnlGuard, id: LinkId) -> Option<&Self> {
+        // SAFETY: RTNL held (the guard); the pointer is only compared
+        // with listed netdevs.
+        let raw =
+            unsafe { bindings::srnic_link_find(id.to_bits() as *const c_void, self_ops::<T>()) };
+        if raw.is_null() {
+            return None;
+        }
+        // SAFETY: a registered netdev with `T`'s link ops (as in
+        // `by_ifindex`), listed until RTNL is released.
         Some(unsafe { Self::from_raw(raw) })
     }
 

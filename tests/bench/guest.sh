@@ -8,7 +8,8 @@
 #
 # DEVICE is srnic, rxe or siw (loaded one at a time on eth0: rxe and srnic
 # cannot share UDP port 4791), iblan (iblan0 over srnic0, 10.1.0.N/24, for
-# iperf3 over the emulated LAN), or "limit" for the limits measured in the
+# iperf3 over the emulated LAN; on the fast wire LAN 5 children of srnic0's
+# and srnic1's ports, the latter in "far"), or "limit" for the limits measured in the
 # same VM (memcpy, and on the wire iperf3 over UDP and TCP). TEST is
 # write_bw, read_bw, send_bw, atomic_bw, write_lat, send_lat, send_bw_2proc,
 # memcpy, iperf3_udp or iperf3_tcp.
@@ -197,23 +198,32 @@ setup_device() {
 		# Ethernet over srnic0's UD QPs: iperf3 runs on iblan0.
 		setup_device srnic || return 1
 		wait_until 60 sh -c "ip -6 addr show dev $near_if scope link | grep -q inet6" || return 1
+		[ "$mode" != fastwire ] ||
+			wait_until 60 sh -c "ip -n far -6 addr show dev vfar scope link | grep -q inet6" || return 1
 		insmod "$(dirname "$BENCH_KO")/iblan.ko" || return 1
 		wait_until 30 ip link show iblan0 || { echo "no iblan0"; return 1; }
 		local near_lan=iblan0 lan_ip="10.1.0.${my_ip##*.}"
 		if [ "$mode" = fastwire ]; then
-			# One LAN port per device: the one on srnic1 moves to "far".
+			# The two ends are LAN 5 children of the ports of srnic0 and
+			# srnic1 (LIDs 1 and 2 in their MACs), the one on srnic1
+			# made straight into "far" (a port's own iblanN stays in
+			# the initial namespace). Names differ: the core checks a
+			# new link's name in the requester's namespace too.
 			wait_until 30 ip link show iblan1 || { echo "no iblan1"; return 1; }
-			local far_lan lan
+			local near_port far_port lan
 			for lan in iblan0 iblan1; do
 				case $(ethtool -i "$lan" | awk '$1 == "bus-info:" { print $2 }') in
-				srnic1:*) far_lan=$lan ;;
-				*) near_lan=$lan ;;
+				srnic1:*) far_port=$lan ;;
+				*) near_port=$lan ;;
 				esac
 			done
-			[ -n "${far_lan:-}" ] || { ethtool -i iblan0; ethtool -i iblan1; echo "no LAN port on srnic1"; return 1; }
-			ip link set "$far_lan" netns far && ip -n far link set "$far_lan" up &&
-				ip -n far addr add 10.1.0.2/24 dev "$far_lan" || return 1
-			lan_ip=10.1.0.1
+			[ -n "${far_port:-}" ] && [ -n "${near_port:-}" ] ||
+				{ ethtool -i iblan0; ethtool -i iblan1; echo "no LAN port on srnic1"; return 1; }
+			ip link set "$near_port" up && ip link set "$far_port" up || return 1
+			ip link add link "$near_port" name nlan address 02:00:00:05:00:01 type iblan &&
+				ip link add link "$far_port" name flan address 02:00:00:05:00:02 netns far type iblan &&
+				ip -n far link set flan up && ip -n far addr add 10.1.0.2/24 dev flan || return 1
+			near_lan=nlan lan_ip=10.1.0.1
 		fi
 		ip link set "$near_lan" up && ip addr add "$lan_ip/24" dev "$near_lan" || return 1
 		wait_until 30 sh -c "ethtool -S $near_lan | grep -q 'ns_peers: [1-9]'" ||

@@ -9,7 +9,9 @@
 # every node (the lower GUID keeps it); a node that vanishes loses its
 # carrier and ages out of the others' tables; rmmod iblan, and deleting the
 # RDMA device, under traffic. A second LAN made with `ip link add ... type
-# iblan` (see second_lan), which rmmod and the device's deletion remove.
+# iblan` (see second_lan), which rmmod and the device's deletion remove;
+# LAN ports in another namespace, made there or moved, deleted with it
+# (see lan_in_netns).
 # A bridge, a macvlan and a namespace's TCP flow over foreign MACs, learned
 # so that they stop flooding (see bridged_lan); an active-backup bond over
 # two LANs that fails over under ping (see bonded_lans); ethtool -C sets
@@ -645,6 +647,69 @@ s.sendall(open("/tmp/cm.bin", "rb").read()); s.close()' || fail "$kind: sending 
 	barrier "$kind.cm-done" 3
 }
 
+# lan_in_netns: LAN 6 children in another namespace. a makes its lan6
+# straight into a new namespace "lanns" (ip link add ... netns), b from
+# inside lanns with the parent named in the initial namespace (link-netns,
+# the parent by ifindex), c in the initial namespace. A port's own netdev
+# cannot move; a child can (a moves it out and back); the parent keeps a
+# child in another namespace (a second LAN 6 child is refused); ip -d
+# link names the parent's namespace. Pings across LAN 6 from inside lanns.
+# Then a deletes lanns with lan6 inside: it goes, and LAN 6 is free again
+# on the port. b's lan6 stays in lanns for rmmod, and b makes lan5 in
+# lanns for the RDMA device's deletion (see run_over).
+lan_in_netns() {
+	step "$kind: LAN 6 children in another namespace"
+	v=${prefix%:*}
+	at=
+	if [ "$me" != 3 ]; then
+		must ip netns add lanns
+		must ip -n lanns link set lo up
+		at="ip netns exec lanns"
+		must_fail 'netns is immutable' ip link set iblan0 netns lanns
+	fi
+	case $me in
+	1) must ip link add link iblan0 name lan6 address "$v:06:00:01" netns lanns type iblan ;;
+	2)
+		must ip netns attach init 1
+		must ip -n lanns link add link "if$(cat /sys/class/net/iblan0/ifindex)" link-netns init \
+			name lan6 address "$v:06:00:02" type iblan
+		;;
+	3) must ip link add link iblan0 name lan6 address "$v:06:00:03" type iblan ;;
+	esac
+	if [ "$me" != 3 ]; then
+		! ip link show lan6 > /dev/null 2>&1 || fail "$kind: lan6 is in the initial namespace, not in lanns"
+		details=$(ip -n lanns -d link show lan6)
+		echo "$details"
+		echo "$details" | grep -q "^[0-9]*: lan6@if$(cat /sys/class/net/iblan0/ifindex):" ||
+			fail "$kind: ip -n lanns -d link does not show lan6's parent by its ifindex"
+		echo "$details" | grep -Eq 'link-netns(id [0-9]+| init) ' || fail "$kind: ip -d link does not name the parent's namespace"
+	fi
+	if [ "$me" = 1 ]; then
+		must ip -n lanns link set lan6 netns 1
+		ip link show lan6 > /dev/null || fail "$kind: lan6 did not move to the initial namespace"
+		must ip link set lan6 netns lanns
+		ip -n lanns link show lan6 > /dev/null || fail "$kind: lan6 did not move back to lanns"
+	fi
+	must_fail 'LAN 6 .*has a netdev on this port already' ip link add link iblan0 name bad0 address "$v:06:00:09" type iblan
+	must $at ip link set lan6 up
+	must $at ip addr add "10.6.0.$me/24" dev lan6
+	barrier "$kind.lan6" 3
+	lan6_peers() { [ "$($at ethtool -S lan6 | awk '$1 == "ns_peers:" { print $2 }')" = "$1" ]; }
+	wait_until 30 lan6_peers 2 ||
+		{ $at ethtool -S lan6; fail "$kind: lan6's name service did not find both other nodes"; }
+	for n in $others; do must $at ping -c 2 -W 5 "10.6.0.$n"; done
+	barrier "$kind.lan6-pinged" 3
+	if [ "$me" = 1 ]; then
+		step "$kind: ip netns del with lan6 inside"
+		must ip netns del lanns
+		# The namespace's exit runs in a work item: LAN 6 frees then.
+		wait_until 20 ip link add link iblan0 name lan6 address "$v:06:00:01" type iblan ||
+			fail "$kind: LAN 6 still taken on the port after lanns was deleted"
+		must ip link del lan6
+	fi
+	barrier "$kind.lan6-done" 3
+}
+
 # run_over KIND SCOPE: the LAN over KIND's device; SCOPE "full" runs every
 # check, "core" those that depend on the device under iblan (the name
 # service, unicast and broadcast, reassembly, the device going away).
@@ -707,6 +772,7 @@ run_over() {
 
 	if [ "$scope" = full ]; then
 		second_lan
+		lan_in_netns
 	fi
 
 	if [ "$scope" = full ]; then
@@ -971,6 +1037,9 @@ run_over() {
 		must rmmod iblan
 		! ip link show iblan0 > /dev/null 2>&1 || fail "$kind: iblan0 still there after rmmod"
 		! ip link show lan5 > /dev/null 2>&1 || fail "$kind: lan5 still there after rmmod"
+		! ip link show lan6 > /dev/null 2>&1 || fail "$kind: lan6 still there after rmmod"
+		[ "$me" != 2 ] || ! ip -n lanns link show lan6 > /dev/null 2>&1 ||
+			fail "$kind: lan6 still in lanns after rmmod"
 		wait
 		barrier "$kind.removed" 3
 	fi
@@ -981,8 +1050,13 @@ run_over() {
 		wait_until 30 ip link show iblan0 || fail "$kind: no iblan0 after the second insmod"
 		must ip link set iblan0 up
 		must ip addr add "10.1.0.$me/24" dev iblan0
-		# A child goes with its RDMA device too.
-		must ip link add link iblan0 name lan5 type iblan
+		# A child goes with its RDMA device too, wherever it is: b's
+		# in lanns.
+		if [ "$me" = 2 ]; then
+			must ip link add link iblan0 name lan5 netns lanns type iblan
+		else
+			must ip link add link iblan0 name lan5 type iblan
+		fi
 	fi
 	barrier "$kind.back" 3
 	if [ "$me" != 3 ]; then
@@ -993,6 +1067,11 @@ run_over() {
 	wait_until 10 sh -c '! ip link show iblan0 > /dev/null 2>&1' ||
 		fail "$kind: iblan0 still there after its RDMA device was deleted"
 	! ip link show lan5 > /dev/null 2>&1 || fail "$kind: lan5 still there after its RDMA device was deleted"
+	if [ "$scope" = full ] && [ "$me" = 2 ]; then
+		! ip -n lanns link show lan5 > /dev/null 2>&1 ||
+			fail "$kind: lan5 still in lanns after its RDMA device was deleted"
+		must ip netns del lanns
+	fi
 	wait
 	must rmmod iblan
 	[ "$kind" != srnic ] || unload_srnic

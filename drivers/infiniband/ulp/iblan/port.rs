@@ -26,6 +26,7 @@ use crate::kapi::debugfs::{SeqOut, Show};
 use crate::kapi::ether::{
     Coalesce, DeviceCell, EtherDevice, EtherDriver, EtherRegistration, LinkStats, TxOutcome,
 };
+use crate::kapi::net::Net;
 use crate::kapi::netdev::{rtnl_lock, rtnl_try_lock, RtnlGuard};
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::consumer::{
@@ -33,8 +34,8 @@ use crate::kapi::rdma::consumer::{
     UdQpConfig, WorkCompletion, DEVICE_NAME_MAX,
 };
 use crate::kapi::rtnl_link::{
-    iblan, Attr, AttrPolicy, ExtAck, LinkChange, LinkDriver, LinkInfo, LinkOps, LinkRegistration,
-    NewLink,
+    iblan, Attr, AttrPolicy, ExtAck, LinkChange, LinkDriver, LinkId, LinkInfo, LinkOps,
+    LinkRegistration, NewLink,
 };
 use crate::kapi::skb::SkBuff;
 use crate::kapi::sync::{SpinLockBh, SpinLockIrq};
@@ -48,7 +49,7 @@ use crate::pure::lan::{
     ANNOUNCE_LEN, FRAG_HEADER_LEN, LAN_COUNT, MAX_FRAME_LEN,
 };
 use core::pin::Pin;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU16, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use kernel::c_str;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -160,10 +161,12 @@ pub(crate) struct LanDev {
     stats: KBox<[AtomicU64; Stat::Count as usize]>,
     link: Link,
     ticker: DelayedWork<LanDev>,
-    /// On the port's own LAN port: the ifindex of its child in each LAN
-    /// (0: none), one slot a LAN index; empty on a child. Changed under
-    /// RTNL only. On the heap: the port's data is built on the stack.
-    children: KVec<AtomicI32>,
+    /// On the port's own LAN port: its child in each LAN, by
+    /// [`LinkId::to_bits`] (0: none), one slot a LAN index; empty on a
+    /// child. Not by ifindex: a child may sit in another namespace, and
+    /// move. Changed under RTNL only. On the heap: the port's data is
+    /// built on the stack.
+    children: KVec<AtomicUsize>,
     /// The RDMA port goes: no new children.
     closing: AtomicBool,
     /// Connected mode: unicast over an RC connection per peer. Changed
@@ -175,8 +178,11 @@ pub(crate) struct LanDev {
     cm_inbox: Pin<KBox<SpinLockBh<CmInbox>>>,
     /// Whether the RDMA port is active, shared by the port's LAN ports.
     port_up: Arc<AtomicBool>,
-    /// A child's parent (0: this is the port's own LAN port).
+    /// A child's parent's ifindex (0: this is the port's own LAN port), in
+    /// the initial namespace, where the parent stays.
     parent_ifindex: i32,
+    /// A child's parent, wherever the child is.
+    parent: Option<LinkId>,
     /// Last: the verbs objects above go first.
     _hold: Option<DeviceRef>,
 }
@@ -204,8 +210,10 @@ enum Origin {
     Port,
     /// `ip link add link PARENT type iblan`.
     Child {
-        /// The parent's ifindex.
-        parent: i32,
+        /// The parent.
+        parent: LinkId,
+        /// Its ifindex.
+        parent_ifindex: i32,
         /// The parent's datagram length and port state: a child is made
         /// under RTNL, where the port may not be queried (providers take
         /// RTNL for the port's speed).
@@ -233,25 +241,31 @@ impl LanDev {
         let (sgid_index, sgid) = link_local_gid(dev, port)?;
         let netdev = dev.port_netdev(port).ok_or(ENODEV)?;
         let is_port = matches!(origin, Origin::Port);
-        let (parent_ifindex, hold, datagram_len, port_up) = match origin {
+        let ((parent_ifindex, parent), hold, datagram_len, port_up) = match origin {
             Origin::Port => (
-                0,
+                (0, None),
                 None,
                 dev.port_mtu(port)?,
                 Arc::new(AtomicBool::new(dev.port_active(port)), GFP_KERNEL)?,
             ),
             Origin::Child {
                 parent,
+                parent_ifindex,
                 hold,
                 datagram_len,
                 port_up,
-            } => (parent, Some(hold), datagram_len, port_up),
+            } => (
+                (parent_ifindex, Some(parent)),
+                Some(hold),
+                datagram_len,
+                port_up,
+            ),
         };
         let mut children = KVec::new();
         if is_port {
             children = KVec::with_capacity(LAN_COUNT, GFP_KERNEL)?;
             for _ in 0..LAN_COUNT {
-                children.push(AtomicI32::new(0), GFP_KERNEL)?;
+                children.push(AtomicUsize::new(0), GFP_KERNEL)?;
             }
         }
         let pd = Pd::new(dev, CALLER)?;
@@ -322,6 +336,7 @@ impl LanDev {
             )?,
             port_up,
             parent_ifindex,
+            parent,
             _hold: hold,
         };
         // The QP synced each receive buffer for the device and posted it.
@@ -368,23 +383,21 @@ impl LanDev {
                 .is_some_and(|c| c.load(Ordering::Relaxed) != 0)
     }
 
-    /// The LAN ports `ip link add` made on this one: deletes them and
-    /// refuses new ones, before the RDMA device or the module goes. Their
-    /// data has dropped when this returns.
+    /// The LAN ports `ip link add` made on this one, in whatever
+    /// namespace: deletes them and refuses new ones, before the RDMA
+    /// device or the module goes. Their data has dropped when this
+    /// returns, except a child's whose namespace is being dismantled
+    /// right now: that namespace deletes it, and its hold on the RDMA
+    /// device keeps the device until then.
     pub(crate) fn close_children(dev: &EtherDevice<LanDev>) {
         let lan = dev.data();
         let rtnl = rtnl_lock();
         lan.closing.store(true, Ordering::Relaxed);
         for child in lan.children.iter() {
-            let ifindex = child.load(Ordering::Relaxed);
-            if ifindex == 0 {
+            let Some(id) = LinkId::from_bits(child.load(Ordering::Relaxed)) else {
                 continue;
-            }
-            match EtherDevice::<LanDev>::by_ifindex(
-                &rtnl,
-                dev.as_netdev().net_under_rtnl(&rtnl),
-                ifindex,
-            ) {
+            };
+            match EtherDevice::<LanDev>::by_link_id(&rtnl, id) {
                 Some(child) => child.delete_link(&rtnl),
                 None => child.store(0, Ordering::Relaxed),
             }
@@ -745,7 +758,8 @@ impl LinkDriver for LanDev {
         };
         let config = LanConfig { vendor, lan };
         let origin = Origin::Child {
-            parent: parent.as_netdev().ifindex(),
+            parent: parent.link_id(),
+            parent_ifindex: parent.as_netdev().ifindex(),
             hold,
             datagram_len: p.datagram_len,
             port_up: p.port_up.clone(),
@@ -775,36 +789,42 @@ impl LinkDriver for LanDev {
         })
     }
 
+    /// The child's slot in its parent, found wherever the two are (the
+    /// child may be in another namespace than its parent).
     fn link_registered(rtnl: &RtnlGuard, dev: &EtherDevice<Self>) {
         let lan = dev.data();
         lan.attach(dev);
-        if let Some(parent) = EtherDevice::<LanDev>::by_ifindex(
-            rtnl,
-            dev.as_netdev().net_under_rtnl(rtnl),
-            lan.parent_ifindex,
-        ) {
+        if let Some(parent) = lan
+            .parent
+            .and_then(|id| EtherDevice::<LanDev>::by_link_id(rtnl, id))
+        {
             if let Some(slot) = parent.data().children.get(usize::from(lan.config.lan)) {
-                slot.store(dev.as_netdev().ifindex(), Ordering::Relaxed);
+                slot.store(dev.link_id().to_bits(), Ordering::Relaxed);
             }
         }
     }
 
     fn link_deleted(rtnl: &RtnlGuard, dev: &EtherDevice<Self>) {
         let lan = dev.data();
-        if let Some(parent) = EtherDevice::<LanDev>::by_ifindex(
-            rtnl,
-            dev.as_netdev().net_under_rtnl(rtnl),
-            lan.parent_ifindex,
-        ) {
+        if let Some(parent) = lan
+            .parent
+            .and_then(|id| EtherDevice::<LanDev>::by_link_id(rtnl, id))
+        {
             if let Some(slot) = parent.data().children.get(usize::from(lan.config.lan)) {
                 let _ = slot.compare_exchange(
-                    dev.as_netdev().ifindex(),
+                    dev.link_id().to_bits(),
                     0,
                     Ordering::Relaxed,
                     Ordering::Relaxed,
                 );
             }
         }
+    }
+
+    /// A child's parent is an RDMA port's own LAN port, made in the
+    /// initial namespace, which it never leaves.
+    fn link_net(dev: &EtherDevice<Self>) -> Option<&Net> {
+        dev.data().parent.map(|_| Net::initial())
     }
 
     fn info_size(_dev: &EtherDevice<Self>) -> usize {
