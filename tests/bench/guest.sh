@@ -194,8 +194,9 @@ setup_device() {
 		modprobe siw && rdma link add siw0 type siw netdev "$near_if" || return 1
 		[ "$mode" != fastwire ] || far_device siw1 siw || return 1
 		;;
-	iblan)
-		# Ethernet over srnic0's UD QPs: iperf3 runs on iblan0.
+	iblan | iblan_cm)
+		# Ethernet over srnic0's UD QPs (iblan_cm: unicast over an RC
+		# connection per peer): iperf3 runs on iblan0.
 		setup_device srnic || return 1
 		wait_until 60 sh -c "ip -6 addr show dev $near_if scope link | grep -q inet6" || return 1
 		[ "$mode" != fastwire ] ||
@@ -224,6 +225,12 @@ setup_device() {
 				ip link add link "$far_port" name flan address 02:00:00:05:00:02 netns far type iblan &&
 				ip -n far link set flan up && ip -n far addr add 10.1.0.2/24 dev flan || return 1
 			near_lan=nlan lan_ip=10.1.0.1
+		fi
+		if [ "$dev" = iblan_cm ]; then
+			# Connected mode (MTU 65520, scatter-gather) on both ends.
+			echo connected > "/sys/class/net/$near_lan/mode" || return 1
+			[ "$mode" != fastwire ] ||
+				ip netns exec far sh -c 'echo connected > /sys/class/net/flan/mode' || return 1
 		fi
 		ip link set "$near_lan" up && ip addr add "$lan_ip/24" dev "$near_lan" || return 1
 		wait_until 30 sh -c "ethtool -S $near_lan | grep -q 'ns_peers: [1-9]'" ||
@@ -265,7 +272,7 @@ teardown_device() {
 	fi
 	client_ibdev= client_gid_args=()
 	case $dev in
-	iblan)
+	iblan | iblan_cm)
 		[ ! -e /sys/module/iblan ] || rmmod iblan
 		[ ! -e /sys/class/infiniband/srnic0 ] || rdma link delete srnic0
 		[ ! -e /sys/module/srnic ] || rmmod srnic
@@ -536,7 +543,7 @@ memcpy_limit() {
 iperf_client() {
 	local test=$1 port=$2 tag=$3 dev=${4:-limit} rc value extra=() to=$server_ip
 	[ "$test" = iperf3_tcp ] || extra=(-u -b 0)
-	[ "$dev" != iblan ] || to=10.1.0.1
+	case $dev in iblan*) to=10.1.0.1 ;; esac
 	timeout 60 "${client_ns[@]}" iperf3 -c "$to" -p "$port" -t "$iperf_secs" -J "${extra[@]}" > "$raw/$tag.client.json" 2>&1
 	rc=$?
 	value=$(python3 -c 'import json, sys
@@ -607,7 +614,7 @@ wire_measure() {
 			elif [ "$got" = "$noserver" ]; then
 				record "$dev" "$test" "$size" "$qps" "" "" FAILED \
 					"the server on VM a never listened: $(cat "$noserver") (a/raw/$tag.server.txt)"
-			elif [ "$dev" = limit ] || [ "$dev" = iblan ]; then
+			elif [ "$dev" = limit ] || [ "$dev" = iblan ] || [ "$dev" = iblan_cm ]; then
 				iperf_client "$test" "$port" "$tag" "$dev"
 			else
 				bin=$(perftest_bin "$test")

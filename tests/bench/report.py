@@ -18,6 +18,8 @@ import subprocess
 import sys
 
 DEVICES = ["srnic", "rxe", "siw"]
+# iblan's rows, by mode: the device names the bench gives them.
+IBLAN_MODES = {"iblan": "datagram", "iblan_cm": "connected"}
 BW_TESTS = ["write_bw", "read_bw", "send_bw"]
 LAT_TESTS = ["write_lat", "send_lat"]
 TEST_ORDER = BW_TESTS + ["atomic_bw", "send_bw_2proc"] + LAT_TESTS
@@ -161,7 +163,7 @@ def main():
             header += [f"cpu {d}" for d in DEVICES]
         body = []
         keys = sorted({(k[2], k[3], k[4]) for k in rows
-                       if k[0] == mode and k[1] not in ("limit", "iblan")},
+                       if k[0] == mode and k[1] not in ("limit",) + IBLAN_MODES},
                       key=lambda t: (TEST_ORDER.index(t[0]) if t[0] in TEST_ORDER else 99, t[2], t[1]))
         for test, size, qps in keys:
             s = value(rows, mode, "srnic", test, size, qps)
@@ -186,11 +188,11 @@ def main():
         # the carrier netdev itself (eth0 between the VMs, the veth on the
         # fast wire).
         carrier = "the veth" if mode == "fastwire" else "eth0"
-        for k in [k for k in rows if k[0] == mode and k[1] == "iblan"]:
+        for k in [k for k in rows if k[0] == mode and k[1] in IBLAN_MODES]:
             c = cell(rows, *k)
             over_eth = limits.get((mode, "iperf3_tcp"))
             share = fmt_ratio(ratio(value(rows, *k), over_eth))
-            text.append(f"iblan over srnic: iperf3 TCP {c}"
+            text.append(f"iblan over srnic ({IBLAN_MODES[k[1]]} mode): iperf3 TCP {c}"
                         + ("" if c == "FAILED" else f" MiB/s, {share} of {carrier}'s TCP")
                         + (f" ({rows[k]['note']})" if c == "FAILED" else ""))
 
@@ -264,10 +266,14 @@ def main():
         target(f"fast wire ib_send_bw 2 B packets/s, srnic/{other}",
                ratio(bw("fastwire", "srnic", "send_bw", 2), bw("fastwire", other, "send_bw", 2)),
                ">=", 1.0)
-    target("two VMs iperf3 TCP, iblan0 over srnic0 / eth0",
-           ratio(bw("wire", "iblan", "iperf3_tcp", 0), limits.get(("wire", "iperf3_tcp"))), ">=", 0.5)
-    target("fast wire iperf3 TCP, iblan over srnic0 and srnic1 / the veth",
-           ratio(bw("fastwire", "iblan", "iperf3_tcp", 0), limits.get(("fastwire", "iperf3_tcp"))),
+    # iblan's targets are judged in connected mode, the mode the issue
+    # asks for bulk TCP (datagram mode's figure is printed above).
+    target("two VMs iperf3 TCP, iblan0 (connected mode) over srnic0 / eth0",
+           ratio(bw("wire", "iblan_cm", "iperf3_tcp", 0), limits.get(("wire", "iperf3_tcp"))),
+           ">=", 0.5)
+    target("fast wire iperf3 TCP, iblan (connected mode) over srnic0 and srnic1 / the veth",
+           ratio(bw("fastwire", "iblan_cm", "iperf3_tcp", 0),
+                 limits.get(("fastwire", "iperf3_tcp"))),
            ">=", 0.5)
     text.extend(table(targets, ["target", "ratio", "goal", "verdict"], left=(0, 3)))
 

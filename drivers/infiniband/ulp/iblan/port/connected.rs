@@ -16,16 +16,15 @@
 //! - each connection's CQ raises the port's NAPI, which polls the
 //!   connections whose CQ had an event: frames in, sends reclaimed.
 //!
-//! A connection ([`RcLink`]) is shared: the peer table holds it (and the
-//! transmit path uses it under the table's lock), and NAPI takes clones of
-//! it from the table for its poll. One that leaves the table is dropped
-//! only after an RCU grace period, in process context: every NAPI poll
-//! (bottom halves off, a read-side section) that may hold a clone has then
-//! ended, so the last reference, which destroys the QP (and sleeps), is
-//! never NAPI's.
+//! A connection ([`RcLink`]) lives in its peer's entry of the peer
+//! table. The transmit path posts to it and NAPI polls it under the
+//! table's lock, so once it has left the table (under that lock) neither
+//! reaches it any more, and it is destroyed in process context (destroying
+//! a QP sleeps). The ticker takes a reference of its own while it connects
+//! a QP outside the lock; if the connection leaves meanwhile, the ticker's
+//! reference is the last, dropped in process context too.
 
 use super::*;
-use crate::kapi::rcu;
 use crate::kapi::rdma::rc::{RcCompletion, RcPath, RcQp, RcQpConfig, RcReceived};
 use crate::pure::connect::{offer_wins, Action, ConnectMessage, Connection, Op, State};
 use crate::pure::connect::{CONNECT_LEN, MAX_CONNECTED_FRAME};
@@ -36,8 +35,9 @@ const LINK_SEND_DEPTH: u32 = 64;
 const LINK_RECV_DEPTH: u32 = 32;
 /// Handshake messages waiting for the ticker, at most.
 const CM_INBOX: usize = 16;
-/// Connections NAPI polls in one pass; more wait for the next.
-const LINKS_PER_POLL: usize = 8;
+/// Frames NAPI takes from the connections in one pass (under the peer
+/// table's lock) before it hands them up; more wait for the next pass.
+const FRAMES_PER_PASS: usize = 16;
 /// Bytes of a frame received over a connection that go to the skb's
 /// linear part; the rest go into page fragments.
 const RX_HEAD: usize = 256;
@@ -476,7 +476,7 @@ impl LanDev {
                 .peer
                 .rc
                 .as_ref()
-                .is_some_and(|l| qpn.is_none_or(|qpn| l.qp.qp_num() == qpn));
+                .is_some_and(|l| qpn.map_or(true, |qpn| l.qp.qp_num() == qpn));
             if matches {
                 entry.peer.rc.take()
             } else {
@@ -488,16 +488,12 @@ impl LanDev {
         }
     }
 
-    /// Destroys `link`, out of the table now, once every NAPI poll that
-    /// may hold a clone of it has ended. Process context.
+    /// Destroys `link`, out of the table now: NAPI, which polls only the
+    /// connections in the table, under its lock, no longer reaches it.
+    /// Process context (destroying a QP sleeps).
     pub(super) fn retire_link(&self, link: Arc<RcLink>) {
         self.count(Stat::CmClosed);
-        // A poll still running delivers nothing more from it.
         link.ready.store(false, Ordering::Release);
-        let _ = link.qp.flush();
-        // SAFETY: the ticker's or RTNL's process context, with no
-        // read-side section of this task open.
-        unsafe { rcu::synchronize() };
         drop(link);
     }
 
@@ -591,69 +587,89 @@ impl LanDev {
     }
 
     /// NAPI: polls the connections whose CQ had an event, within `budget`
-    /// completions; returns how many it took.
+    /// completions; returns how many it took (all of `budget` if some are
+    /// left, so that NAPI polls again).
+    ///
+    /// The connections are polled under the peer table's lock, which is
+    /// what keeps each alive meanwhile (a connection leaves the table under
+    /// it, and is destroyed after); their frames are built there and
+    /// handed up after it is released, as the stack may transmit at once.
     pub(super) fn poll_links(&self, dev: &EtherDevice<LanDev>, budget: u32) -> u32 {
         if !self.links_pending.swap(false, Ordering::AcqRel) {
             return 0;
         }
-        let mut links: [Option<Arc<RcLink>>; LINKS_PER_POLL] = Default::default();
+        let mut frames = Frames::default();
+        let mut done = 0;
         let mut more = false;
         {
             let peers = self.peers.lock();
-            let mut next = links.iter_mut();
             for link in peers.iter().filter_map(|e| e.peer.rc.as_ref()) {
-                if !link.qp.cq().handler().pending.load(Ordering::Acquire) {
+                let events = link.qp.cq().handler();
+                if !events.pending.swap(false, Ordering::AcqRel) {
                     continue;
                 }
-                match next.next() {
-                    Some(slot) => *slot = Some(link.clone()),
-                    None => {
-                        more = true;
-                        break;
-                    }
+                let left = budget.saturating_sub(done);
+                let (taken, drained) = self.poll_link(dev, link, left, &mut frames);
+                done += taken;
+                // Armed only once drained: an event then means new work.
+                if !drained || link.qp.cq().arm() {
+                    events.pending.store(true, Ordering::Release);
+                    more = true;
                 }
             }
         }
-        let mut done = 0;
-        for link in links.iter().flatten() {
-            let events = link.qp.cq().handler();
-            events.pending.store(false, Ordering::Release);
-            let left = budget.saturating_sub(done);
-            let (taken, drained) = self.poll_link(dev, link, left);
-            done += taken;
-            // Armed only once drained: an event then means new work.
-            if !drained || link.qp.cq().arm() {
-                events.pending.store(true, Ordering::Release);
-                more = true;
+        for (skb, sgid, source) in frames.taken() {
+            if let Some(source) = source {
+                self.learn_source(&sgid, &source);
+            }
+            if let Some(skb) = skb {
+                self.hand_up(dev, skb);
             }
         }
         if more {
             self.links_pending.store(true, Ordering::Release);
-            // Polled again: the whole budget says "not done".
             return budget;
         }
         done
     }
 
-    /// Takes up to `budget` completions of `link`; returns how many, and
-    /// whether its CQ is empty.
-    fn poll_link(&self, dev: &EtherDevice<LanDev>, link: &RcLink, budget: u32) -> (u32, bool) {
+    /// Takes up to `budget` completions of `link`, as many as `frames` has
+    /// room for; returns how many, and whether its CQ is empty.
+    fn poll_link(
+        &self,
+        dev: &EtherDevice<LanDev>,
+        link: &RcLink,
+        budget: u32,
+        frames: &mut Frames,
+    ) -> (u32, bool) {
         let mut done = 0;
         let mut batch: [WorkCompletion<'_>; 16] = Default::default();
-        while done < budget {
-            let got = link.qp.poll(&mut batch);
-            for wc in batch.iter_mut().take(got) {
-                self.link_completion(dev, link, core::mem::take(wc));
+        loop {
+            let want = batch
+                .len()
+                .min(frames.room())
+                .min(budget.saturating_sub(done) as usize);
+            let Some(slots) = batch.get_mut(..want).filter(|s| !s.is_empty()) else {
+                return (done, false);
+            };
+            let got = link.qp.poll(slots);
+            for wc in slots.iter_mut().take(got) {
+                self.link_completion(dev, link, core::mem::take(wc), frames);
             }
             done += got as u32;
-            if got < batch.len() {
+            if got < want {
                 return (done, true);
             }
         }
-        (done, false)
     }
 
-    fn link_completion(&self, dev: &EtherDevice<LanDev>, link: &RcLink, wc: WorkCompletion<'_>) {
+    fn link_completion(
+        &self,
+        dev: &EtherDevice<LanDev>,
+        link: &RcLink,
+        wc: WorkCompletion<'_>,
+        frames: &mut Frames,
+    ) {
         let flushed = wc.flushed();
         match link.qp.complete(wc) {
             RcCompletion::Sent(ok) => {
@@ -677,7 +693,8 @@ impl LanDev {
                     return;
                 }
                 if self.running.load(Ordering::Acquire) && link.ready.load(Ordering::Acquire) {
-                    self.link_frame(dev, link, &received);
+                    let frame = self.link_frame(dev, link, &received);
+                    frames.push(frame, link.peer_gid);
                 }
                 if self.repost_link(received).is_err() {
                     self.count(Stat::RxErrors);
@@ -703,15 +720,16 @@ impl LanDev {
         }
     }
 
-    /// A frame that arrived over `link`: copied once, into an skb with its
+    /// A frame that arrived over `link`, copied once into an skb with its
     /// headers linear and the rest in page fragments (no allocation of a
-    /// 64 KiB linear block), and handed up.
+    /// 64 KiB linear block); with its source MAC, to learn where it sits.
+    /// The skb is `None` if the netdev does not take the frame.
     fn link_frame(
         &self,
         dev: &EtherDevice<LanDev>,
         link: &RcLink,
         received: &RcReceived<'_, LinkEvents>,
-    ) {
+    ) -> (Option<SkBuff>, Option<[u8; 6]>) {
         self.count(Stat::RxConnected);
         if !link.got_frame.swap(true, Ordering::AcqRel) {
             // The accepter learns here that the offerer is up.
@@ -722,19 +740,17 @@ impl LanDev {
         let first = pieces.next().unwrap_or(&[]);
         if len < 14 || first.len() < 14 {
             self.count(Stat::RxMalformed);
-            return;
+            return (None, None);
         }
-        if let Some(source) = rx::mac_at(first, 6) {
-            self.learn_source(&link.peer_gid, &source);
-        }
+        let source = rx::mac_at(first, 6);
         if !self.wanted(dev, first) {
-            return;
+            return (None, source);
         }
         let head = first.len().min(RX_HEAD);
         let Some(mut skb) = dev.alloc_rx_skb(head as u32) else {
             self.count(Stat::RxAlloc);
             self.link.rx_dropped.fetch_add(1, Ordering::Relaxed);
-            return;
+            return (None, source);
         };
         let (linear, rest) = first.split_at(head);
         let copied = skb
@@ -749,9 +765,40 @@ impl LanDev {
         if appended.is_err() {
             self.count(Stat::RxAlloc);
             self.link.rx_dropped.fetch_add(1, Ordering::Relaxed);
-            return;
+            return (None, source);
         }
-        self.hand_up(dev, skb);
+        (Some(skb), source)
+    }
+}
+
+/// Frames NAPI took from the connections under the peer table's lock, to
+/// hand up after it: each skb (if the netdev takes it), the sender's GID
+/// and the frame's source MAC.
+#[derive(Default)]
+struct Frames {
+    taken: [FrameSlot; FRAMES_PER_PASS],
+    count: usize,
+}
+
+type FrameSlot = (Option<SkBuff>, [u8; 16], Option<[u8; 6]>);
+
+impl Frames {
+    fn room(&self) -> usize {
+        FRAMES_PER_PASS.saturating_sub(self.count)
+    }
+
+    fn push(&mut self, (skb, source): (Option<SkBuff>, Option<[u8; 6]>), sgid: [u8; 16]) {
+        if let Some(slot) = self.taken.get_mut(self.count) {
+            *slot = (skb, sgid, source);
+            self.count += 1;
+        }
+    }
+
+    fn taken(&mut self) -> impl Iterator<Item = FrameSlot> + '_ {
+        self.taken
+            .iter_mut()
+            .take(self.count)
+            .map(|slot| (slot.0.take(), slot.1, slot.2))
     }
 }
 

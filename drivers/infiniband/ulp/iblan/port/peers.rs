@@ -24,8 +24,8 @@ pub(super) struct Peer {
     pub(super) qkey: u32,
     pub(super) ah: Ah,
     /// The RC connection to it (connected mode), once one is made. It
-    /// leaves with the peer, and goes in process context after a grace
-    /// period (see `connected`).
+    /// leaves with the peer, and is destroyed in process context (see
+    /// `connected`).
     pub(super) rc: Option<Arc<RcLink>>,
 }
 
