@@ -163,7 +163,7 @@ def main():
             header += [f"cpu {d}" for d in DEVICES]
         body = []
         keys = sorted({(k[2], k[3], k[4]) for k in rows
-                       if k[0] == mode and k[1] not in ("limit",) + IBLAN_MODES},
+                       if k[0] == mode and k[1] not in ("limit", *IBLAN_MODES)},
                       key=lambda t: (TEST_ORDER.index(t[0]) if t[0] in TEST_ORDER else 99, t[2], t[1]))
         for test, size, qps in keys:
             s = value(rows, mode, "srnic", test, size, qps)
