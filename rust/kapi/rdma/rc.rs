@@ -89,6 +89,11 @@ pub struct RcPath {
     pub dest_qpn: u32,
     /// See `dest_qpn`.
     pub dest_psn: u32,
+    /// The path MTU in bytes (256 to 4096, a power of two): the port's
+    /// active MTU as the caller learned it. Not queried here: a provider
+    /// may take RTNL for the port's attributes, which a caller that
+    /// connects from a work item RTNL waits for must not.
+    pub mtu: u32,
 }
 
 /// A send slot of the ring: the skb of the send posted with sequence
@@ -507,15 +512,15 @@ impl<H: CqHandler> RcQp<H> {
         self.first_psn
     }
 
-    /// INIT to RTR to RTS, to the peer on `path`, with the port's active
-    /// MTU as the path MTU and the retry policy of `POLICY`. `EINVAL` for a
-    /// QP number or PSN beyond 24 bits. Process context (the core resolves
+    /// INIT to RTR to RTS, to the peer on `path`, with its MTU and the
+    /// retry policy of `POLICY`. `EINVAL` for a QP number or PSN beyond 24
+    /// bits, or an MTU that is not an IB MTU. Process context (the core resolves
     /// the peer's MAC address: it may sleep).
     pub fn connect(&self, path: &RcPath) -> Result {
         if path.dest_qpn > MASK_24 || path.dest_psn > MASK_24 {
             return Err(EINVAL);
         }
-        let path_mtu = match self.parts.pd.device().port_mtu(self.port)? {
+        let path_mtu = match path.mtu {
             256 => bindings::ib_mtu_IB_MTU_256,
             512 => bindings::ib_mtu_IB_MTU_512,
             1024 => bindings::ib_mtu_IB_MTU_1024,

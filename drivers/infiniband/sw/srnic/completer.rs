@@ -67,9 +67,30 @@ pub(crate) fn receive(qp: &Qp<SrnicDevice>, guard: &RcuReadGuard, packet: &Packe
     taken
 }
 
-/// Completes what an acknowledgement left to the requester (see
-/// `SrnicQp::reading`): the requester has finished reading the WQE.
-pub(crate) fn deferred_acknowledge(qp: &Qp<SrnicDevice>) {
+/// Whether a completion of the WQE at SQ index `index` (`None`: of any
+/// WQE, for a flush) must wait because the requester reads its payload
+/// right now (see `SrnicQp::reading`). If so, the requester is told, and
+/// the caller leaves a note in `Requester` for [`after_read`] (under the
+/// QP's lock, which the requester takes before it reads the note). Under
+/// the QP's lock: `reading` may only be cleared meanwhile, not set.
+pub(crate) fn must_wait_for_read(this: &SrnicQp, index: Option<u32>) -> bool {
+    let busy = |reading: u32| match index {
+        Some(index) => reading == index.wrapping_add(1),
+        None => reading != 0,
+    };
+    if !busy(this.reading.load(Ordering::SeqCst)) {
+        return false;
+    }
+    this.waits_for_read.store(true, Ordering::SeqCst);
+    // Checked again after the note: a requester that finished in between
+    // may have missed it.
+    busy(this.reading.load(Ordering::SeqCst))
+}
+
+/// Does what the completer left to the requester while it read a WQE's
+/// payload, in the order the completer would have: the acknowledgement,
+/// the oldest WQE's error completion, then the send queue's flush.
+pub(crate) fn after_read(qp: &Qp<SrnicDevice>) {
     let this: &SrnicQp = qp;
     let mut upcalls = Upcalls::default();
     {
@@ -78,6 +99,14 @@ pub(crate) fn deferred_acknowledge(qp: &Qp<SrnicDevice>) {
         let live = state.attrs.state == QpState::Rts || state.attrs.state == QpState::Sqd;
         if let (Some(psn), true) = (psn, live) {
             acknowledge(qp, &mut state, psn, &mut upcalls);
+        }
+        if let Some(status) = state.requester.deferred_fail.take() {
+            fail_oldest(qp, &mut state, status, &mut upcalls);
+        }
+        if core::mem::take(&mut state.requester.flush_after_read)
+            && state.attrs.state == QpState::Error
+        {
+            this.flush_send_queue(qp, &mut state, &mut upcalls);
         }
     }
     upcalls.run(qp);
@@ -332,16 +361,12 @@ fn acknowledge(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn, upcalls: &mu
         let Some(last) = last.filter(|last| !psn.is_before(*last)) else {
             return;
         };
-        if this.reading.load(Ordering::SeqCst) == index.wrapping_add(1) {
+        if must_wait_for_read(this, Some(index)) {
             // The requester reads this WQE's payload right now (sending it
-            // again): it completes the WQE once done. Checked again after
-            // the note, in case it finished in between and missed it.
+            // again): it completes the WQE once done.
             state.requester.deferred_ack = Some(psn);
-            this.ack_waits.store(true, Ordering::SeqCst);
-            if this.reading.load(Ordering::SeqCst) == index.wrapping_add(1) {
-                qp.device().counters.inc(Counter::DeferredAcks);
-                return;
-            }
+            qp.device().counters.inc(Counter::DeferredAcks);
+            return;
         }
         let req = &mut state.requester;
         if req.index == state.sq.consumer && req.psn.is_before(last.next()) {
@@ -528,10 +553,16 @@ fn complete_oldest(
 /// Completes the oldest sent WQE with error `status` and moves the QP to
 /// ERR.
 fn fail_oldest(qp: &Qp<SrnicDevice>, state: &mut QpInner, status: WcStatus, upcalls: &mut Upcalls) {
-    if let Some((_, wqe)) = oldest_sent(qp, state) {
-        complete_oldest(qp, state, &wqe, status, upcalls);
-    }
     let this: &SrnicQp = qp;
+    if let Some((index, wqe)) = oldest_sent(qp, state) {
+        if must_wait_for_read(this, Some(index)) {
+            // Completed by the requester once it has read the payload;
+            // ERR now (its flush waits for the read too).
+            state.requester.deferred_fail = Some(status);
+        } else {
+            complete_oldest(qp, state, &wqe, status, upcalls);
+        }
+    }
     this.enter_error(qp, state, upcalls);
 }
 

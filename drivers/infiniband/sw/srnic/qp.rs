@@ -45,15 +45,17 @@ pub(crate) struct SrnicQp {
     /// work goes on with it.
     pub(crate) requester_pending: AtomicBool,
     /// One past the SQ index of the WQE whose payload the requester is
-    /// reading outside the QP's lock (0: none). Set under the lock. A
-    /// resend may be reading a WQE when the acknowledgement of its first
-    /// send arrives: completing it then would let the consumer free (or
-    /// reuse) memory that is still read, which for a kernel consumer's
-    /// DMA-lkey memory is a use after free. The acknowledgement leaves
-    /// such a WQE to the requester (`ack_waits`, `deferred_ack`).
+    /// reading outside the QP's lock for the wire (0: none). Set under the
+    /// lock, cleared without it. A resend may be reading a WQE when the
+    /// acknowledgement of its first send arrives, and a QP may fail (or be
+    /// moved to ERR) while its requester reads: completing the WQE then
+    /// would let the consumer free (or reuse) memory that is still read,
+    /// which for a kernel consumer's DMA-lkey memory is a use after free.
+    /// The completer leaves such completions to the requester instead
+    /// (`waits_for_read`, and the notes in `Requester`).
     pub(crate) reading: AtomicU32,
-    /// An acknowledgement was deferred for the requester (see `reading`).
-    pub(crate) ack_waits: AtomicBool,
+    /// Completions wait for the requester's read to end (see `reading`).
+    pub(crate) waits_for_read: AtomicBool,
     /// A user QP in ERR with its own RQ: receives posted now reach the
     /// kernel by no call, so the QP's own work flushes them.
     needs_sweep: AtomicBool,
@@ -226,7 +228,7 @@ impl SrnicQp {
                 requester_again: AtomicBool::new(false),
                 requester_pending: AtomicBool::new(false),
                 reading: AtomicU32::new(0),
-                ack_waits: AtomicBool::new(false),
+                waits_for_read: AtomicBool::new(false),
                 needs_sweep: AtomicBool::new(false),
                 egress: AtomicI32::new(0),
                 fault <- new_spinlock_irq!(None),
@@ -460,9 +462,47 @@ impl SrnicQp {
     /// Completes every outstanding WQE with `IB_WC_WR_FLUSH_ERR`, SQ and RQ
     /// each in posting order, each exactly once (the consumer index moves
     /// past each as it completes).
-    fn flush(&self, qp: &Qp<SrnicDevice>, state: &mut QpInner, upcalls: &mut Upcalls) {
-        let send_cq = qp.send_cq();
+    pub(crate) fn flush(&self, qp: &Qp<SrnicDevice>, state: &mut QpInner, upcalls: &mut Upcalls) {
         let recv_cq = qp.recv_cq();
+        if crate::completer::must_wait_for_read(self, None) {
+            // The requester reads a WQE's payload: the send queue is
+            // flushed once it is done (the receive queue now).
+            state.requester.flush_after_read = true;
+        } else {
+            self.flush_send_queue(qp, state, upcalls);
+        }
+        // A receive taken from the SRQ for a message still arriving is this
+        // QP's to flush.
+        if let Some(wr_id) = state.responder.drop_srq_receive() {
+            let wc = qp.completion(wr_id, WcStatus::WrFlushError, WcOpcode::Recv);
+            upcalls.recv.merge(SrnicCq::push(recv_cq, &wc, false));
+        }
+        if let Some(rq) = &mut state.rq {
+            let geometry = *rq.queue.geometry();
+            let end = if self.user {
+                rq.queue.checked_producer().unwrap_or(rq.consumer)
+            } else {
+                rq.producer
+            };
+            while rq.consumer != end {
+                let index = rq.consumer;
+                let wr_id = wqe::recv_wr_id(&rq.queue, index).unwrap_or(0);
+                let wc = qp.completion(wr_id, WcStatus::WrFlushError, WcOpcode::Recv);
+                upcalls.recv.merge(SrnicCq::push(recv_cq, &wc, false));
+                rq.consumer = geometry.next(index);
+            }
+            rq.queue.set_consumer(rq.consumer);
+        }
+    }
+
+    /// The send queue's part of [`Self::flush`].
+    pub(crate) fn flush_send_queue(
+        &self,
+        qp: &Qp<SrnicDevice>,
+        state: &mut QpInner,
+        upcalls: &mut Upcalls,
+    ) {
+        let send_cq = qp.send_cq();
         let sq = &mut state.sq;
         let geometry = *self.work.geometry();
         // User WQEs not yet fetched are flushed too, their IDs read once;
@@ -499,28 +539,6 @@ impl SrnicQp {
             user.set_consumer(sq.consumer);
         }
         state.requester.rewind(sq.consumer);
-        // A receive taken from the SRQ for a message still arriving is this
-        // QP's to flush.
-        if let Some(wr_id) = state.responder.drop_srq_receive() {
-            let wc = qp.completion(wr_id, WcStatus::WrFlushError, WcOpcode::Recv);
-            upcalls.recv.merge(SrnicCq::push(recv_cq, &wc, false));
-        }
-        if let Some(rq) = &mut state.rq {
-            let geometry = *rq.queue.geometry();
-            let end = if self.user {
-                rq.queue.checked_producer().unwrap_or(rq.consumer)
-            } else {
-                rq.producer
-            };
-            while rq.consumer != end {
-                let index = rq.consumer;
-                let wr_id = wqe::recv_wr_id(&rq.queue, index).unwrap_or(0);
-                let wc = qp.completion(wr_id, WcStatus::WrFlushError, WcOpcode::Recv);
-                upcalls.recv.merge(SrnicCq::push(recv_cq, &wc, false));
-                rq.consumer = geometry.next(index);
-            }
-            rq.queue.set_consumer(rq.consumer);
-        }
     }
 
     /// Moves the QP to ERR on its own (a bad WQE or ring index).

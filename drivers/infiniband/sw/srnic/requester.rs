@@ -99,10 +99,15 @@ pub(crate) struct Requester {
     /// times out is sent again with the other kind, and the kind that got
     /// an answer stays (as does rxe's once the peer sent a FLUSH with it).
     pub(crate) rxe_flush_icrc: bool,
-    /// An acknowledgement that found the WQE it completes being read by
-    /// the requester outside the lock (see `SrnicQp::reading`): the PSN it
-    /// acknowledged, for the requester to complete once the read is over.
+    /// Completions the completer left to the requester because it was
+    /// reading the WQE's payload outside the lock (see
+    /// `SrnicQp::reading`), done once the read is over
+    /// (`completer::after_read`): an acknowledgement up to this PSN ...
     pub(crate) deferred_ack: Option<Psn>,
+    /// ... the oldest WQE's error completion, with this status ...
+    pub(crate) deferred_fail: Option<WcStatus>,
+    /// ... and the flush of the send queue (the QP is in ERR).
+    pub(crate) flush_after_read: bool,
 }
 
 /// Packets sent and not yet acknowledged, at most.
@@ -831,8 +836,8 @@ fn run_within(qp: &Qp<SrnicDevice>, mut budget: Budget) {
             // The payload is read: its WQE may complete. One that an
             // acknowledgement could not complete meanwhile completes now.
             this.reading.store(0, Ordering::SeqCst);
-            if this.ack_waits.swap(false, Ordering::SeqCst) {
-                completer::deferred_acknowledge(qp);
+            if this.waits_for_read.swap(false, Ordering::SeqCst) {
+                completer::after_read(qp);
             }
             if budget.bytes == 0 {
                 spent = true;

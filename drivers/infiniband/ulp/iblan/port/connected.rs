@@ -363,7 +363,14 @@ impl LanDev {
                     self.fail_connection(gid, now);
                     return;
                 }
-                self.post_handshake(gid, None, &then);
+                // Closed meanwhile (datagram mode, the peer gone): the
+                // peer must not come up towards a QP that is going.
+                let current = self.with_connection(gid, |entry| {
+                    entry.peer.rc.as_ref().is_some_and(|l| l.qp.qp_num() == qpn)
+                });
+                if current == Some(true) && self.connected_mode() {
+                    self.post_handshake(gid, None, &then);
+                }
             }
             Action::Destroy(qpn) => self.unpublish(gid, Some(qpn)),
         }
@@ -414,6 +421,7 @@ impl LanDev {
             hop_limit: 1,
             dest_qpn: peer_qpn,
             dest_psn: peer_psn,
+            mtu: self.datagram_len,
         };
         link.qp.connect(&path)?;
         link.ready.store(true, Ordering::Release);
@@ -494,6 +502,15 @@ impl LanDev {
     pub(super) fn retire_link(&self, link: Arc<RcLink>) {
         self.count(Stat::CmClosed);
         link.ready.store(false, Ordering::Release);
+        // Its completions will not wake a queue it stopped: wake them now
+        // (a frame for the peer goes over UD, or is dropped).
+        if link.queue_stopped.swap(false, Ordering::AcqRel) && self.running.load(Ordering::Acquire)
+        {
+            let rcu = RcuReadGuard::new();
+            if let Some(dev) = self.qp.cq().handler().netdev.get(&rcu) {
+                dev.wake_all_queues();
+            }
+        }
         drop(link);
     }
 
@@ -570,10 +587,12 @@ impl LanDev {
                 Ok(TxOutcome::Sent)
             }
             Err((skb, err)) if err == ENOSPC => {
-                // The connection's completions wake the queue.
+                // The connection's completions wake the queue: stopped
+                // under the lock, which NAPI polls them under, so that no
+                // wake-up comes between the two.
                 link.queue_stopped.store(true, Ordering::Release);
-                drop(peers);
                 dev.stop_tx_queue(queue);
+                drop(peers);
                 self.count(Stat::TxQueueStops);
                 Ok(TxOutcome::Busy(skb))
             }
@@ -818,14 +837,20 @@ pub(super) fn set_mode(rtnl: &RtnlGuard, dev: &EtherDevice<LanDev>, mode: u8) ->
     }
     if connected {
         dev.set_scatter_gather_locked(rtnl, true);
-        dev.set_mtu_locked(rtnl, MTU_MAX_CONNECTED)?;
+        if let Err(err) = dev.set_mtu_locked(rtnl, MTU_MAX_CONNECTED) {
+            // Refused (a device stacked on it): the port stays as it was.
+            lan.connected.store(false, Ordering::Release);
+            dev.set_scatter_gather_locked(rtnl, false);
+            return Err(err);
+        }
     } else {
-        let mtu = dev.as_netdev().mtu();
-        if mtu > MTU_MAX {
+        // Datagram mode from here whatever the MTU change says: no
+        // connection is left behind.
+        lan.close_connections();
+        dev.set_scatter_gather_locked(rtnl, false);
+        if dev.as_netdev().mtu() > MTU_MAX {
             dev.set_mtu_locked(rtnl, MTU_MAX)?;
         }
-        dev.set_scatter_gather_locked(rtnl, false);
-        lan.close_connections();
     }
     Ok(())
 }
