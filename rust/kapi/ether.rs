@@ -1179,11 +1179,11 @@ impl<T: EtherDriver> EtherRegistration<T> {
             unsafe { bindings::free_netdev(raw) };
             return Err(err);
         }
+        // The netdev stays in the initial namespace (not movable): a
+        // namespace going away hands its virtual netdevs to their link
+        // ops' `dellink`, which leaves a registration's netdev to it.
         // SAFETY: the placement's parent is alive (its borrow) and
-        // referenced by registration. The netdev stays in the initial
-        // namespace (not movable): a namespace going away hands its
-        // virtual netdevs to their link ops' `dellink`, which leaves a
-        // registration's netdev to the registration.
+        // referenced by registration.
         unsafe {
             placement.apply(raw);
             if !link_ops.is_null() {

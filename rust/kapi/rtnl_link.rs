@@ -463,11 +463,11 @@ impl<T: LinkDriver> LinkOps<T> {
             ));
             return EINVAL.to_errno();
         }
-        // SAFETY: the namespace of the request, alive during it: the
-        // core passes the one `IFLA_LINK` is meant in (the requester's, or
-        // `IFLA_LINK_NETNSID`'s); the netdev itself was allocated in the
-        // namespace it goes to (`IFLA_NET_NS_*`, or that one, to be moved
-        // after this returns).
+        // The core passes the namespace `IFLA_LINK` is meant in (the
+        // requester's, or `IFLA_LINK_NETNSID`'s); the netdev itself was
+        // allocated in the one it goes to (`IFLA_NET_NS_*`, or that one,
+        // to be moved after this returns).
+        // SAFETY: the namespace of the request, alive during it.
         let net = unsafe { Net::from_raw(src_net) };
         let Some(parent) = EtherDevice::<T>::by_ifindex(&rtnl, net, ifindex) else {
             ack.message(format_args!(
