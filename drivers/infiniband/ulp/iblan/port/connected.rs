@@ -28,6 +28,7 @@ use super::*;
 use crate::kapi::rdma::rc::{RcCompletion, RcPath, RcQp, RcQpConfig, RcReceived};
 use crate::pure::connect::{offer_wins, Action, ConnectMessage, Connection, Op, State};
 use crate::pure::connect::{CONNECT_LEN, MAX_CONNECTED_FRAME};
+use crate::pure::fifo::Fifo;
 
 /// Send entries of each connection: frames of up to 64 KiB each.
 const LINK_SEND_DEPTH: u32 = 64;
@@ -85,54 +86,7 @@ pub(super) struct RcLink {
 
 /// Handshake messages for the ticker, in arrival order: the sender's GID
 /// and message.
-pub(super) struct CmInbox {
-    pending: [Option<([u8; 16], ConnectMessage)>; CM_INBOX],
-    count: usize,
-    /// The next to take, below `count`.
-    taken: usize,
-}
-
-impl CmInbox {
-    pub(super) fn new() -> Self {
-        Self {
-            pending: [None; CM_INBOX],
-            count: 0,
-            taken: 0,
-        }
-    }
-
-    /// Queues a message; false if the inbox is full.
-    fn push(&mut self, message: ([u8; 16], ConnectMessage)) -> bool {
-        match self.pending.get_mut(self.count) {
-            Some(slot) => {
-                *slot = Some(message);
-                self.count += 1;
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// The oldest message not yet taken.
-    fn pop(&mut self) -> Option<([u8; 16], ConnectMessage)> {
-        let next = self
-            .pending
-            .get_mut(self.taken)
-            .filter(|_| self.taken < self.count)
-            .and_then(Option::take);
-        if next.is_some() {
-            self.taken += 1;
-        } else {
-            self.clear();
-        }
-        next
-    }
-
-    fn clear(&mut self) {
-        self.count = 0;
-        self.taken = 0;
-    }
-}
+pub(super) type CmInbox = Fifo<([u8; 16], ConnectMessage), CM_INBOX>;
 
 /// The connection state of a new peer.
 pub(super) fn new_connection(our_gid: &[u8; 16], their_gid: &[u8; 16], lan: u8) -> Connection {
@@ -163,7 +117,7 @@ impl LanDev {
             }
             return;
         }
-        if !self.cm_inbox.lock().push((*sgid, message)) {
+        if self.cm_inbox.lock().push((*sgid, message)).is_err() {
             // The offerer retries.
             self.count(Stat::CmInboxDrops);
             return;
