@@ -413,6 +413,9 @@ profile_stop() {
 		echo "# perf record -e cpu-clock -a (all CPUs), self time by symbol"
 		timeout 120 perf report -i /tmp/bench.perf.data --no-children --sort dso,sym --stdio -g none 2>&1 |
 			grep -v '^#' | grep -v '^$' | head -n 40
+		echo "# by CPU and task"
+		timeout 120 perf report -i /tmp/bench.perf.data --no-children --sort cpu,comm --stdio -g none 2>&1 |
+			grep -v '^#' | grep -v '^$' | head -n 20
 		echo "# callers of the top kernel symbols"
 		timeout 120 perf report -i /tmp/bench.perf.data --no-children --sort sym --stdio -G 2>&1 |
 			grep -v '^$' | head -n 200

@@ -24,7 +24,7 @@
 
 use crate::counters::Counter;
 use crate::device::SrnicDevice;
-use crate::kapi::crc::Crc32Engine;
+use crate::kapi::crc::{Crc32Engine, TIMED_BYTES};
 use crate::kapi::global::SharedGlobal;
 use crate::kapi::net::{NamespaceHandler, NamespaceWatcher, Net};
 use crate::kapi::netdev::NetDevice;
@@ -110,11 +110,25 @@ static WIRE: SharedGlobal<Wire> = SharedGlobal::new();
 /// Sets up the wire state at module init (no socket yet).
 pub(crate) fn install() -> Result {
     // Which CRC-32 computes the ICRC: a driver of the crypto API (such as
-    // crc32-pclmul) or the library's table-driven crc32_le().
+    // crc32-pclmul) or the library's table-driven crc32_le(), whichever
+    // was timed faster here.
     let crc = Crc32Engine::new();
-    match crc.driver() {
-        Some(driver) => pr_info!("ICRC computed by {}\n", driver),
-        None => pr_info!("ICRC computed by crc32_le (no crc32 in the crypto API)\n"),
+    match (crc.driver(), crc.timing()) {
+        (Some(driver), Some(timing)) => pr_info!(
+            "ICRC computed by {} ({} ns for {} bytes, crc32_le {} ns)\n",
+            driver,
+            timing.driver_ns,
+            TIMED_BYTES,
+            timing.library_ns
+        ),
+        (Some(driver), None) => pr_info!("ICRC computed by {}\n", driver),
+        (None, Some(timing)) => pr_info!(
+            "ICRC computed by crc32_le ({} ns for {} bytes, the crypto API's crc32 {} ns)\n",
+            timing.library_ns,
+            TIMED_BYTES,
+            timing.driver_ns
+        ),
+        (None, None) => pr_info!("ICRC computed by crc32_le (no crc32 in the crypto API)\n"),
     }
     drop(crc);
     let watcher = NamespaceWatcher::register()?;
