@@ -440,9 +440,51 @@ bool srnic_qp_work_after(struct delayed_work *dwork, u32 qpn, unsigned int msecs
 				     msecs_to_jiffies(msecs));
 }
 
+void srnic_init_work(struct work_struct *work, work_func_t fn)
+{
+	INIT_WORK(work, fn);
+}
+
+void srnic_cancel_work_sync(struct work_struct *work)
+{
+	cancel_work_sync(work);
+}
+
+bool srnic_other_cpus_online(void)
+{
+	return num_online_cpus() > 1;
+}
+
+/*
+ * Queues a QP's receive work on a CPU other than this one: the QP's own
+ * CPU, or, if that is this one, the next online CPU. Received bulk is
+ * copied there while this CPU goes on with what it was doing (often the
+ * sending side of the same transfer). High priority: it is the
+ * receive path's work, which would otherwise run in a softirq.
+ */
+void srnic_qp_receive_work(struct work_struct *work, u32 qpn)
+{
+	int this_cpu = raw_smp_processor_id();
+	int cpu = srnic_qp_home_cpu(qpn);
+
+	if (cpu == this_cpu || cpu == WORK_CPU_UNBOUND) {
+		cpu = cpumask_next(this_cpu, cpu_online_mask);
+		if (cpu >= nr_cpu_ids)
+			cpu = cpumask_first(cpu_online_mask);
+	}
+	if (cpu >= nr_cpu_ids || !cpu_online(cpu))
+		cpu = WORK_CPU_UNBOUND;
+	queue_work_on(cpu, system_highpri_wq, work);
+}
+
 bool srnic_irqs_disabled(void)
 {
 	return irqs_disabled();
+}
+
+bool srnic_in_softirq(void)
+{
+	return in_softirq();
 }
 
 /* The first entry at or after *index (first) or after it; NULL at the end. */
@@ -659,6 +701,43 @@ unsigned char *srnic_skb_network_header(const struct sk_buff *skb)
 struct net_device *srnic_skb_dev(const struct sk_buff *skb)
 {
 	return skb->dev;
+}
+
+/*
+ * Readies a received skb to be kept past the receive callback: the route
+ * it holds may be one taken without a reference (valid only in the
+ * receive's RCU section), and its device may go while it waits.
+ */
+void srnic_skb_leave_receive_path(struct sk_buff *skb)
+{
+	skb_dst_drop(skb);
+	skb_orphan(skb);
+	skb->dev = NULL;
+}
+
+void srnic_skb_queue_init(struct sk_buff_head *queue)
+{
+	skb_queue_head_init(queue);
+}
+
+void srnic_skb_queue_push(struct sk_buff_head *queue, struct sk_buff *skb)
+{
+	skb_queue_tail(queue, skb);
+}
+
+struct sk_buff *srnic_skb_queue_pop(struct sk_buff_head *queue)
+{
+	return skb_dequeue(queue);
+}
+
+u32 srnic_skb_queue_len(const struct sk_buff_head *queue)
+{
+	return skb_queue_len_lockless(queue);
+}
+
+void srnic_skb_queue_purge(struct sk_buff_head *queue)
+{
+	skb_queue_purge(queue);
 }
 
 struct dst_entry *srnic_route4(struct net *net, __be32 daddr, __be32 saddr, u8 tos,

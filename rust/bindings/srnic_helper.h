@@ -174,7 +174,12 @@ bool srnic_schedule_delayed_work(struct delayed_work *dwork, unsigned int msecs)
 struct delayed_work *srnic_to_delayed_work(struct work_struct *work);
 void srnic_qp_work_soon(struct delayed_work *dwork, u32 qpn);
 bool srnic_qp_work_after(struct delayed_work *dwork, u32 qpn, unsigned int msecs);
+void srnic_init_work(struct work_struct *work, work_func_t fn);
+void srnic_cancel_work_sync(struct work_struct *work);
+bool srnic_other_cpus_online(void);
+void srnic_qp_receive_work(struct work_struct *work, u32 qpn);
 bool srnic_irqs_disabled(void);
+bool srnic_in_softirq(void);
 void *srnic_xa_next(struct xarray *xa, unsigned long *index, bool first);
 
 /*
@@ -205,6 +210,12 @@ int srnic_skb_pull_linear(struct sk_buff *skb, unsigned int len);
 bool srnic_skb_frags_readable(const struct sk_buff *skb);
 unsigned char *srnic_skb_network_header(const struct sk_buff *skb);
 struct net_device *srnic_skb_dev(const struct sk_buff *skb);
+void srnic_skb_leave_receive_path(struct sk_buff *skb);
+void srnic_skb_queue_init(struct sk_buff_head *queue);
+void srnic_skb_queue_push(struct sk_buff_head *queue, struct sk_buff *skb);
+struct sk_buff *srnic_skb_queue_pop(struct sk_buff_head *queue);
+u32 srnic_skb_queue_len(const struct sk_buff_head *queue);
+void srnic_skb_queue_purge(struct sk_buff_head *queue);
 struct dst_entry *srnic_route4(struct net *net, __be32 daddr, __be32 saddr, u8 tos,
 				int oif, int *err);
 struct dst_entry *srnic_route6(struct net *net, const struct in6_addr *daddr,

@@ -59,3 +59,10 @@ impl<const N: usize> Drop for PerCpuCounters<N> {
         unsafe { bindings::srnic_percpu_counters_free(self.base.as_ptr()) };
     }
 }
+
+/// Whether more than one CPU is online: work handed to "another CPU" can
+/// run beside this one.
+pub fn other_cpus_online() -> bool {
+    // SAFETY: reads the online count; no state is changed.
+    unsafe { bindings::srnic_other_cpus_online() }
+}

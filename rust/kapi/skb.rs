@@ -318,8 +318,85 @@ impl SkBuff {
         unsafe { bindings::srnic_consume_skb(self.into_raw()) };
     }
 
+    /// Readies a received skb to be kept after the receive callback
+    /// returns: drops its route (one taken without a reference is valid
+    /// only in the receive's RCU section), its socket, and its device
+    /// (which may go while the skb waits; [`Self::device`] is `None`
+    /// after this).
+    pub fn leave_receive_path(&mut self) {
+        // SAFETY: the skb is ours; nothing else holds its route, socket
+        // or device pointer.
+        unsafe { bindings::srnic_skb_leave_receive_path(self.0.as_ptr()) };
+    }
+
     pub(crate) fn as_raw(&self) -> *mut bindings::sk_buff {
         self.0.as_ptr()
+    }
+}
+
+/// A first-in first-out queue of skbs (`struct sk_buff_head`), with its
+/// own spinlock (taken with interrupts off), usable from any context.
+/// Skbs still queued are freed when it drops.
+///
+/// # Invariants
+///
+/// `head` was initialised by `skb_queue_head_init`, and every skb on it
+/// is owned by the queue.
+#[pin_data(PinnedDrop)]
+pub struct SkbQueue {
+    #[pin]
+    head: kernel::types::Opaque<bindings::sk_buff_head>,
+}
+
+// SAFETY: the queue's spinlock serialises every access to the list; an
+// owned skb may move between CPUs (`SkBuff` is `Send`).
+unsafe impl Send for SkbQueue {}
+// SAFETY: as above.
+unsafe impl Sync for SkbQueue {}
+
+impl SkbQueue {
+    /// An empty queue.
+    pub fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            // SAFETY: initialises the head in place, before any use.
+            head <- kernel::types::Opaque::ffi_init(|head| unsafe {
+                bindings::srnic_skb_queue_init(head)
+            }),
+        })
+    }
+
+    /// Appends `skb`.
+    pub fn push(&self, skb: SkBuff) {
+        // SAFETY: the head is initialised (invariant); the queue takes
+        // over the skb's ownership.
+        unsafe { bindings::srnic_skb_queue_push(self.head.get(), skb.into_raw()) };
+    }
+
+    /// Takes the oldest skb.
+    pub fn pop(&self) -> Option<SkBuff> {
+        // SAFETY: the head is initialised; a dequeued skb is ours
+        // (invariant).
+        unsafe { SkBuff::from_raw(bindings::srnic_skb_queue_pop(self.head.get())) }
+    }
+
+    /// Skbs on the queue (read without the lock: may be stale).
+    pub fn len(&self) -> u32 {
+        // SAFETY: the head is initialised; a lockless read of its count.
+        unsafe { bindings::srnic_skb_queue_len(self.head.get()) }
+    }
+
+    /// Whether the queue is empty (read without the lock).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for SkbQueue {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: the head is initialised; the skbs on it are the queue's
+        // to free.
+        unsafe { bindings::srnic_skb_queue_purge(self.head.get()) };
     }
 }
 

@@ -67,6 +67,14 @@ pub fn irqs_disabled() -> bool {
     unsafe { crate::bindings::srnic_irqs_disabled() }
 }
 
+/// Whether this CPU runs a softirq or holds bottom halves off: packets
+/// handed to a device now wait in this CPU's backlog until bottom halves
+/// run again, instead of being delivered within the call.
+pub fn bottom_halves_off() -> bool {
+    // SAFETY: reads this CPU's preempt count; no preconditions.
+    unsafe { crate::bindings::srnic_in_softirq() }
+}
+
 /// A spinlock taken with `spin_lock_bh`: never from hard-IRQ context.
 pub type SpinLockBh<T> = Lock<T, BhSpinLockBackend>;
 

@@ -183,6 +183,17 @@ impl OpcodeInfo {
     pub const fn ends_message(&self) -> bool {
         matches!(self.position, Position::Last | Position::Only)
     }
+
+    /// Whether this is the first or a middle packet of a message of
+    /// several with payload (a SEND, WRITE or READ response on a
+    /// connection): a bulk transfer, where more of the message follows.
+    pub const fn continues_message(&self) -> bool {
+        matches!(self.position, Position::First | Position::Middle)
+            && matches!(
+                self.operation,
+                Operation::Send | Operation::Write | Operation::ReadResponse
+            )
+    }
 }
 
 const fn op(

@@ -686,6 +686,9 @@ measure() {
 	fi
 	# srnic's port counters after each of its measurements, on each VM.
 	[ "$dev" != srnic ] || rdma statistic show link "$ibdev/1" > "$raw/$tag.counters.$SRNIC_VM.txt" 2>&1
+	# And the fast wire's client device, in "far".
+	[ "$dev" != srnic ] || [ -z "$client_ibdev" ] ||
+		ip netns exec far rdma statistic show link "$client_ibdev/1" > "$raw/$tag.counters.far.txt" 2>&1
 	[ "$mode" = wire ] || count_timeout "$dev"
 }
 

@@ -292,6 +292,11 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// one run at a time, never after the QP is destroyed.
     fn qp_work(_qp: &Qp<Self>) {}
 
+    /// A QP's receive work ([`Qp::run_receive_work_elsewhere`]); runs in
+    /// process context, one run at a time, never after the QP is
+    /// destroyed.
+    fn qp_receive_work(_qp: &Qp<Self>) {}
+
     /// Whether user regions may be paged on demand (`IB_ACCESS_ON_DEMAND`
     /// registers [`MrKind::OnDemand`]); otherwise such registrations fail
     /// with `EOPNOTSUPP`.

@@ -131,7 +131,10 @@ core_object!(
     /// A queue pair.
     Qp, ib_qp, Qp,
     /// The QP's own work item ([`Driver::qp_work`]), run on the QP's CPU.
-    work: Opaque<bindings::delayed_work>
+    work: Opaque<bindings::delayed_work>,
+    /// Its receive work ([`Driver::qp_receive_work`]), run on a CPU other
+    /// than the one that queued it.
+    receive_work: Opaque<bindings::work_struct>
 );
 core_object!(
     /// A shared receive queue.
@@ -302,8 +305,12 @@ impl<T: Driver> Qp<T> {
             bindings::srnic_init_delayed_work(
                 core::ptr::addr_of_mut!((*raw.cast::<Self>()).work).cast(),
                 Some(Self::work_cb),
-            )
-        };
+            );
+            bindings::srnic_init_work(
+                core::ptr::addr_of_mut!((*raw.cast::<Self>()).receive_work).cast(),
+                Some(Self::receive_work_cb),
+            );
+        }
     }
 
     /// Waits for the work item to finish and cancels it, even if it
@@ -313,13 +320,41 @@ impl<T: Driver> Qp<T> {
     /// `raw` is a QP prepared by [`Self::init_work`] that nothing outside
     /// its own work item can find any more.
     pub(crate) unsafe fn cancel_work(raw: *mut bindings::ib_qp) {
-        // SAFETY: the work item was initialised; the caller guarantees no
-        // one else queues it.
+        // SAFETY: the work items were initialised; the caller guarantees
+        // no one else queues them. The receive work may queue the QP's
+        // work, never the other way round, so it is cancelled first.
         unsafe {
+            bindings::srnic_cancel_work_sync(
+                core::ptr::addr_of_mut!((*raw.cast::<Self>()).receive_work).cast(),
+            );
             bindings::cancel_delayed_work_sync(
                 core::ptr::addr_of_mut!((*raw.cast::<Self>()).work).cast(),
-            )
-        };
+            );
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called only by the kernel for a QP's receive work item.
+    unsafe extern "C" fn receive_work_cb(work: *mut bindings::work_struct) {
+        // SAFETY: only a QP's receive work item runs this; it is the
+        // `receive_work` field of a `Qp<T>` whose data lives until the
+        // work is cancelled.
+        unsafe {
+            let offset = core::mem::offset_of!(Self, receive_work);
+            let qp = &*work.cast::<u8>().sub(offset).cast::<Self>();
+            T::qp_receive_work(qp);
+        }
+    }
+
+    /// Runs [`Driver::qp_receive_work`] soon on a CPU other than this one
+    /// (the QP's own, or the next online CPU if that is this one); a run
+    /// already pending serves.
+    pub fn run_receive_work_elsewhere(&self) {
+        // SAFETY: initialised at creation, cancelled before the data
+        // drops; as for `run_work_soon`, a `&Qp` exists only while the QP
+        // may still be found.
+        unsafe { bindings::srnic_qp_receive_work(self.receive_work.get(), self.qp_num()) };
     }
 
     /// # Safety

@@ -10,6 +10,20 @@ use srnic_pure::headers::{
 };
 
 #[test]
+fn messages_that_continue() {
+    let continuing: Vec<u8> = (0..=255u8)
+        .filter(|op| opcode_info(*op).is_some_and(|info| info.continues_message()))
+        .collect();
+    // RC SEND first/middle, WRITE first/middle, READ response
+    // first/middle; UC SEND and WRITE first/middle. UD has one packet a
+    // message; requests for a READ or an atomic carry no payload.
+    assert_eq!(
+        continuing,
+        vec![0x00, 0x01, 0x06, 0x07, 0x0d, 0x0e, 0x20, 0x21, 0x26, 0x27]
+    );
+}
+
+#[test]
 fn opcode_table() {
     let known: Vec<u8> = (0..=255u8)
         .filter(|op| opcode_info(*op).is_some())

@@ -81,9 +81,14 @@ pub(crate) enum Counter {
     /// Acknowledgements of a WQE the requester was sending again at that
     /// moment, completed once it had read the payload.
     DeferredAcks,
+    /// Received packets of multi-packet messages handed to the QP's
+    /// receive work on another CPU.
+    SteeredPackets,
+    /// Such packets dropped because the QP's receive backlog was full.
+    SteerDrops,
 }
 
-const COUNT: usize = Counter::DeferredAcks as usize + 1;
+const COUNT: usize = Counter::SteerDrops as usize + 1;
 
 const DESCS: [CounterDesc; COUNT] = [
     CounterDesc::new(kernel::c_str!("sent_packets")),
@@ -124,6 +129,8 @@ const DESCS: [CounterDesc; COUNT] = [
     CounterDesc::new(kernel::c_str!("odp_faults")),
     CounterDesc::new(kernel::c_str!("odp_fault_errors")),
     CounterDesc::new(kernel::c_str!("deferred_acks")),
+    CounterDesc::new(kernel::c_str!("steered_packets")),
+    CounterDesc::new(kernel::c_str!("steer_drops")),
 ];
 
 /// The names the core shows.

@@ -530,6 +530,12 @@ impl Driver for SrnicDevice {
         }
     }
 
+    /// Packets of bulk transfers that arrived on another CPU (see
+    /// `wire::steer`).
+    fn qp_receive_work(qp: &Qp<Self>) {
+        crate::wire::receive_steered(qp);
+    }
+
     const ON_DEMAND_PAGING: bool = true;
 
     fn advise_mr(

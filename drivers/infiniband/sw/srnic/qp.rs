@@ -15,6 +15,7 @@ use crate::kapi::rdma::verbs::{
 };
 use crate::kapi::rdma::wr::{RecvChain, SendChain, SendWr};
 use crate::kapi::rdma::{Device, Qp, QpEvent, UserData};
+use crate::kapi::skb::SkbQueue;
 use crate::kapi::sync::SpinLockIrq;
 use crate::memory::Fault;
 use crate::pure::grh::IpHeader;
@@ -66,6 +67,14 @@ pub(crate) struct SrnicQp {
     /// the QP's work to fault in.
     #[pin]
     fault: SpinLockIrq<Option<Fault>>,
+    /// Received packets of multi-packet messages, waiting for the QP's
+    /// receive work on another CPU (`wire::steer`).
+    #[pin]
+    pub(crate) steered: SkbQueue,
+    /// Packets steered and not yet through the transport. While there
+    /// are any, every packet for the QP from the wire is steered too, so
+    /// that none overtakes them.
+    pub(crate) steered_pending: AtomicU32,
 }
 
 /// How often receives posted to user QPs in ERR are flushed.
@@ -232,6 +241,8 @@ impl SrnicQp {
                 needs_sweep: AtomicBool::new(false),
                 egress: AtomicI32::new(0),
                 fault <- new_spinlock_irq!(None),
+                steered <- SkbQueue::new(),
+                steered_pending: AtomicU32::new(0),
             }? Error),
         ))
     }

@@ -890,6 +890,29 @@ pub(crate) fn run_after_post(qp: &Qp<SrnicDevice>) {
     }
 }
 
+/// Runs the requester after an answer from the wire moved its state (the
+/// window, the read depth, a resend). With bottom halves off (the wire's
+/// softirq) the run is left to the QP's own work, if there is anything
+/// to send: packets sent now would wait in this CPU's backlog until the
+/// softirq ends, and a run on another CPU meanwhile (a post, the work)
+/// would overtake them where the device delivers per CPU (a veth, the
+/// queues of a multiqueue NIC), which the peer sees as loss.
+pub(crate) fn run_after_answer(qp: &Qp<SrnicDevice>) {
+    if !crate::kapi::sync::bottom_halves_off() {
+        run(qp);
+        return;
+    }
+    let this: &SrnicQp = qp;
+    let unsent = {
+        let state = this.state.lock();
+        state.requester.index != state.sq.producer
+    };
+    if unsent {
+        this.requester_pending.store(true, Ordering::Release);
+        qp.run_work_soon();
+    }
+}
+
 /// How long a requester waits after the device queue refused its packets.
 const QUEUE_FULL_WAIT_MS: u32 = 1;
 

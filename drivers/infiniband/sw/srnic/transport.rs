@@ -209,7 +209,7 @@ pub(crate) fn receive_from_wire(
             // resend; one the completer refused (forged, stale) changed
             // nothing and makes the requester do nothing.
             if completer::receive(dest, guard, &packet) != completer::Outcome::Rejected {
-                requester::run(dest);
+                requester::run_after_answer(dest);
             }
         }
         _ => {
@@ -220,6 +220,12 @@ pub(crate) fn receive_from_wire(
                 Reply::Packet(answer) => {
                     let _ = wire::transmit(dev, guard, &answer, sport, dest.egress());
                 }
+                // With bottom halves off, the answers are left to the
+                // QP's work, as the requester's runs are (see
+                // `requester::run_after_answer`): sent now they would wait
+                // in this CPU's backlog, where a run on another CPU could
+                // overtake them.
+                Reply::Queued if crate::kapi::sync::bottom_halves_off() => dest.run_work_soon(),
                 Reply::Queued => outbox::run(dest),
             }
         }

@@ -28,9 +28,10 @@ use crate::kapi::crc::{Crc32Engine, TIMED_BYTES};
 use crate::kapi::global::SharedGlobal;
 use crate::kapi::net::{NamespaceHandler, NamespaceWatcher, Net};
 use crate::kapi::netdev::NetDevice;
+use crate::kapi::percpu::other_cpus_online;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::table::ObjectTable;
-use crate::kapi::rdma::Device;
+use crate::kapi::rdma::{Device, Qp};
 use crate::kapi::shared::SharedRange;
 use crate::kapi::skb::SkBuff;
 use crate::kapi::udp::{self, Family, Route, UdpReceiver, UdpTunnel};
@@ -40,7 +41,10 @@ use crate::pure::headers::opcode::RC_FLUSH;
 use crate::pure::headers::{self, pad_for, Transport, BTH_LEN, ICRC_LEN};
 use crate::pure::icrc::{rxe_flush_icrc, Icrc, IcrcError, IPV4_HEADER_LEN, UDP_HEADER_LEN};
 use crate::pure::split_checked;
+use crate::pure::wr::QpType;
+use crate::qp::SrnicQp;
 use crate::transport::{self, Hop, Packet};
+use core::sync::atomic::Ordering;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -901,46 +905,124 @@ impl UdpReceiver for Neighbourhood {
         let Some(dev) = self.device_on(&guard, arrived) else {
             return;
         };
-        let mut pieces = [SharedRange::from_slice(&[]); RX_PIECES];
-        match parse(&skb, &self.crc, &mut pieces) {
-            Ok(datagram) => {
-                let counters = &dev.counters;
-                let Ok(hdr) = headers::parse_head(datagram.transport_head, datagram.transport_len)
-                else {
-                    counters.inc(Counter::MalformedPackets);
-                    return;
-                };
-                if !headers::pkey_matches(hdr.bth.pkey, headers::DEFAULT_PKEY) {
-                    counters.inc(Counter::PkeyViolations);
-                    return;
-                }
-                let Some(payload) = payload_of(&mut pieces, datagram.pieces, &hdr) else {
-                    counters.inc(Counter::MalformedPackets);
-                    return;
-                };
-                counters.inc(Counter::ReceivedPackets);
-                counters.add(Counter::ReceivedBytes, hdr.payload_len as u64);
-                // The core finds the GID a datagram came to by its address
-                // and VLAN (`ib_init_ah_attr_from_wc`), as it would reply.
-                let vlan = if hdr.deth.is_some() {
-                    arrived.rdma_vlan_id(&guard)
-                } else {
-                    None
-                };
-                let packet = Packet {
-                    hdr,
-                    payload: Some(payload),
-                    payload_at: 0,
-                    ip: Some(datagram.ip),
-                    hop: Hop::Wire,
-                    vlan,
-                    rxe_flush_icrc: datagram.rxe_flush_icrc,
-                };
-                transport::receive_from_wire(dev, &guard, packet);
-            }
-            Err(counter) => dev.counters.inc(counter),
-        }
+        let Some(skb) = steer(dev, &guard, skb) else {
+            return;
+        };
+        take(dev, &guard, &self.crc, &skb, skb.device(&guard));
         // `skb` is freed here: the engine has copied what it keeps.
+    }
+}
+
+/// Most packets that may wait for one QP's receive work; more are
+/// dropped (and sent again by the requester), like a full receive ring.
+const STEERED_MAX: u32 = 1024;
+
+/// Hands `skb` to the receive work of the QP it is for, on another CPU,
+/// if it is part of a bulk transfer (a first or middle packet of a
+/// message on a connection), or if packets steered before it are still
+/// waiting, so that it cannot overtake them; gives it back to be taken
+/// here otherwise. Steering lets this CPU (on a veth, the sender's) go on
+/// while another copies the payload into memory and answers; a message of
+/// one packet stays here, where its latency is least. The headers read
+/// here are only a hint: the receive work checks the whole packet.
+fn steer(dev: &Device<SrnicDevice>, guard: &RcuReadGuard, mut skb: SkBuff) -> Option<SkBuff> {
+    let Some(bth) = skb
+        .data()
+        .get(UDP_HEADER_LEN..)
+        .and_then(|bytes| headers::Bth::parse(bytes).ok())
+    else {
+        return Some(skb);
+    };
+    let Some(qp) = dev.qps.get(guard, bth.dest_qp) else {
+        return Some(skb);
+    };
+    if !matches!(qp.qp_type(), QpType::Rc | QpType::Uc) {
+        return Some(skb);
+    }
+    let this: &SrnicQp = qp;
+    // Acquire: pairs with the receive work's release after a packet is
+    // through, so that one seen done here is done.
+    if this.steered_pending.load(Ordering::Acquire) == 0 {
+        let bulk = headers::opcode_info(bth.opcode).is_some_and(|info| info.continues_message());
+        if !bulk || !other_cpus_online() {
+            return Some(skb);
+        }
+    }
+    if this.steered.len() >= STEERED_MAX {
+        dev.counters.inc(Counter::SteerDrops);
+        return None;
+    }
+    skb.leave_receive_path();
+    this.steered_pending.fetch_add(1, Ordering::AcqRel);
+    this.steered.push(skb);
+    dev.counters.inc(Counter::SteeredPackets);
+    qp.run_receive_work_elsewhere();
+    None
+}
+
+/// Takes the packets steered to `qp` (see [`steer`]), in order, from its
+/// receive work.
+pub(crate) fn receive_steered(qp: &Qp<SrnicDevice>) {
+    let this: &SrnicQp = qp;
+    let dev = qp.device();
+    while let Some(skb) = this.steered.pop() {
+        {
+            let guard = RcuReadGuard::new();
+            // No device: steering is for connections, whose packets need
+            // none (a datagram's VLAN is read from it).
+            take(dev, &guard, &dev.neighbourhood.crc, &skb, None);
+        }
+        drop(skb);
+        this.steered_pending.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Checks a datagram that came to `dev` (through the netdev `arrived`, if
+/// it is known) and hands its packet to the transport.
+fn take(
+    dev: &Device<SrnicDevice>,
+    guard: &RcuReadGuard,
+    crc: &Crc32Engine,
+    skb: &SkBuff,
+    arrived: Option<&NetDevice>,
+) {
+    let mut pieces = [SharedRange::from_slice(&[]); RX_PIECES];
+    match parse(skb, crc, &mut pieces) {
+        Ok(datagram) => {
+            let counters = &dev.counters;
+            let Ok(hdr) = headers::parse_head(datagram.transport_head, datagram.transport_len)
+            else {
+                counters.inc(Counter::MalformedPackets);
+                return;
+            };
+            if !headers::pkey_matches(hdr.bth.pkey, headers::DEFAULT_PKEY) {
+                counters.inc(Counter::PkeyViolations);
+                return;
+            }
+            let Some(payload) = payload_of(&mut pieces, datagram.pieces, &hdr) else {
+                counters.inc(Counter::MalformedPackets);
+                return;
+            };
+            counters.inc(Counter::ReceivedPackets);
+            counters.add(Counter::ReceivedBytes, hdr.payload_len as u64);
+            // The core finds the GID a datagram came to by its address
+            // and VLAN (`ib_init_ah_attr_from_wc`), as it would reply.
+            let vlan = match arrived {
+                Some(arrived) if hdr.deth.is_some() => arrived.rdma_vlan_id(guard),
+                _ => None,
+            };
+            let packet = Packet {
+                hdr,
+                payload: Some(payload),
+                payload_at: 0,
+                ip: Some(datagram.ip),
+                hop: Hop::Wire,
+                vlan,
+                rxe_flush_icrc: datagram.rxe_flush_icrc,
+            };
+            transport::receive_from_wire(dev, guard, packet);
+        }
+        Err(counter) => dev.counters.inc(counter),
     }
 }
 
