@@ -487,6 +487,11 @@ bool srnic_in_softirq(void)
 	return in_softirq();
 }
 
+void srnic_cond_resched(void)
+{
+	cond_resched();
+}
+
 /* The first entry at or after *index (first) or after it; NULL at the end. */
 void *srnic_xa_next(struct xarray *xa, unsigned long *index, bool first)
 {

@@ -180,6 +180,7 @@ bool srnic_other_cpus_online(void);
 void srnic_qp_receive_work(struct work_struct *work, u32 qpn);
 bool srnic_irqs_disabled(void);
 bool srnic_in_softirq(void);
+void srnic_cond_resched(void);
 void *srnic_xa_next(struct xarray *xa, unsigned long *index, bool first);
 
 /*

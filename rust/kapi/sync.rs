@@ -75,6 +75,15 @@ pub fn bottom_halves_off() -> bool {
     unsafe { crate::bindings::srnic_in_softirq() }
 }
 
+/// Lets the scheduler run others if they are due, in a long loop of
+/// process context that holds no lock (a kernel without forced preemption
+/// switches only at such points).
+pub fn cond_resched() {
+    // SAFETY: called in process context holding no spinlock or RCU read
+    // lock, as documented; may sleep.
+    unsafe { crate::bindings::srnic_cond_resched() }
+}
+
 /// A spinlock taken with `spin_lock_bh`: never from hard-IRQ context.
 pub type SpinLockBh<T> = Lock<T, BhSpinLockBackend>;
 

@@ -34,6 +34,7 @@ use crate::kapi::rdma::table::ObjectTable;
 use crate::kapi::rdma::{Device, Qp};
 use crate::kapi::shared::SharedRange;
 use crate::kapi::skb::SkBuff;
+use crate::kapi::sync::cond_resched;
 use crate::kapi::udp::{self, Family, Route, UdpReceiver, UdpTunnel};
 use crate::payload::{self, CopyError, Extent, PieceError};
 use crate::pure::grh::{ipv4_mapped, is_ipv4_mapped, udp_header, IpHeader, GRH_LEN};
@@ -965,6 +966,7 @@ fn steer(dev: &Device<SrnicDevice>, guard: &RcuReadGuard, mut skb: SkBuff) -> Op
 pub(crate) fn receive_steered(qp: &Qp<SrnicDevice>) {
     let this: &SrnicQp = qp;
     let dev = qp.device();
+    let mut taken = 0u32;
     while let Some(skb) = this.steered.pop() {
         {
             let guard = RcuReadGuard::new();
@@ -974,8 +976,17 @@ pub(crate) fn receive_steered(qp: &Qp<SrnicDevice>) {
         }
         drop(skb);
         this.steered_pending.fetch_sub(1, Ordering::AcqRel);
+        taken = taken.wrapping_add(1);
+        if taken % STEERED_BATCH == 0 {
+            // A backlog of up to `STEERED_MAX` takes a while; others on
+            // this CPU get their turn between batches.
+            cond_resched();
+        }
     }
 }
+
+/// Steered packets taken between chances for others to run.
+const STEERED_BATCH: u32 = 64;
 
 /// Checks a datagram that came to `dev` (through the netdev `arrived`, if
 /// it is known) and hands its packet to the transport.
