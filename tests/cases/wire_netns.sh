@@ -2,7 +2,9 @@
 # namespaces joined by a veth pair, each namespace with its own RoCEv2
 # socket, talking RC and UC over IPv4 and IPv6 GIDs (ibv_rc_pingpong and
 # ibv_uc_pingpong with data checked, perftest over UC; every size class
-# over IPv4, one run of each kind over IPv6); two devices of one
+# over IPv4, one run of each kind over IPv6); 64 KiB RC WRITEs and READs
+# whose bulk the receiving side steers to another vCPU, with no overtaking
+# (hardly a sequence NAK on a lossless wire); two devices of one
 # namespace reaching each other through the engine without the wire;
 # srnic's requester against rxe's responder through a veth that reorders;
 # and a namespace deleted under its device, after which a new one gets a
@@ -62,7 +64,12 @@ for run in "$b4 $a4 rc -s 1 -n 100" "$b4 $a4 rc -s 4097 -n 50 -e" "$b4 $a4 rc -s
 	across "ibv_${kind}_pingpong" "$server_gid" "$client_gid" -c "$@"
 	expect_match "$(cat /tmp/client.out)" "iters in" "the $kind client finished"
 done
-for run in "$b4 $a4 ib_send_bw -c UC -s 4096 -n 200" "$b6 $a6 ib_write_bw -c UC -s 65536 -n 200"; do
+# The RC runs move 64 KiB messages, whose first and middle packets the
+# receiving side steers to the QP's receive work on the other vCPU.
+steered_before=$(($(counter_of srnic0 steered_packets) + $(counter_of srnic1 steered_packets)))
+naks_before=$(($(counter_of srnic0 sequence_naks_sent) + $(counter_of srnic1 sequence_naks_sent)))
+for run in "$b4 $a4 ib_send_bw -c UC -s 4096 -n 200" "$b6 $a6 ib_write_bw -c UC -s 65536 -n 200" \
+	"$b4 $a4 ib_write_bw -s 65536 -n 1000" "$b4 $a4 ib_read_bw -s 65536 -n 1000"; do
 	set -- $run
 	gid_b=$1 gid_a=$2
 	shift 2
@@ -81,6 +88,17 @@ for run in "$b4 $a4 ib_send_bw -c UC -s 4096 -n 200" "$b6 $a6 ib_write_bw -c UC 
 done
 rdma statistic show link srnic0/1
 rdma statistic show link srnic1/1
+steered=$(($(counter_of srnic0 steered_packets) + $(counter_of srnic1 steered_packets) - steered_before))
+naks=$(($(counter_of srnic0 sequence_naks_sent) + $(counter_of srnic1 sequence_naks_sent) - naks_before))
+echo "steered to a receive work: $steered packets; sequence NAKs: $naks"
+[ "$steered" -gt 0 ] ||
+	fail "no received packet went to a QP's receive work (expected the first and middle packets of the 64 KiB messages to)"
+# A lossless veth reorders a QP's packets only if they wait in one CPU's
+# backlog while another CPU sends newer ones; answers that start a
+# requester or outbox run in a softirq leave it to the QP's work for
+# that reason. Before they did, 64 KiB READs drew over a thousand
+# sequence NAKs here and failed with a retry-exceeded completion.
+[ "$naks" -le 10 ] || fail "$naks sequence NAKs on a lossless veth (expected at most 10): a QP's packets overtook each other"
 for dev in srnic0 srnic1; do
 	for name in icrc_errors malformed_packets unroutable_datagrams; do
 		expect_eq "$(counter_of $dev $name)" 0 "$dev counter $name"
