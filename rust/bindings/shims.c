@@ -260,6 +260,34 @@ u64 srnic_percpu_counter_sum(u64 *counters, unsigned int index)
 	return sum;
 }
 
+/* A struct percpu_counter on the heap: its init is a macro. */
+struct percpu_counter *srnic_approximate_count_new(void)
+{
+	struct percpu_counter *count = kzalloc(sizeof(*count), GFP_KERNEL);
+
+	if (count && percpu_counter_init(count, 0, GFP_KERNEL)) {
+		kfree(count);
+		count = NULL;
+	}
+	return count;
+}
+
+void srnic_approximate_count_free(struct percpu_counter *count)
+{
+	percpu_counter_destroy(count);
+	kfree(count);
+}
+
+void srnic_approximate_count_add(struct percpu_counter *count, s64 amount, s32 batch)
+{
+	percpu_counter_add_batch(count, amount, batch);
+}
+
+s64 srnic_approximate_count_read(struct percpu_counter *count)
+{
+	return percpu_counter_read(count);
+}
+
 struct scatterlist *srnic_umem_sgl(struct ib_umem *umem, unsigned int *nents)
 {
 	*nents = umem->sgt_append.sgt.nents;

@@ -30,6 +30,7 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/percpu.h>
+#include <linux/percpu_counter.h>
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
 #include <linux/uaccess.h>
@@ -128,6 +129,10 @@ u64 *srnic_percpu_counters_alloc(unsigned int count);
 void srnic_percpu_counters_free(u64 *counters);
 void srnic_percpu_counter_add(u64 *counters, unsigned int index, u64 value);
 u64 srnic_percpu_counter_sum(u64 *counters, unsigned int index);
+struct percpu_counter *srnic_approximate_count_new(void);
+void srnic_approximate_count_free(struct percpu_counter *count);
+void srnic_approximate_count_add(struct percpu_counter *count, s64 amount, s32 batch);
+s64 srnic_approximate_count_read(struct percpu_counter *count);
 void srnic_wmb(void);
 struct scatterlist *srnic_umem_sgl(struct ib_umem *umem, unsigned int *nents);
 bool srnic_uses_virt_dma(struct ib_device *dev);

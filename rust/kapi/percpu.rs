@@ -66,3 +66,53 @@ pub fn other_cpus_online() -> bool {
     // SAFETY: reads the online count; no state is changed.
     unsafe { bindings::srnic_other_cpus_online() }
 }
+
+/// A count many CPUs change at once, kept as the kernel's
+/// `percpu_counter`: an add changes this CPU's share, and folds it into
+/// the shared total only once it reaches `BATCH` either way. Reading the
+/// total is cheap and off by at most `BATCH` per online CPU, which suits a
+/// bound that must hold roughly without a cache line written per event.
+///
+/// # Invariants
+///
+/// `raw` is this value's own initialised `percpu_counter`, destroyed and
+/// freed only by `drop`.
+pub struct ApproximateCount<const BATCH: i32> {
+    raw: NonNull<bindings::percpu_counter>,
+}
+
+// SAFETY: `percpu_counter` is made to be added to and read from any CPU
+// and context at once (its folding lock is taken with interrupts off).
+unsafe impl<const BATCH: i32> Send for ApproximateCount<BATCH> {}
+// SAFETY: as above.
+unsafe impl<const BATCH: i32> Sync for ApproximateCount<BATCH> {}
+
+impl<const BATCH: i32> ApproximateCount<BATCH> {
+    /// A count at zero; may sleep.
+    pub fn new() -> Result<Self> {
+        // SAFETY: allocates and initialises a counter, freed in `drop`.
+        let raw = unsafe { bindings::srnic_approximate_count_new() };
+        Ok(Self {
+            raw: NonNull::new(raw).ok_or(ENOMEM)?,
+        })
+    }
+
+    /// Adds `amount` (which may be negative).
+    pub fn add(&self, amount: i64) {
+        // SAFETY: by the type invariant `raw` is a live, initialised counter.
+        unsafe { bindings::srnic_approximate_count_add(self.raw.as_ptr(), amount, BATCH) };
+    }
+
+    /// The shared total, without the shares not yet folded into it.
+    pub fn approximate(&self) -> i64 {
+        // SAFETY: as in `add`.
+        unsafe { bindings::srnic_approximate_count_read(self.raw.as_ptr()) }
+    }
+}
+
+impl<const BATCH: i32> Drop for ApproximateCount<BATCH> {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant, our counter, destroyed once.
+        unsafe { bindings::srnic_approximate_count_free(self.raw.as_ptr()) };
+    }
+}

@@ -147,6 +147,9 @@ pub(crate) struct SrnicDevice {
     pub(crate) counters: Counters,
     /// The netdev's interface index, under which the wire finds the device.
     pub(crate) ifindex: i32,
+    /// Received packets all of the device's QPs hold for their receive
+    /// work (`wire::steer`), which it bounds.
+    pub(crate) steered: Arc<crate::wire::DeviceSteered>,
     /// The devices of the netdev's namespace, this one among them once
     /// attached.
     pub(crate) neighbourhood: Arc<crate::wire::Neighbourhood>,
@@ -172,6 +175,7 @@ impl SrnicDevice {
             key_byte: AtomicU32::new(0),
             counters: Counters::new()?,
             ifindex: netdev.ifindex(),
+            steered: Arc::new(crate::wire::DeviceSteered::new()?, GFP_KERNEL)?,
             neighbourhood: crate::wire::join(netdev)?,
         })
     }

@@ -71,10 +71,10 @@ pub(crate) struct SrnicQp {
     /// receive work on another CPU (`wire::steer`).
     #[pin]
     pub(crate) steered: SkbQueue,
-    /// Packets steered and not yet through the transport. While there
-    /// are any, every packet for the QP from the wire is steered too, so
-    /// that none overtakes them.
-    pub(crate) steered_pending: AtomicU32,
+    /// Packets steered and not yet through the transport, counted against
+    /// the device's bound too. While there are any, every packet for the
+    /// QP from the wire is steered too, so that none overtakes them.
+    pub(crate) steered_count: crate::wire::SteeredCount,
 }
 
 /// How often receives posted to user QPs in ERR are flushed.
@@ -218,6 +218,7 @@ impl SrnicQp {
         let ((work, sq, rq, actual), recv_copy) = made.inspect_err(|_| dev.counts.qp.release())?;
         let is_user = user.is_some();
         let sq_sig_all = init.sq_sig_all;
+        let steered_count = crate::wire::SteeredCount::new(dev);
         Ok((
             actual,
             try_pin_init!(Self {
@@ -242,7 +243,7 @@ impl SrnicQp {
                 egress: AtomicI32::new(0),
                 fault <- new_spinlock_irq!(None),
                 steered <- SkbQueue::new(),
-                steered_pending: AtomicU32::new(0),
+                steered_count,
             }? Error),
         ))
     }

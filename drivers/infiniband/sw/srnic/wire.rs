@@ -28,7 +28,7 @@ use crate::kapi::crc::{Crc32Engine, TIMED_BYTES};
 use crate::kapi::global::SharedGlobal;
 use crate::kapi::net::{NamespaceHandler, NamespaceWatcher, Net};
 use crate::kapi::netdev::NetDevice;
-use crate::kapi::percpu::other_cpus_online;
+use crate::kapi::percpu::{other_cpus_online, ApproximateCount};
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::table::ObjectTable;
 use crate::kapi::rdma::{Device, Qp};
@@ -45,7 +45,7 @@ use crate::pure::split_checked;
 use crate::pure::wr::QpType;
 use crate::qp::SrnicQp;
 use crate::transport::{self, Hop, Packet};
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -918,6 +918,66 @@ impl UdpReceiver for Neighbourhood {
 /// dropped (and sent again by the requester), like a full receive ring.
 const STEERED_MAX: u32 = 1024;
 
+/// Most packets all QPs of one device may hold for their receive work:
+/// packets are queued before their ICRC is checked, so forged ones could
+/// otherwise pile up across many QPs. Kept roughly (see [`SteeredCount`]).
+const STEERED_DEVICE_MAX: i64 = 4096;
+
+/// Packets a CPU counts on its own before it adds them to the device's
+/// total: the total is off by at most this much per CPU.
+const STEERED_COUNT_BATCH: i32 = 32;
+
+/// The device-wide count of steered packets not yet through.
+pub(crate) type DeviceSteered = ApproximateCount<STEERED_COUNT_BATCH>;
+
+/// One QP's steered packets not yet through, and its share of its
+/// device's count, which it gives back when the QP goes.
+pub(crate) struct SteeredCount {
+    pending: AtomicU32,
+    device: Arc<DeviceSteered>,
+}
+
+impl SteeredCount {
+    pub(crate) fn new(dev: &Device<SrnicDevice>) -> Self {
+        Self {
+            pending: AtomicU32::new(0),
+            device: dev.steered.clone(),
+        }
+    }
+
+    /// Packets steered and not yet through.
+    fn pending(&self) -> u32 {
+        // Acquire: pairs with `release`, so that a packet seen through is.
+        self.pending.load(Ordering::Acquire)
+    }
+
+    /// Counts one more packet, if the device is below its bound.
+    fn charge(&self) -> bool {
+        if self.device.approximate() >= STEERED_DEVICE_MAX {
+            return false;
+        }
+        self.device.add(1);
+        self.pending.fetch_add(1, Ordering::AcqRel);
+        true
+    }
+
+    /// `n` steered packets are through.
+    fn release(&self, n: u32) {
+        if n == 0 {
+            return;
+        }
+        self.pending.fetch_sub(n, Ordering::AcqRel);
+        self.device.add(-i64::from(n));
+    }
+}
+
+impl Drop for SteeredCount {
+    fn drop(&mut self) {
+        // The QP's queue goes with it, and the packets still in it.
+        self.device.add(-i64::from(*self.pending.get_mut()));
+    }
+}
+
 /// Hands `skb` to the receive work of the QP it is for, on another CPU,
 /// if it is part of a bulk transfer (a first or middle packet of a
 /// message on a connection), or if packets steered before it are still
@@ -941,20 +1001,23 @@ fn steer(dev: &Device<SrnicDevice>, guard: &RcuReadGuard, mut skb: SkBuff) -> Op
         return Some(skb);
     }
     let this: &SrnicQp = qp;
-    // Acquire: pairs with the receive work's release after a packet is
-    // through, so that one seen done here is done.
-    if this.steered_pending.load(Ordering::Acquire) == 0 {
+    let count = &this.steered_count;
+    let waiting = count.pending() != 0;
+    if !waiting {
         let bulk = headers::opcode_info(bth.opcode).is_some_and(|info| info.continues_message());
         if !bulk || !other_cpus_online() {
             return Some(skb);
         }
     }
-    if this.steered.len() >= STEERED_MAX {
+    if this.steered.len() >= STEERED_MAX || !count.charge() {
+        if !waiting {
+            // Nothing of this QP's waits: taken here, it overtakes none.
+            return Some(skb);
+        }
         dev.counters.inc(Counter::SteerDrops);
         return None;
     }
     skb.leave_receive_path();
-    this.steered_pending.fetch_add(1, Ordering::AcqRel);
     this.steered.push(skb);
     dev.counters.inc(Counter::SteeredPackets);
     qp.run_receive_work_elsewhere();
@@ -975,7 +1038,9 @@ pub(crate) fn receive_steered(qp: &Qp<SrnicDevice>) {
             take(dev, &guard, &dev.neighbourhood.crc, &skb, None);
         }
         drop(skb);
-        this.steered_pending.fetch_sub(1, Ordering::AcqRel);
+        // Counted through only once it is: a packet that arrives before
+        // then is steered behind it.
+        this.steered_count.release(1);
         taken = taken.wrapping_add(1);
         if taken % STEERED_BATCH == 0 {
             // A backlog of up to `STEERED_MAX` takes a while; others on
