@@ -98,6 +98,11 @@ impl RingGeometry {
         index.wrapping_add(1) & self.index_mask()
     }
 
+    /// The index before `index`.
+    pub fn prev(&self, index: u32) -> u32 {
+        index.wrapping_sub(1) & self.index_mask()
+    }
+
     /// Entries between `consumer` and `producer`.
     pub fn used(&self, producer: u32, consumer: u32) -> u32 {
         producer.wrapping_sub(consumer) & self.index_mask()

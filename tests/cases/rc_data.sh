@@ -20,6 +20,14 @@ exchange() {
 
 step "srnic to srnic"
 exchange srnic0 plain 8
+# rc_data ends with bursts of unsignaled WRITEs, each followed by a
+# pause: their ends ask for no ACK, so the quiet tail of a burst is
+# acknowledged only once the requester's tail probe asks (without it, the
+# retransmission timer would resend them after 17 ms or more).
+if [ "$SRNIC_VM" = b ]; then
+	probes=$(counter_of srnic0 tail_probes)
+	[ "$probes" -gt 0 ] || fail "tail_probes is $probes after rc_data's bursts of unsignaled WRITEs; expected their quiet tails probed"
+fi
 
 step "srnic and rxe"
 # rxe takes UDP port 4791 while loaded: the VM that runs rxe has no srnic
@@ -28,6 +36,9 @@ if [ "$SRNIC_VM" = a ]; then
 	exchange srnic0 rxe_asks 8
 	barrier rxe_turn 2
 	exchange srnic0 srnic_asks 8 b
+	# rxe answers the probe, a duplicate asking for an ACK, with one.
+	probes=$(counter_of srnic0 tail_probes)
+	[ "$probes" -gt 0 ] || fail "tail_probes is $probes after rc_data's bursts of unsignaled WRITEs to rxe; expected their quiet tails probed"
 else
 	must rdma link delete srnic0
 	unload_srnic

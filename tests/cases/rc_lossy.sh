@@ -34,6 +34,8 @@ rdma statistic show link srnic0/1
 tc -s qdisc show dev eth0
 if [ "$SRNIC_VM" = b ]; then
 	[ "$after" -gt "$before" ] || fail "resends went from $before to $after on a lossy wire; expected retransmissions"
+	probes=$(counter_of srnic0 tail_probes)
+	[ "$probes" -gt 0 ] || fail "tail_probes is $probes after a stream of unsignaled WRITEs; expected their quiet tails probed"
 fi
 must tc qdisc del dev eth0 root
 barrier finished 2

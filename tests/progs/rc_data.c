@@ -9,8 +9,9 @@
  * SHARED_DIR is a directory both see: the nodes exchange their QP number,
  * PSN, GID and buffer through files there, then b moves MIB mebibytes each
  * of SEND (with immediate), RDMA WRITE and RDMA READ, and runs both
- * atomics, while a checks what arrives. The bytes follow a pattern both
- * sides compute, so every byte is checked without a second transfer.
+ * atomics, then a stream of small unsignaled WRITEs, while a checks what
+ * arrives. The bytes follow a pattern both sides compute, so every byte is
+ * checked without a second transfer.
  *
  * With "death", b keeps SENDs outstanding while a's side deletes its
  * device (the script does, when a says "doomed"): b must see its oldest
@@ -115,6 +116,51 @@ static void post_send(enum ibv_wr_opcode op, uint64_t id, unsigned char *at, siz
 	wr.wr.rdma.rkey = peer.rkey;
 	if (ibv_post_send(qp, &wr, &bad))
 		FAIL("post_send: %s", strerror(errno));
+}
+
+/* Small WRITEs in the stream below, and their size. */
+#define SMALL_WRITES 2000
+#define SMALL_BYTES 64
+
+/* The last writes go in bursts this long, each followed by a pause. */
+#define SMALL_BURST 10
+
+/* SMALL_WRITES unsignaled WRITEs but the last, as fast as the send queue
+ * takes them (a full queue frees slots only as the peer acknowledges),
+ * then the last few in bursts with a pause after each: the ends of
+ * unsignaled messages ask for no acknowledgement, so a burst's quiet tail
+ * is acknowledged only once the requester's tail probe asks for it. The
+ * last WRITE, signaled, comes after a pause, so that it does not draw the
+ * acknowledgement for them. */
+static void small_writes_b(void)
+{
+	double t = now(), deadline = t + 120;
+
+	for (unsigned i = 0; i < SMALL_WRITES; i++) {
+		unsigned char *at = buf + (size_t)i * SMALL_BYTES;
+		int last = i + 1 == SMALL_WRITES;
+		struct ibv_sge sge = { (uintptr_t)at, SMALL_BYTES, mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_WRITE,
+					  .send_flags = last ? IBV_SEND_SIGNALED : 0 }, *bad;
+		unsigned from_end = SMALL_WRITES - 1 - i;
+		int err;
+
+		if (from_end <= 3 * SMALL_BURST && from_end % SMALL_BURST == 0)
+			usleep(100000);
+		fill(at, 4, (uint64_t)i * SMALL_BYTES, SMALL_BYTES);
+		wr.wr.rdma.remote_addr = peer.addr + (uint64_t)i * SMALL_BYTES;
+		wr.wr.rdma.rkey = peer.rkey;
+		while ((err = ibv_post_send(qp, &wr, &bad)) == ENOMEM)
+			if (now() > deadline)
+				FAIL("small WRITE %u: the send queue stayed full for 120 s", i);
+		if (err)
+			FAIL("small WRITE %u: %s", i, strerror(err));
+	}
+	wait_wc("the last small WRITE");
+	printf("ok: %u unsignaled %u-byte WRITEs in %.1f s\n", SMALL_WRITES, SMALL_BYTES,
+	       now() - t);
+	say_to(&rdv, "small", NULL, 0);
 }
 
 static void atomic(enum ibv_wr_opcode op, uint64_t add_or_compare, uint64_t swap, uint64_t *result)
@@ -244,6 +290,7 @@ static void run_b(unsigned mib)
 		     (unsigned long long)*result);
 	printf("ok: 100 FETCH_AND_ADD and 2 CMP_AND_SWP returned the right values\n");
 	say_to(&rdv, "atomics", NULL, 0);
+	small_writes_b();
 }
 
 /* The responder's side: check what arrives. */
@@ -292,6 +339,9 @@ static void run_a(unsigned mib)
 	if (*counter != 7 && *counter != 42)
 		FAIL("the atomic target holds %llu", (unsigned long long)*counter);
 	printf("ok: the atomic target ends at %llu\n", (unsigned long long)*counter);
+	hear_from(&rdv, "small", NULL, 0);
+	check(buf, 4, 0, (size_t)SMALL_WRITES * SMALL_BYTES, "small WRITE");
+	printf("ok: %u small WRITEs, every byte intact\n", SMALL_WRITES);
 }
 
 /* b's side of "death": SENDs outstanding while the peer goes away. */

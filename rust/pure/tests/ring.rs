@@ -202,3 +202,15 @@ fn new_entries_against_a_model() {
         }
     }
 }
+
+#[test]
+fn prev_undoes_next_and_wraps() {
+    let g = RingGeometry::new(5, 64, 100).unwrap();
+    let mask = g.index_mask();
+    assert_eq!(g.prev(0), mask);
+    assert_eq!(g.next(mask), 0);
+    for index in 0..=mask {
+        assert_eq!(g.prev(g.next(index)), index);
+        assert_eq!(g.next(g.prev(index)), index);
+    }
+}

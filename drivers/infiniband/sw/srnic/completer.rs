@@ -406,12 +406,17 @@ fn progress(state: &mut QpInner, psn: Psn) {
         req.acked = next;
         req.last_progress = now_ns();
         req.retry_left = state.attrs.retry_cnt;
+        req.probed = false;
         req.delivered();
     }
 }
 
 /// How often the retransmission timers are looked at, in milliseconds.
 pub(crate) const TIMER_TICK_MS: u32 = 5;
+
+/// How long a tail that asked for no acknowledgement waits for one
+/// before the completer probes it (see `requester::MIN_TIMEOUT_FOR_PROBES`).
+const TAIL_PROBE_NS: u64 = 4_000_000;
 
 /// The retransmission timer of `qp`: if it sent packets the peer has not
 /// acknowledged within the QP's `timeout` (4.096 us x 2^timeout, doubled
@@ -450,6 +455,20 @@ pub(crate) fn check_timeout(qp: &Qp<SrnicDevice>) -> bool {
                 state.requester.last_progress = now;
                 true
             } else if now.saturating_sub(state.requester.last_progress) < timeout_ns {
+                let req = &state.requester;
+                if !req.probed
+                    && req.asked_end != req.sent_end
+                    && now.saturating_sub(req.last_progress) >= TAIL_PROBE_NS
+                {
+                    // The last packets went out without asking for an
+                    // acknowledgement (ends of unsignaled messages) and
+                    // nothing has come since.
+                    state.requester.probed = true;
+                    if probe_tail(qp, &mut state) {
+                        qp.device().counters.inc(Counter::TailProbes);
+                        resent = true;
+                    }
+                }
                 true
             } else {
                 let counters = &qp.device().counters;
@@ -578,6 +597,52 @@ pub(crate) fn fail_local(
     complete_oldest(qp, state, wqe, status, upcalls);
     let this: &SrnicQp = qp;
     this.enter_error(qp, state, upcalls);
+}
+
+/// Sends the last packet sent again, asking for an acknowledgement: a
+/// peer that has it acknowledges everything it has (a duplicate with
+/// AckReq is answered so), and one that lacks an earlier packet NAKs the
+/// first it lacks, which starts the usual go-back-N from there. One packet
+/// probes the whole tail; nothing is known lost, so neither the window nor
+/// the retries shrink. Only when the requester rests at the end of a SEND
+/// or WRITE, the messages whose ends may go unasked; otherwise the
+/// retransmission timer stays in charge. Whether a probe went.
+fn probe_tail(qp: &Qp<SrnicDevice>, state: &mut QpInner) -> bool {
+    let this: &SrnicQp = qp;
+    let mtu = state.segment_bytes();
+    let req = &state.requester;
+    if req.sent != 0 || req.psn != req.sent_end || req.index == state.sq.consumer {
+        return false;
+    }
+    let last = this.work.geometry().prev(req.index);
+    let Ok(wqe) = wqe::read_send(&this.work, last) else {
+        return false;
+    };
+    let unasked_kind = matches!(
+        wqe.opcode(),
+        opcode::SEND
+            | opcode::SEND_WITH_IMM
+            | opcode::SEND_WITH_INV
+            | opcode::RDMA_WRITE
+            | opcode::RDMA_WRITE_WITH_IMM
+    );
+    let last_psn = Psn::new(wqe.last_psn());
+    if !unasked_kind || last_psn.next() != req.sent_end {
+        return false;
+    }
+    let Some(at) = u32::try_from(last_psn.distance_from(Psn::new(wqe.first_psn())))
+        .ok()
+        .and_then(|packets| packets.checked_mul(mtu))
+    else {
+        return false;
+    };
+    let req = &mut state.requester;
+    // The requester goes back to that one packet, which it sends asking
+    // (the last of a resend asks), and then on with new work.
+    req.index = last;
+    req.sent = at;
+    req.psn = last_psn;
+    true
 }
 
 /// Goes back to the packet `psn` of the oldest WQE (go-back-N).

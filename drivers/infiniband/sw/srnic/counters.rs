@@ -86,9 +86,12 @@ pub(crate) enum Counter {
     SteeredPackets,
     /// Such packets dropped because the QP's receive backlog was full.
     SteerDrops,
+    /// Quiet tails of unsignaled messages sent again to draw an
+    /// acknowledgement.
+    TailProbes,
 }
 
-const COUNT: usize = Counter::SteerDrops as usize + 1;
+const COUNT: usize = Counter::TailProbes as usize + 1;
 
 const DESCS: [CounterDesc; COUNT] = [
     CounterDesc::new(kernel::c_str!("sent_packets")),
@@ -131,6 +134,7 @@ const DESCS: [CounterDesc; COUNT] = [
     CounterDesc::new(kernel::c_str!("deferred_acks")),
     CounterDesc::new(kernel::c_str!("steered_packets")),
     CounterDesc::new(kernel::c_str!("steer_drops")),
+    CounterDesc::new(kernel::c_str!("tail_probes")),
 ];
 
 /// The names the core shows.

@@ -49,7 +49,8 @@ pub(crate) mod local_status {
 }
 
 use crate::kapi::rdma::access::send::{
-    FENCE as IB_SEND_FENCE, INLINE as IB_SEND_INLINE, SOLICITED as IB_SEND_SOLICITED,
+    FENCE as IB_SEND_FENCE, INLINE as IB_SEND_INLINE, SIGNALED as IB_SEND_SIGNALED,
+    SOLICITED as IB_SEND_SOLICITED,
 };
 
 /// Opcodes of the requests that are not SEND or WRITE.
@@ -108,6 +109,12 @@ pub(crate) struct Requester {
     pub(crate) deferred_fail: Option<WcStatus>,
     /// ... and the flush of the send queue (the QP is in ERR).
     pub(crate) flush_after_read: bool,
+    /// One past the last packet sent that asked for an acknowledgement.
+    /// Packets beyond it (the ends of unsignaled messages) asked for
+    /// none: if nothing answers for a while, the completer probes.
+    pub(crate) asked_end: Psn,
+    /// The tail was probed since the last progress.
+    pub(crate) probed: bool,
 }
 
 /// Packets sent and not yet acknowledged, at most.
@@ -118,11 +125,19 @@ const MIN_WINDOW: i32 = 4;
 /// that the window keeps moving.
 const ACK_EVERY: u32 = 32;
 
+/// The shortest QP timeout (`4.096 usec << timeout`, about 16.8 ms) under
+/// which the end of an unsignaled message may go without asking for an
+/// acknowledgement: the completer's tail probe, looked at every
+/// `completer::TIMER_TICK_MS`, must come well before the timeout. With
+/// shorter timeouts, or none (0), every message end asks.
+pub(crate) const MIN_TIMEOUT_FOR_PROBES: u8 = 12;
+
 impl Requester {
     pub(crate) fn set_psn(&mut self, psn: u32) {
         self.psn = Psn::new(psn);
         self.acked = self.psn;
         self.sent_end = self.psn;
+        self.asked_end = self.psn;
         self.window = WINDOW;
     }
 
@@ -405,7 +420,11 @@ fn next_connected<'a>(
                 || last_resent);
         p
     });
+    let asked = packet.as_ref().is_some_and(|p| p.hdr.bth.ack_req);
     let req = &mut state.requester;
+    if asked {
+        req.asked_end = req.psn;
+    }
     if unreliable {
         // Nothing is outstanding once sent.
         req.acked = req.psn;
@@ -586,6 +605,10 @@ struct Place {
     next_index: u32,
     dest: u32,
     psn: Psn,
+    /// Its end may go without asking for an acknowledgement if its
+    /// completion is not to be seen: the QP's timeout leaves room for a
+    /// tail probe.
+    probes: bool,
 }
 
 /// Makes the next packet of the WQE in slot `index` and moves the
@@ -604,6 +627,7 @@ fn build<'a>(
         next_index: this.work.geometry().next(index),
         dest: state.attrs.dest_qp_num,
         psn: state.requester.psn,
+        probes: state.attrs.timeout >= MIN_TIMEOUT_FOR_PROBES,
     };
     let req = &mut state.requester;
     let length = wqe.length();
@@ -732,7 +756,13 @@ fn build_segment<'a>(
             SendOp::Write { imm, .. } => packet.hdr.imm = imm,
             _ => {}
         }
-        packet.hdr.bth.ack_req = true;
+        // The end of a message asks for an acknowledgement if its
+        // completion is to be seen. An unsignaled one in a stream leaves
+        // it to a later message, to every 32nd packet, or to the
+        // completer's probe of a quiet tail: one packet fewer per message.
+        let this: &SrnicQp = qp;
+        packet.hdr.bth.ack_req =
+            !place.probes || this.sq_sig_all || wqe.send_flags() & IB_SEND_SIGNALED != 0;
         packet.hdr.bth.solicited = wqe.send_flags() & IB_SEND_SOLICITED != 0;
         wqe.set_last_psn(psn.get());
         wqe.set_state(wqe_state::SENT);
