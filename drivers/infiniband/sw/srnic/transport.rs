@@ -184,11 +184,13 @@ pub(crate) fn send(
     false
 }
 
-/// Takes a packet that came over the wire to `dev`.
+/// Takes a packet that came over the wire to `dev`; `found` is the QP the
+/// receive path already looked up for it, if any.
 pub(crate) fn receive_from_wire(
     dev: &Device<SrnicDevice>,
     guard: &RcuReadGuard,
     packet: Packet<'_>,
+    found: Option<&Qp<SrnicDevice>>,
 ) {
     if packet.hdr.bth.dest_qp == MULTICAST_QPN {
         match packet.ip {
@@ -199,7 +201,9 @@ pub(crate) fn receive_from_wire(
         }
         return;
     }
-    let Some(dest) = dev.qps.get(guard, packet.hdr.bth.dest_qp) else {
+    let dest_qpn = packet.hdr.bth.dest_qp;
+    let found = found.filter(|qp| qp.qp_num() == dest_qpn);
+    let Some(dest) = found.or_else(|| dev.qps.get(guard, dest_qpn)) else {
         dev.counters.inc(Counter::UnknownQpPackets);
         return;
     };

@@ -906,10 +906,10 @@ impl UdpReceiver for Neighbourhood {
         let Some(dev) = self.device_on(&guard, arrived) else {
             return;
         };
-        let Some(skb) = steer(dev, &guard, skb) else {
+        let Some((skb, dest)) = steer(dev, &guard, skb) else {
             return;
         };
-        take(dev, &guard, &self.crc, &skb, skb.device(&guard));
+        take(dev, &guard, &self.crc, &skb, skb.device(&guard), dest);
         // `skb` is freed here: the engine has copied what it keeps.
     }
 }
@@ -961,13 +961,10 @@ impl SteeredCount {
         true
     }
 
-    /// `n` steered packets are through.
-    fn release(&self, n: u32) {
-        if n == 0 {
-            return;
-        }
-        self.pending.fetch_sub(n, Ordering::AcqRel);
-        self.device.add(-i64::from(n));
+    /// A steered packet is through.
+    fn release_one(&self) {
+        self.pending.fetch_sub(1, Ordering::AcqRel);
+        self.device.add(-1);
     }
 }
 
@@ -986,19 +983,23 @@ impl Drop for SteeredCount {
 /// while another copies the payload into memory and answers; a message of
 /// one packet stays here, where its latency is least. The headers read
 /// here are only a hint: the receive work checks the whole packet.
-fn steer(dev: &Device<SrnicDevice>, guard: &RcuReadGuard, mut skb: SkBuff) -> Option<SkBuff> {
+fn steer<'g>(
+    dev: &Device<SrnicDevice>,
+    guard: &'g RcuReadGuard,
+    mut skb: SkBuff,
+) -> Option<(SkBuff, Option<&'g Qp<SrnicDevice>>)> {
     let Some(bth) = skb
         .data()
         .get(UDP_HEADER_LEN..)
         .and_then(|bytes| headers::Bth::parse(bytes).ok())
     else {
-        return Some(skb);
+        return Some((skb, None));
     };
     let Some(qp) = dev.qps.get(guard, bth.dest_qp) else {
-        return Some(skb);
+        return Some((skb, None));
     };
     if !matches!(qp.qp_type(), QpType::Rc | QpType::Uc) {
-        return Some(skb);
+        return Some((skb, Some(qp)));
     }
     let this: &SrnicQp = qp;
     let count = &this.steered_count;
@@ -1006,13 +1007,13 @@ fn steer(dev: &Device<SrnicDevice>, guard: &RcuReadGuard, mut skb: SkBuff) -> Op
     if !waiting {
         let bulk = headers::opcode_info(bth.opcode).is_some_and(|info| info.continues_message());
         if !bulk || !other_cpus_online() {
-            return Some(skb);
+            return Some((skb, Some(qp)));
         }
     }
     if this.steered.len() >= STEERED_MAX || !count.charge() {
         if !waiting {
             // Nothing of this QP's waits: taken here, it overtakes none.
-            return Some(skb);
+            return Some((skb, Some(qp)));
         }
         dev.counters.inc(Counter::SteerDrops);
         return None;
@@ -1035,12 +1036,12 @@ pub(crate) fn receive_steered(qp: &Qp<SrnicDevice>) {
             let guard = RcuReadGuard::new();
             // No device: steering is for connections, whose packets need
             // none (a datagram's VLAN is read from it).
-            take(dev, &guard, &dev.neighbourhood.crc, &skb, None);
+            take(dev, &guard, &dev.neighbourhood.crc, &skb, None, Some(qp));
         }
         drop(skb);
         // Counted through only once it is: a packet that arrives before
         // then is steered behind it.
-        this.steered_count.release(1);
+        this.steered_count.release_one();
         taken = taken.wrapping_add(1);
         if taken % STEERED_BATCH == 0 {
             // A backlog of up to `STEERED_MAX` takes a while; others on
@@ -1061,6 +1062,7 @@ fn take(
     crc: &Crc32Engine,
     skb: &SkBuff,
     arrived: Option<&NetDevice>,
+    dest: Option<&Qp<SrnicDevice>>,
 ) {
     let mut pieces = [SharedRange::from_slice(&[]); RX_PIECES];
     match parse(skb, crc, &mut pieces) {
@@ -1096,7 +1098,7 @@ fn take(
                 vlan,
                 rxe_flush_icrc: datagram.rxe_flush_icrc,
             };
-            transport::receive_from_wire(dev, guard, packet);
+            transport::receive_from_wire(dev, guard, packet, dest);
         }
         Err(counter) => dev.counters.inc(counter),
     }
