@@ -19,6 +19,7 @@ use crate::kapi::rdma::{Cq, Device, UserData};
 use crate::kapi::sync::SpinLockIrq;
 use crate::pure::cq_event::{EventAction, EventState, Moderation};
 use crate::pure::ring::RingGeometry;
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
 
 /// Driver data of a CQ.
@@ -28,6 +29,9 @@ pub(crate) struct SrnicCq {
     state: SpinLockIrq<CqState>,
     /// CQEs go to user space in its encoding.
     user: bool,
+    /// Whether the consumer has ever asked for a completion event. One
+    /// that never has polls, spinning on its CPU while it waits.
+    ever_armed: AtomicBool,
 }
 
 struct CqState {
@@ -114,6 +118,7 @@ impl SrnicCq {
                     events: EventState::default(),
                 }),
                 user: is_user,
+                ever_armed: AtomicBool::new(false),
             }? Error),
         ))
     }
@@ -189,9 +194,16 @@ impl SrnicCq {
     }
 
     pub(crate) fn arm(&self, arm: CqArm) -> bool {
+        self.ever_armed.store(true, Ordering::Relaxed);
         let mut state = self.state.lock();
         state.events.arm(arm);
         state.consumer(self.user) != Some(state.producer)
+    }
+
+    /// Whether the consumer polls this CQ: it has never asked for an
+    /// event, so it spins while it waits for a completion.
+    pub(crate) fn is_polled(&self) -> bool {
+        !self.ever_armed.load(Ordering::Relaxed)
     }
 
     /// Moves the unpolled completions to a ring of `cqe` entries.

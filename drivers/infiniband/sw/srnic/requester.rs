@@ -13,6 +13,7 @@
 
 use crate::completer;
 use crate::counters::Counter;
+use crate::cq::SrnicCq;
 use crate::device::SrnicDevice;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::rxe_abi::wqe::{self, Remote, SendOp, WorkWqe};
@@ -388,7 +389,7 @@ fn next_connected<'a>(
     unreliable: bool,
 ) -> Next<'a> {
     let this: &SrnicQp = qp;
-    if payload_of_next(state, &wqe) > max_payload {
+    if payload_of_next(state, &wqe) > max_payload && !copies_in_poster(qp, &wqe) {
         return Next::LeaveToWork;
     }
     let req = &mut state.requester;
@@ -436,6 +437,20 @@ fn next_connected<'a>(
         return Next::Wait;
     }
     packet.map_or(Next::Wait, Next::Send)
+}
+
+/// Whether a large piece of `wqe` is sent in the poster's own run rather
+/// than left to the QP's work: a SEND of a process that polls its send CQ
+/// (a kernel consumer may post from a context that must not copy for
+/// long). Such a poster only spins until the SEND completes, and the receiver of a
+/// SEND usually polls too, so the work would share a CPU with a poller,
+/// and the switches between them would cost a good part of a 64 KiB copy.
+/// The poster's own CPU does the copy instead, as a NIC's engine would not
+/// wait for the application. A WRITE's target sleeps: its CPU is free for
+/// the work, which overlaps the copy with the poster.
+fn copies_in_poster(qp: &Qp<SrnicDevice>, wqe: &WorkWqe) -> bool {
+    let send_cq: &SrnicCq = qp.send_cq();
+    matches!(wqe.op(), SendOp::Send { .. }) && qp.is_user() && send_cq.is_polled()
 }
 
 /// The payload bytes of the next packet of `wqe`, the WQE the requester
@@ -810,11 +825,21 @@ pub(crate) const RUN_BUDGET: Budget = Budget {
 /// node, is delivered) at once in the poster's context, which is the
 /// lowest latency; a large one is left to the QP's work, so that its copy
 /// runs on the QP's CPU while the poster goes on posting and polling, and
-/// the QPs of one process spread their copies over the CPUs. Packets on
-/// the wire (one path MTU) are always small.
+/// the QPs of one process spread their copies over the CPUs (except a
+/// SEND whose poster polls, `copies_in_poster`). Packets on the wire (one
+/// path MTU) are always small.
 const POST_BUDGET: Budget = Budget {
     packet_bytes: 16 * 1024,
     ..RUN_BUDGET
+};
+
+/// The budget of a run from a user process's doorbell: its own system
+/// call, in which a SEND it polls for (`copies_in_poster`) is copied whole
+/// up to 4 MiB, rather than handing the rest of a large one to the QP's
+/// work, which would compete with the poller again.
+const DOORBELL_BUDGET: Budget = Budget {
+    bytes: 4 * 1024 * 1024,
+    ..POST_BUDGET
 };
 
 /// Runs the requester of `qp` until it has nothing to send (or has to wait
@@ -915,6 +940,8 @@ pub(crate) fn run_after_post(qp: &Qp<SrnicDevice>) {
         let this: &SrnicQp = qp;
         this.requester_pending.store(true, Ordering::Release);
         qp.run_work_soon();
+    } else if qp.is_user() {
+        run_within(qp, DOORBELL_BUDGET);
     } else {
         run_within(qp, POST_BUDGET);
     }
