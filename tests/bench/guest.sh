@@ -114,6 +114,46 @@ wait_listen() {
 	return 1
 }
 
+# A descriptor that never has data: `read -t N -u $nap` waits N seconds
+# without starting a process, so that watching a client costs the VM
+# nothing measurable.
+nap_fifo=$(mktemp -u /tmp/bench-nap.XXXXXX)
+mkfifo "$nap_fifo" && exec {nap}<> "$nap_fifo" && rm -f "$nap_fifo"
+
+# client_gave_up LOG: whether perftest wrote that its connection or its
+# exchange with the server failed (it measures nothing after that).
+client_gave_up() {
+	local line
+	while IFS= read -r line; do
+		case $line in
+		*'Failed to exchange data'* | *'Failed to connect RDMA CM events'* | *'Unable to perform rdma_client'*)
+			return 0
+			;;
+		esac
+	done < "$1"
+	return 1
+}
+
+# run_client LOG COMMAND...: runs a perftest client with its output in LOG
+# and returns its exit status. A client that wrote it gave up but is still
+# there 5 s later (siw's RDMA CM teardown on the wire now and then hangs
+# until the timeout) is stopped then, rather than costing the whole
+# timeout before the next try.
+run_client() {
+	local log=$1 pid waited=0
+	shift
+	"$@" > "$log" 2>&1 &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		read -r -t 1 -u "$nap"
+		if client_gave_up "$log"; then
+			waited=$((waited + 1))
+			[ "$waited" -lt 5 ] || kill "$pid" 2>/dev/null
+		fi
+	done
+	wait "$pid"
+}
+
 # stop PID: end a background command (already bounded by timeout).
 stop() {
 	kill "$1" 2>/dev/null
@@ -459,7 +499,8 @@ loopback_perftest() {
 		profile_start "$test"
 		perftest_args "$test" "$size" "$qps" "$port" client
 		ticks=$(kernel_ticks)
-		timeout "$cmd_timeout" "${client_ns[@]}" "${bench_nice[@]}" stdbuf -oL "$bin" "${args[@]}" "$server_ip" > "$raw/$tag.client.txt" 2>&1
+		run_client "$raw/$tag.client.txt" \
+			timeout "$cmd_timeout" "${client_ns[@]}" "${bench_nice[@]}" stdbuf -oL "$bin" "${args[@]}" "$server_ip"
 		rc=$?
 		ticks=$(($(kernel_ticks) - ticks))
 		profile_stop "$raw/$tag.profile.txt"
@@ -622,7 +663,8 @@ wire_measure() {
 			else
 				bin=$(perftest_bin "$test")
 				perftest_args "$test" "$size" "$qps" "$port"
-				timeout "$cmd_timeout" "${bench_nice[@]}" stdbuf -oL "$bin" "${args[@]}" "$server_ip" > "$raw/$tag.client.txt" 2>&1
+				run_client "$raw/$tag.client.txt" \
+					timeout "$cmd_timeout" "${bench_nice[@]}" stdbuf -oL "$bin" "${args[@]}" "$server_ip"
 				rc=$?
 				tries=$att
 				if try_again "$raw/$tag.client.txt" && [ "$att" -lt "$attempts" ]; then
