@@ -120,36 +120,54 @@ wait_listen() {
 nap_fifo=$(mktemp -u /tmp/bench-nap.XXXXXX)
 mkfifo "$nap_fifo" && exec {nap}<> "$nap_fifo" && rm -f "$nap_fifo"
 
-# client_gave_up LOG: whether perftest wrote that its connection or its
-# exchange with the server failed (it measures nothing after that).
-client_gave_up() {
+# client_state LOG: sets $client to "gave-up" if perftest wrote that its
+# connection or its exchange with the server failed (it measures nothing
+# after that), "started" if it printed its test's banner (which it does
+# once connected), else "connecting". A function, not a command
+# substitution, so that watching a client starts no process.
+client_state() {
 	local line
+	client=connecting
 	while IFS= read -r line; do
 		case $line in
 		*'Failed to exchange data'* | *'Failed to connect RDMA CM events'* | *'Unable to perform rdma_client'*)
-			return 0
+			client=gave-up
+			return
 			;;
+		*' BW Test'* | *' Latency Test'*) client=started ;;
 		esac
 	done < "$1"
-	return 1
 }
 
+# The longest a client may take to connect: siw's RDMA CM on the wire now
+# and then never completes perftest's exchange, and the client then hangs
+# until its timeout.
+connect_secs=60
+
 # run_client LOG COMMAND...: runs a perftest client with its output in LOG
-# and returns its exit status. A client that wrote it gave up but is still
-# there 5 s later (siw's RDMA CM teardown on the wire now and then hangs
-# until the timeout) is stopped then, rather than costing the whole
-# timeout before the next try.
+# and returns its exit status. A client still connecting after
+# $connect_secs seconds, or still there 5 s after it wrote that it gave
+# up, is stopped rather than left to cost its whole timeout; the line
+# "bench: stopped ..." it leaves in LOG makes try_again run it again.
 run_client() {
-	local log=$1 pid waited=0
+	local log=$1 pid secs=0 gave_up=0 rc
 	shift
 	"$@" > "$log" 2>&1 &
 	pid=$!
 	while kill -0 "$pid" 2>/dev/null; do
 		read -r -t 1 -u "$nap"
-		if client_gave_up "$log"; then
-			waited=$((waited + 1))
-			[ "$waited" -lt 5 ] || kill "$pid" 2>/dev/null
-		fi
+		secs=$((secs + 1))
+		client_state "$log"
+		case $client in
+		started) break ;;
+		gave-up) gave_up=$((gave_up + 1)) && [ "$gave_up" -lt 5 ] && continue ;;
+		connecting) [ "$secs" -le "$connect_secs" ] && continue ;;
+		esac
+		kill "$pid" 2>/dev/null
+		wait "$pid"
+		rc=$?
+		echo "bench: stopped, $client after $secs s" >> "$log"
+		return "$rc"
 	done
 	wait "$pid"
 }
@@ -416,7 +434,7 @@ clock_failed() {
 try_again() {
 	clock_failed "$1" && return 0
 	! grep -q '#bytes' "$1" 2>/dev/null &&
-		grep -Eq 'Connection refused|Failed to exchange data|Unable to perform rdma_client' "$1" 2>/dev/null
+		grep -Eq 'Connection refused|Failed to exchange data|Unable to perform rdma_client|^bench: stopped' "$1" 2>/dev/null
 }
 
 # positive VALUE: a finite number above zero.
