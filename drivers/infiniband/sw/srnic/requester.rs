@@ -442,12 +442,12 @@ fn next_connected<'a>(
 /// Whether a large piece of `wqe` is sent in the poster's own run rather
 /// than left to the QP's work: a SEND of a process that polls its send CQ
 /// (a kernel consumer may post from a context that must not copy for
-/// long). Such a poster only spins until the SEND completes, and the receiver of a
-/// SEND usually polls too, so the work would share a CPU with a poller,
-/// and the switches between them would cost a good part of a 64 KiB copy.
-/// The poster's own CPU does the copy instead, as a NIC's engine would not
-/// wait for the application. A WRITE's target sleeps: its CPU is free for
-/// the work, which overlaps the copy with the poster.
+/// long). Such a poster only spins until the SEND completes, and the
+/// receiver of a SEND usually polls too, so the work would share a CPU
+/// with a poller, and the switches between them would cost a good part of
+/// a 64 KiB copy. The poster's own CPU does the copy instead. A WRITE's
+/// target sleeps: its CPU is free for the work, which overlaps the copy
+/// with the poster.
 fn copies_in_poster(qp: &Qp<SrnicDevice>, wqe: &WorkWqe) -> bool {
     let send_cq: &SrnicCq = qp.send_cq();
     matches!(wqe.op(), SendOp::Send { .. }) && qp.is_user() && send_cq.is_polled()
