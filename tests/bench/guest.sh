@@ -662,8 +662,10 @@ wire_measure() {
 				last_line "$raw/$tag.server.txt" > "$noserver"
 			else
 				touch "$ready"
+				profile_start "$test"
 			fi
 			got=$(await $((cmd_timeout + 60)) "$done" "$retry") || log "$id: b never finished"
+			profile_stop "$raw/$tag.profile.txt"
 			[ -z "$spid" ] || reap "$spid"
 			[ "$got" = "$retry" ] || return 0
 			cp "$raw/$tag.server.txt" "$raw/$tag.server.try$att.txt"
@@ -681,9 +683,11 @@ wire_measure() {
 			else
 				bin=$(perftest_bin "$test")
 				perftest_args "$test" "$size" "$qps" "$port"
+				profile_start "$test"
 				run_client "$raw/$tag.client.txt" \
 					timeout "$cmd_timeout" "${bench_nice[@]}" stdbuf -oL "$bin" "${args[@]}" "$server_ip"
 				rc=$?
+				profile_stop "$raw/$tag.profile.txt"
 				tries=$att
 				if try_again "$raw/$tag.client.txt" && [ "$att" -lt "$attempts" ]; then
 					cp "$raw/$tag.client.txt" "$raw/$tag.client.try$att.txt"

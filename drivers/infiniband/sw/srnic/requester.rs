@@ -118,8 +118,14 @@ pub(crate) struct Requester {
     pub(crate) probed: bool,
 }
 
-/// Packets sent and not yet acknowledged, at most.
-const WINDOW: i32 = 128;
+/// Packets sent and not yet acknowledged, at most. A window is sent per
+/// round trip: on a wire whose queues stretch the round trip to
+/// milliseconds under load, 128 packets of 1 KiB left both ends idle half
+/// the time. It stays below what one QP may have waiting for its receive
+/// work at the peer (`wire::STEERED_MAX`, 1024), so that a full window is
+/// never dropped there.
+const WINDOW: i32 = 512;
+const _: () = assert!((WINDOW as u32) < crate::wire::STEERED_MAX);
 /// The window is never cut below this many packets.
 const MIN_WINDOW: i32 = 4;
 /// A long message asks for an acknowledgement every so many packets, so

@@ -916,7 +916,7 @@ impl UdpReceiver for Neighbourhood {
 
 /// Most packets that may wait for one QP's receive work; more are
 /// dropped (and sent again by the requester), like a full receive ring.
-const STEERED_MAX: u32 = 1024;
+pub(crate) const STEERED_MAX: u32 = 1024;
 
 /// Most packets all QPs of one device may hold for their receive work:
 /// packets are queued before their ICRC is checked, so forged ones could
