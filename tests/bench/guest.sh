@@ -90,35 +90,41 @@ record() {
 	echo "$1,$2,$mode,$3,$4,$5,$6,$7,$note" >> "$results"
 }
 
+# A descriptor that never has data: `read -t N -u $nap` waits N seconds
+# without starting a process, so that waiting and watching cost the VM
+# nothing measurable (a `date` and a `sleep` five times a second took a
+# fifth of a one-vCPU VM under TCG, while it served a measurement).
+nap_fifo=$(mktemp -u /tmp/bench-nap.XXXXXX)
+mkfifo "$nap_fifo" && exec {nap}<> "$nap_fifo" && rm -f "$nap_fifo"
+
+# nap_for SECONDS: sleeps, starting no process.
+nap_for() {
+	read -r -t "$1" -u "$nap" _ || :
+}
+
 # await SECONDS FILE...: wait until one of the FILEs exists; prints it.
 await() {
-	local deadline=$(($(date +%s) + $1)) f
+	local deadline=$((EPOCHSECONDS + $1)) f
 	shift
 	while :; do
 		for f in "$@"; do
 			[ -e "$f" ] && { echo "$f"; return 0; }
 		done
-		[ "$(date +%s)" -lt "$deadline" ] || return 1
-		sleep 0.2
+		[ "$EPOCHSECONDS" -lt "$deadline" ] || return 1
+		nap_for 0.2
 	done
 }
 
 # wait_listen PORT PID: until a TCP socket listens on PORT, or PID ended.
 wait_listen() {
-	local deadline=$(($(date +%s) + 60))
-	while [ "$(date +%s)" -lt "$deadline" ]; do
+	local deadline=$((EPOCHSECONDS + 60))
+	while [ "$EPOCHSECONDS" -lt "$deadline" ]; do
 		listening "$1" && return 0
 		kill -0 "$2" 2>/dev/null || return 1
-		sleep 0.2
+		nap_for 0.2
 	done
 	return 1
 }
-
-# A descriptor that never has data: `read -t N -u $nap` waits N seconds
-# without starting a process, so that watching a client costs the VM
-# nothing measurable.
-nap_fifo=$(mktemp -u /tmp/bench-nap.XXXXXX)
-mkfifo "$nap_fifo" && exec {nap}<> "$nap_fifo" && rm -f "$nap_fifo"
 
 # client_state LOG: sets $client to "gave-up" if perftest wrote that its
 # connection or its exchange with the server failed (it measures nothing
@@ -155,7 +161,7 @@ run_client() {
 	"$@" > "$log" 2>&1 &
 	pid=$!
 	while kill -0 "$pid" 2>/dev/null; do
-		read -r -t 1 -u "$nap"
+		nap_for 1
 		secs=$((secs + 1))
 		client_state "$log"
 		case $client in
@@ -182,9 +188,9 @@ stop() {
 # most), then stop it.
 reap() {
 	local i
-	for i in $(seq 50); do
+	for ((i = 0; i < 50; i++)); do
 		kill -0 "$1" 2>/dev/null || break
-		sleep 0.2
+		nap_for 0.2
 	done
 	stop "$1"
 }
