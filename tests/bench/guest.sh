@@ -90,10 +90,11 @@ record() {
 	echo "$1,$2,$mode,$3,$4,$5,$6,$7,$note" >> "$results"
 }
 
-# A descriptor that never has data: `read -t N -u $nap` waits N seconds
-# without starting a process, so that waiting and watching cost the VM
-# nothing measurable (a `date` and a `sleep` five times a second took a
-# fifth of a one-vCPU VM under TCG, while it served a measurement).
+# A descriptor that never has data, for nap_for: reading it with a
+# timeout waits without starting a process, so that waiting and watching
+# cost the VM nothing measurable (a `date` and a `sleep` five times a
+# second took a fifth of a one-vCPU VM under TCG while it served a
+# measurement).
 nap_fifo=$(mktemp -u /tmp/bench-nap.XXXXXX)
 mkfifo "$nap_fifo" && exec {nap}<> "$nap_fifo" && rm -f "$nap_fifo"
 
