@@ -457,9 +457,26 @@ static int srnic_qp_home_cpu(u32 qpn)
 	return cpu_online(cpu) ? cpu : WORK_CPU_UNBOUND;
 }
 
+/* The online CPU after @cpu, or @cpu if it is the only one. */
+static int srnic_next_online_cpu(int cpu)
+{
+	int next = cpumask_next(cpu, cpu_online_mask);
+
+	if (next >= nr_cpu_ids)
+		next = cpumask_first(cpu_online_mask);
+	return next < nr_cpu_ids ? next : cpu;
+}
+
 void srnic_qp_work_soon(struct delayed_work *dwork, u32 qpn)
 {
-	mod_delayed_work_on(srnic_qp_home_cpu(qpn), system_wq, dwork, 0);
+	int cpu = srnic_qp_home_cpu(qpn);
+
+	/* A process that hands its QP's sending over goes on polling
+	 * where it is: if that is the QP's CPU, the work takes another. */
+	if (in_task() && !(current->flags & PF_WQ_WORKER) &&
+	    cpu == raw_smp_processor_id())
+		cpu = srnic_next_online_cpu(cpu);
+	mod_delayed_work_on(cpu, system_wq, dwork, 0);
 }
 
 bool srnic_qp_work_after(struct delayed_work *dwork, u32 qpn, unsigned int msecs)
@@ -495,11 +512,8 @@ void srnic_qp_receive_work(struct work_struct *work, u32 qpn)
 	int this_cpu = raw_smp_processor_id();
 	int cpu = srnic_qp_home_cpu(qpn);
 
-	if (cpu == this_cpu || cpu == WORK_CPU_UNBOUND) {
-		cpu = cpumask_next(this_cpu, cpu_online_mask);
-		if (cpu >= nr_cpu_ids)
-			cpu = cpumask_first(cpu_online_mask);
-	}
+	if (cpu == this_cpu || cpu == WORK_CPU_UNBOUND)
+		cpu = srnic_next_online_cpu(this_cpu);
 	if (cpu >= nr_cpu_ids || !cpu_online(cpu))
 		cpu = WORK_CPU_UNBOUND;
 	queue_work_on(cpu, system_highpri_wq, work);
