@@ -374,7 +374,9 @@ impl<T: Driver> Qp<T> {
 
     /// Runs [`Driver::qp_work`] as soon as possible on the QP's own CPU
     /// (QPs are spread over the online CPUs by number), sooner than a
-    /// delayed run already pending.
+    /// delayed run already pending. Called by a process (not a work) on
+    /// the QP's CPU, it runs on the next online CPU instead: the process
+    /// goes on (polling, often) where it is.
     pub fn run_work_soon(&self) {
         // A `&Qp` reaches the driver only from the core's calls and from
         // the driver's own lookups, which `Driver::destroy_qp` ends before
