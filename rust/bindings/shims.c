@@ -467,16 +467,50 @@ static int srnic_next_online_cpu(int cpu)
 	return next < nr_cpu_ids ? next : cpu;
 }
 
-void srnic_qp_work_soon(struct delayed_work *dwork, u32 qpn)
+/* Where srnic_qp_work_soon() runs QP qpn's work if called here: a
+ * process that hands its QP's sending over goes on polling where it is,
+ * so if that is the QP's CPU, the work takes another. */
+static int srnic_qp_work_cpu(u32 qpn)
 {
 	int cpu = srnic_qp_home_cpu(qpn);
 
-	/* A process that hands its QP's sending over goes on polling
-	 * where it is: if that is the QP's CPU, the work takes another. */
 	if (in_task() && !(current->flags & PF_WQ_WORKER) &&
 	    cpu == raw_smp_processor_id())
 		cpu = srnic_next_online_cpu(cpu);
-	mod_delayed_work_on(cpu, system_wq, dwork, 0);
+	return cpu;
+}
+
+void srnic_qp_work_soon(struct delayed_work *dwork, u32 qpn)
+{
+	mod_delayed_work_on(srnic_qp_work_cpu(qpn), system_wq, dwork, 0);
+}
+
+/* QP works running on each CPU, so that a process about to hand a copy
+ * over can see whether the CPU it would go to is copying already. */
+static DEFINE_PER_CPU(atomic_t, srnic_qp_works_running);
+
+int srnic_qp_work_enter(void)
+{
+	int cpu = raw_smp_processor_id();
+
+	atomic_inc(per_cpu_ptr(&srnic_qp_works_running, cpu));
+	return cpu;
+}
+
+void srnic_qp_work_exit(int cpu)
+{
+	atomic_dec(per_cpu_ptr(&srnic_qp_works_running, cpu));
+}
+
+/* Whether handing QP qpn's work over from here would gain no CPU: it
+ * would run on this one, or on one that runs a QP's work already (a
+ * hint: it may change at once). */
+bool srnic_qp_work_cpu_busy(u32 qpn)
+{
+	int cpu = srnic_qp_work_cpu(qpn);
+
+	return cpu == WORK_CPU_UNBOUND || cpu == raw_smp_processor_id() ||
+	       atomic_read(per_cpu_ptr(&srnic_qp_works_running, cpu)) > 0;
 }
 
 bool srnic_qp_work_after(struct delayed_work *dwork, u32 qpn, unsigned int msecs)

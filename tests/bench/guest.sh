@@ -558,6 +558,7 @@ loopback_2proc() {
 			wait_listen "$port" $! || why="server $k never listened ($rel/$tag.$k.server.txt)"
 		done
 		if [ -z "$why" ]; then
+			profile_start "$test"
 			for k in 0 1; do
 				port=$((18000 + id * 2 + k + 5000 + (att - 1) * 20000))
 				perftest_args send_bw "$size" "$qps" "$port"
@@ -581,6 +582,7 @@ loopback_2proc() {
 					total=$(awk -v a="$total" -v b="$v" 'BEGIN { printf "%.2f", a + b }')
 				fi
 			done
+			profile_stop "$raw/$tag.profile.txt"
 		fi
 		for k in "${spids[@]}"; do stop "$k"; done
 		case $why in *calibrate*) continue ;; esac

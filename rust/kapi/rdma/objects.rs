@@ -368,7 +368,10 @@ impl<T: Driver> Qp<T> {
             let dwork = bindings::srnic_to_delayed_work(work);
             let offset = core::mem::offset_of!(Self, work);
             let qp = &*dwork.cast::<u8>().sub(offset).cast::<Self>();
+            // Counted while it runs, for `work_cpu_busy`.
+            let cpu = bindings::srnic_qp_work_enter();
             T::qp_work(qp);
+            bindings::srnic_qp_work_exit(cpu);
         }
     }
 
@@ -383,6 +386,14 @@ impl<T: Driver> Qp<T> {
         // the work is cancelled.
         // SAFETY: initialised at creation, cancelled before the data drops.
         unsafe { bindings::srnic_qp_work_soon(self.work.get(), self.qp_num()) };
+    }
+
+    /// Whether [`Qp::run_work_soon`] called here would gain no CPU: the
+    /// work would run on this CPU, or on one that runs a QP's work
+    /// already. A hint, which may be out of date at once.
+    pub fn work_cpu_busy(&self) -> bool {
+        // SAFETY: reads the CPU masks and run queues only.
+        unsafe { bindings::srnic_qp_work_cpu_busy(self.qp_num()) }
     }
 
     /// Runs [`Driver::qp_work`] on the QP's own CPU after `msecs`

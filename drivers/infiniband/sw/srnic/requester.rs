@@ -941,11 +941,24 @@ fn run_within(qp: &Qp<SrnicDevice>, mut budget: Budget) {
 /// Runs the requester after a post: at once within the post's budget, or,
 /// when the poster holds interrupts off, from the QP's own work (sending
 /// enables bottom halves, which must wait until interrupts are on again).
+/// A process copies even large packets itself when the CPU its QP's work
+/// would take runs another QP's work already (the QPs of one process then
+/// copy on both CPUs, the poster's and the work's).
 pub(crate) fn run_after_post(qp: &Qp<SrnicDevice>) {
     if crate::kapi::sync::irqs_disabled() {
         let this: &SrnicQp = qp;
         this.requester_pending.store(true, Ordering::Release);
         qp.run_work_soon();
+    } else if qp.is_user() && qp.work_cpu_busy() {
+        // Handing a large packet over would gain no CPU: the process
+        // copies it in its own system call.
+        run_within(
+            qp,
+            Budget {
+                packet_bytes: u32::MAX,
+                ..DOORBELL_BUDGET
+            },
+        );
     } else if qp.is_user() {
         run_within(qp, DOORBELL_BUDGET);
     } else {
