@@ -362,17 +362,19 @@ impl<T: Driver> Qp<T> {
     /// Called only by the kernel for the timer, work item or page walk of an
     /// object of this device that it was set up for.
     unsafe extern "C" fn work_cb(work: *mut bindings::work_struct) {
+        // Counted while it runs, for `work_cpu_busy`.
+        // SAFETY: no precondition: adds one to this CPU's count.
+        let cpu = unsafe { bindings::srnic_qp_work_enter() };
         // SAFETY: only a QP's work item runs this; it is the `work` field of
         // a `Qp<T>` whose data lives until the work is cancelled.
         unsafe {
             let dwork = bindings::srnic_to_delayed_work(work);
             let offset = core::mem::offset_of!(Self, work);
             let qp = &*dwork.cast::<u8>().sub(offset).cast::<Self>();
-            // Counted while it runs, for `work_cpu_busy`.
-            let cpu = bindings::srnic_qp_work_enter();
             T::qp_work(qp);
-            bindings::srnic_qp_work_exit(cpu);
         }
+        // SAFETY: takes back the one added above, from the CPU it went to.
+        unsafe { bindings::srnic_qp_work_exit(cpu) };
     }
 
     /// Runs [`Driver::qp_work`] as soon as possible on the QP's own CPU
@@ -392,7 +394,8 @@ impl<T: Driver> Qp<T> {
     /// work would run on this CPU, or on one that runs a QP's work
     /// already. A hint, which may be out of date at once.
     pub fn work_cpu_busy(&self) -> bool {
-        // SAFETY: reads the CPU masks and run queues only.
+        // SAFETY: no precondition: reads the CPU masks and the per-CPU
+        // counts of running QP works only.
         unsafe { bindings::srnic_qp_work_cpu_busy(self.qp_num()) }
     }
 
