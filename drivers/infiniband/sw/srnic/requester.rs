@@ -811,6 +811,9 @@ pub(crate) struct Budget {
     pub(crate) bytes: usize,
     /// The largest payload one packet of this run may carry.
     pub(crate) packet_bytes: u32,
+    /// A process's own system call: a packet over `packet_bytes` is
+    /// copied here after all if handing it over would gain no CPU.
+    copies_if_work_busy: bool,
 }
 
 impl Budget {
@@ -825,6 +828,7 @@ pub(crate) const RUN_BUDGET: Budget = Budget {
     packets: 64,
     bytes: 1024 * 1024,
     packet_bytes: u32::MAX,
+    copies_if_work_busy: false,
 };
 
 /// The budget of a run from a post: a small packet goes out (or, on this
@@ -842,9 +846,11 @@ const POST_BUDGET: Budget = Budget {
 /// The budget of a run from a user process's doorbell: its own system
 /// call, in which a SEND it polls for (`copies_in_poster`) is copied whole
 /// up to 4 MiB, rather than handing the rest of a large one to the QP's
-/// work, which would compete with the poller again.
+/// work, which would compete with the poller again; so is any large
+/// packet when the CPU its work would take is busy with another QP's.
 const DOORBELL_BUDGET: Budget = Budget {
     bytes: 4 * 1024 * 1024,
+    copies_if_work_busy: true,
     ..POST_BUDGET
 };
 
@@ -881,6 +887,15 @@ fn run_within(qp: &Qp<SrnicDevice>, mut budget: Budget) {
             let packet = match next {
                 Next::Send(packet) => packet,
                 Next::Wait => break,
+                Next::LeaveToWork if budget.copies_if_work_busy && qp.work_cpu_busy() => {
+                    // Handing the packet over would gain no CPU (the QPs
+                    // of one process then copy on both CPUs, the poster's
+                    // and the work's): the process copies it itself.
+                    budget.copies_if_work_busy = false;
+                    budget.packet_bytes = u32::MAX;
+                    budget.packets += 1;
+                    continue;
+                }
                 Next::LeaveToWork => {
                     spent = true;
                     break;
@@ -941,24 +956,11 @@ fn run_within(qp: &Qp<SrnicDevice>, mut budget: Budget) {
 /// Runs the requester after a post: at once within the post's budget, or,
 /// when the poster holds interrupts off, from the QP's own work (sending
 /// enables bottom halves, which must wait until interrupts are on again).
-/// A process copies even large packets itself when the CPU its QP's work
-/// would take runs another QP's work already (the QPs of one process then
-/// copy on both CPUs, the poster's and the work's).
 pub(crate) fn run_after_post(qp: &Qp<SrnicDevice>) {
     if crate::kapi::sync::irqs_disabled() {
         let this: &SrnicQp = qp;
         this.requester_pending.store(true, Ordering::Release);
         qp.run_work_soon();
-    } else if qp.is_user() && qp.work_cpu_busy() {
-        // Handing a large packet over would gain no CPU: the process
-        // copies it in its own system call.
-        run_within(
-            qp,
-            Budget {
-                packet_bytes: u32::MAX,
-                ..DOORBELL_BUDGET
-            },
-        );
     } else if qp.is_user() {
         run_within(qp, DOORBELL_BUDGET);
     } else {
