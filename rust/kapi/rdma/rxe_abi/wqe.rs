@@ -457,9 +457,16 @@ pub fn read_send(queue: &Queue, index: u32) -> Result<WorkWqe> {
     queue.read(index, 0).map(WorkWqe)
 }
 
-/// Stores the transport's per-WQE state back into slot `index`.
+/// Stores the transport's per-WQE state back into slot `index`: the fields
+/// that [`WorkWqe`]'s setters change, and nothing else, which never changes
+/// once posted. The requester stores them for every packet it builds.
 pub fn write_send(queue: &Queue, index: u32, wqe: &WorkWqe) -> Result {
-    queue.write(index, 0, &wqe.0)
+    type Wqe = bindings::rxe_send_wqe;
+    queue.write(index, offset_of!(Wqe, status), &wqe.0.status)?;
+    queue.write(index, offset_of!(Wqe, state), &wqe.0.state)?;
+    queue.write(index, offset_of!(Wqe, first_psn), &wqe.0.first_psn)?;
+    queue.write(index, offset_of!(Wqe, last_psn), &wqe.0.last_psn)?;
+    queue.write(index, offset_of!(Wqe, has_rd_atomic), &wqe.0.has_rd_atomic)
 }
 
 /// SGE `n` of the send WQE in slot `index`.
