@@ -11,8 +11,11 @@ use super::headers::opcode::RC_ACKNOWLEDGE;
 use super::psn::Psn;
 
 /// READs and atomics a responder takes at once (`max_dest_rd_atomic`; the
-/// device advertises it as `max_qp_rd_atom`, as ConnectX adapters do).
-pub const MAX_READS: usize = 16;
+/// device advertises it as `max_qp_rd_atom`). As many as rxe takes: small
+/// READs on a wire whose queues stretch the round trip are bound by how
+/// many are outstanding (2 B READs between two VMs: 16 moved 0.035 MiB/s,
+/// 32 0.041, 64 0.048).
+pub const MAX_READS: usize = 128;
 /// Answers that may wait at once: each READ outstanding with the ACK that
 /// may follow it, and a last slot kept for the NAK that ends the QP.
 const SLOTS: usize = 2 * MAX_READS + 2;

@@ -213,9 +213,11 @@ impl SrnicQp {
             return Err(EINVAL);
         }
         dev.counts.qp.acquire(limits::MAX_QP)?;
-        let made = Self::make_queues(init, user)
-            .and_then(|q| Ok((q, RecvCopy::with_capacity(limits::MAX_SGE)?)));
-        let ((work, sq, rq, actual), recv_copy) = made.inspect_err(|_| dev.counts.qp.release())?;
+        let made = Self::make_queues(init, user).and_then(|q| {
+            let responder = Responder::new(RecvCopy::with_capacity(limits::MAX_SGE)?)?;
+            Ok((q, responder))
+        });
+        let ((work, sq, rq, actual), responder) = made.inspect_err(|_| dev.counts.qp.release())?;
         let is_user = user.is_some();
         let sq_sig_all = init.sq_sig_all;
         let steered_count = crate::wire::SteeredCount::new(dev);
@@ -227,7 +229,7 @@ impl SrnicQp {
                     sq,
                     rq,
                     requester: Requester::default(),
-                    responder: Responder::new(recv_copy),
+                    responder,
                     peer: Hop::Wire,
                 }),
                 work,

@@ -34,6 +34,7 @@ use crate::pure::psn::{packets_for, Psn, PSN_MASK};
 use crate::pure::wr::QpType;
 use crate::qp::{QpInner, SrnicQp, Upcalls};
 use crate::transport::{Hop, Packet};
+use kernel::alloc::{flags::GFP_KERNEL, KVBox};
 
 use crate::pure::headers::opcode::{
     RC_ACKNOWLEDGE, RC_ATOMIC_ACKNOWLEDGE, RC_RDMA_READ_RESPONSE_FIRST as RC_READ_RESPONSE_FIRST,
@@ -86,9 +87,11 @@ pub(crate) struct Responder {
     dropping: bool,
     /// The PSN and original value of the latest atomics, for duplicates
     /// (as many as may be outstanding).
-    atomics: Fifo<(Psn, u64), MAX_READS>,
-    /// Answers to requests from the wire waiting to leave.
-    pub(crate) outbox: Outbox,
+    atomics: KVBox<Fifo<(Psn, u64), MAX_READS>>,
+    /// Answers to requests from the wire waiting to leave. Boxed, as the
+    /// atomics are: with room for `MAX_READS` READs it is 12 KiB, too much
+    /// for the stack the QP is made on.
+    pub(crate) outbox: KVBox<Outbox>,
 }
 
 /// What the responder answers.
@@ -210,8 +213,11 @@ pub(crate) fn read_response<'g>(
 }
 
 impl Responder {
-    pub(crate) fn new(recv: RecvCopy) -> Self {
-        Self {
+    pub(crate) fn new(recv: RecvCopy) -> kernel::error::Result<Self> {
+        // Built from constants straight into the allocations.
+        const NO_ATOMICS: Fifo<(Psn, u64), MAX_READS> = Fifo::new();
+        const EMPTY_OUTBOX: Outbox = Outbox::new();
+        Ok(Self {
             psn: Psn::default(),
             msn: 0,
             recv,
@@ -221,9 +227,9 @@ impl Responder {
             in_message: None,
             nak_sent: None,
             dropping: false,
-            atomics: Fifo::new(),
-            outbox: Outbox::new(),
-        }
+            atomics: KVBox::new(NO_ATOMICS, GFP_KERNEL)?,
+            outbox: KVBox::new(EMPTY_OUTBOX, GFP_KERNEL)?,
+        })
     }
 
     pub(crate) fn set_psn(&mut self, psn: u32) {
