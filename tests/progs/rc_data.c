@@ -9,8 +9,9 @@
  * SHARED_DIR is a directory both see: the nodes exchange their QP number,
  * PSN, GID and buffer through files there, then b moves MIB mebibytes each
  * of SEND (with immediate), RDMA WRITE and RDMA READ, and runs both
- * atomics, then a stream of small unsignaled WRITEs, while a checks what
- * arrives. The bytes follow a pattern both sides compute, so every byte is
+ * atomics, then DEEP READs and DEEP FETCH_AND_ADDs outstanding at once
+ * (the QP's full max_rd_atomic), then a stream of small unsignaled
+ * WRITEs, while a checks what arrives. The bytes follow a pattern both sides compute, so every byte is
  * checked without a second transfer.
  *
  * With "death", b keeps SENDs outstanding while a's side deletes its
@@ -34,6 +35,9 @@
 
 #define CHUNK (1024 * 1024)
 #define DEPTH 16
+/* READs and atomics outstanding at once: max_qp_rd_atom of srnic and rxe. */
+#define DEEP 128
+#define DEEP_READ_BYTES (CHUNK / DEEP)
 
 struct info {
 	uint32_t qpn, psn, rkey;
@@ -198,7 +202,7 @@ static void connect_qp(int gid_index)
 	a.path_mtu = port.active_mtu;
 	a.dest_qp_num = peer.qpn;
 	a.rq_psn = peer.psn;
-	a.max_dest_rd_atomic = 4;
+	a.max_dest_rd_atomic = DEEP;
 	a.min_rnr_timer = 12;
 	a.ah_attr.is_global = 1;
 	a.ah_attr.grh.dgid = peer.gid;
@@ -214,10 +218,55 @@ static void connect_qp(int gid_index)
 	a.timeout = 14;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
-	a.max_rd_atomic = 4;
+	a.max_rd_atomic = DEEP;
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
 		FAIL("RTS: %s", strerror(errno));
+}
+
+/* DEEP READs of the peer's first chunk, then DEEP FETCH_AND_ADDs, all
+ * posted before the first completes: each must complete in order with
+ * its own bytes or value. The counter holds 42 when they start. */
+static void deep_b(void)
+{
+	uint64_t *results = (uint64_t *)(buf + DEPTH * (size_t)CHUNK + 128);
+	struct ibv_wc wc;
+	double t = now();
+
+	memset(buf, 0, CHUNK);
+	for (unsigned i = 0; i < DEEP; i++)
+		post_send(IBV_WR_RDMA_READ, i, buf + i * DEEP_READ_BYTES, DEEP_READ_BYTES,
+			  peer.addr + i * DEEP_READ_BYTES, 0);
+	for (unsigned i = 0; i < DEEP; i++) {
+		wc = wait_wc("deep READ");
+		if (wc.wr_id != i)
+			FAIL("deep READ %u completed as %llu", i, (unsigned long long)wc.wr_id);
+	}
+	check(buf, 3, 0, CHUNK, "deep READ");
+	printf("ok: %u READs of %u bytes outstanding at once, every byte as the peer wrote it, "
+	       "in %.1f s\n", DEEP, DEEP_READ_BYTES, now() - t);
+
+	t = now();
+	for (unsigned i = 0; i < DEEP; i++) {
+		struct ibv_sge sge = { (uintptr_t)&results[i], 8, mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+		wr.wr.atomic.remote_addr = peer.addr + DEPTH * (uint64_t)CHUNK;
+		wr.wr.atomic.rkey = peer.rkey;
+		wr.wr.atomic.compare_add = 1;
+		if (ibv_post_send(qp, &wr, &bad))
+			FAIL("deep FETCH_AND_ADD %u: %s", i, strerror(errno));
+	}
+	for (unsigned i = 0; i < DEEP; i++) {
+		wc = wait_wc("deep FETCH_AND_ADD");
+		if (wc.wr_id != i || results[i] != 42 + i)
+			FAIL("deep FETCH_AND_ADD %u completed as %llu with %llu, expected %u", i,
+			     (unsigned long long)wc.wr_id, (unsigned long long)results[i], 42 + i);
+	}
+	printf("ok: %u FETCH_AND_ADDs outstanding at once returned the right values in %.1f s\n",
+	       DEEP, now() - t);
 }
 
 /* The requester's side: SEND, WRITE, READ, atomics. */
@@ -289,6 +338,7 @@ static void run_b(unsigned mib)
 		FAIL("CMP_AND_SWP without a match returned %llu, expected 42",
 		     (unsigned long long)*result);
 	printf("ok: 100 FETCH_AND_ADD and 2 CMP_AND_SWP returned the right values\n");
+	deep_b();
 	say_to(&rdv, "atomics", NULL, 0);
 	small_writes_b();
 }
@@ -336,8 +386,9 @@ static void run_a(unsigned mib)
 	fill(buf, 3, 0, (size_t)DEPTH * CHUNK);
 	say_to(&rdv, "filled", NULL, 0);
 	hear_from(&rdv, "atomics", NULL, 0);
-	if (*counter != 7 && *counter != 42)
-		FAIL("the atomic target holds %llu", (unsigned long long)*counter);
+	if (*counter != 42 + DEEP)
+		FAIL("the atomic target holds %llu, expected %u", (unsigned long long)*counter,
+		     42 + DEEP);
 	printf("ok: the atomic target ends at %llu\n", (unsigned long long)*counter);
 	hear_from(&rdv, "small", NULL, 0);
 	check(buf, 4, 0, (size_t)SMALL_WRITES * SMALL_BYTES, "small WRITE");
@@ -404,7 +455,7 @@ int main(int argc, char **argv)
 	if (!ctx)
 		FAIL("cannot open %s", argv[1]);
 	pd = ibv_alloc_pd(ctx);
-	cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	cq = ibv_create_cq(ctx, 2 * DEEP, NULL, NULL, 0);
 	buf = aligned_alloc(4096, DEPTH * (size_t)CHUNK + 4096);
 	if (!pd || !cq || !buf)
 		FAIL("setup: %s", strerror(errno));
@@ -413,7 +464,7 @@ int main(int argc, char **argv)
 			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			IBV_ACCESS_REMOTE_ATOMIC);
 	struct ibv_qp_init_attr qa = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-				       .cap = { .max_send_wr = 32, .max_recv_wr = 32,
+				       .cap = { .max_send_wr = DEEP, .max_recv_wr = 32,
 						.max_send_sge = 1, .max_recv_sge = 1 } };
 	qp = ibv_create_qp(pd, &qa);
 	if (!mr || !qp || ibv_query_gid(ctx, 1, gid_index, &me.gid))

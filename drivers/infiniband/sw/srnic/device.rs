@@ -63,8 +63,7 @@ pub(crate) mod limits {
     /// Work requests per shared receive queue.
     pub(crate) const MAX_SRQ_WR: u32 = 1 << 14;
     /// RDMA READs and atomics a QP's responder takes at once: what its
-    /// outbox and atomic results have room for (16, as on ConnectX
-    /// adapters).
+    /// outbox and atomic results have room for (128, as rxe).
     pub(crate) const MAX_DEST_RD_ATOMIC: u32 = crate::pure::outbox::MAX_READS as u32;
     /// RDMA READs and atomics a QP's requester has outstanding at most.
     /// It costs the requester nothing, and tools such as perftest set it

@@ -121,18 +121,20 @@ fn take_burst(this: &SrnicQp, budget: &mut u32) -> Option<Departure> {
     let answering = match state.attrs.state {
         QpState::Rtr | QpState::Rts | QpState::Sqd => true,
         // The NAK that ended the QP, and what came before it.
-        QpState::Error => state.responder.outbox.is_closing(),
+        QpState::Error => state.responder.outbox().is_some_and(|o| o.is_closing()),
         _ => false,
     };
     if !answering {
-        state.responder.outbox.clear();
+        if let Some(outbox) = state.responder.outbox() {
+            outbox.clear();
+        }
         return None;
     }
     let (ip, hop) = state.path();
     if hop != Hop::Wire {
         *budget = (*budget).min(LOCAL_BURST);
     }
-    let burst = state.responder.outbox.take_burst(*budget)?;
+    let burst = state.responder.outbox()?.take_burst(*budget)?;
     Some(Departure {
         burst,
         ip,
@@ -293,7 +295,10 @@ fn settle(qp: &Qp<SrnicDevice>, burst: &Burst, outcome: &Outcome) -> bool {
     let dev = qp.device();
     let given_up = {
         let mut state = this.state.lock();
-        let outbox = &mut state.responder.outbox;
+        // Only a QP with an outbox takes bursts.
+        let Some(outbox) = state.responder.outbox() else {
+            return false;
+        };
         if outcome.gone {
             // Counted as sent: the entry leaves the queue.
             let until = match burst.entry {

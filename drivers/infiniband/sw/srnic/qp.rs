@@ -214,7 +214,8 @@ impl SrnicQp {
         }
         dev.counts.qp.acquire(limits::MAX_QP)?;
         let made = Self::make_queues(init, user).and_then(|q| {
-            let responder = Responder::new(RecvCopy::with_capacity(limits::MAX_SGE)?)?;
+            let responder =
+                Responder::new(RecvCopy::with_capacity(limits::MAX_SGE)?, init.qp_type)?;
             Ok((q, responder))
         });
         let ((work, sq, rq, actual), responder) = made.inspect_err(|_| dev.counts.qp.release())?;

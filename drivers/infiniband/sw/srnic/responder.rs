@@ -85,13 +85,19 @@ pub(crate) struct Responder {
     /// UC: the message in progress was lost; packets are dropped until the
     /// first packet of the next message.
     dropping: bool,
+    /// What answers READs and atomics: RC QPs only (UC, UD and GSI QPs
+    /// answer nothing, and their 14 KiB would be wasted).
+    answers: Option<KVBox<Answers>>,
+}
+
+/// An RC responder's answers: boxed, as with room for `MAX_READS` READs
+/// they are 14 KiB, too much for the stack the QP is made on.
+pub(crate) struct Answers {
     /// The PSN and original value of the latest atomics, for duplicates
     /// (as many as may be outstanding).
-    atomics: KVBox<Fifo<(Psn, u64), MAX_READS>>,
-    /// Answers to requests from the wire waiting to leave. Boxed, as the
-    /// atomics are: with room for `MAX_READS` READs it is 12 KiB, too much
-    /// for the stack the QP is made on.
-    pub(crate) outbox: KVBox<Outbox>,
+    atomics: Fifo<(Psn, u64), MAX_READS>,
+    /// Answers to requests from the wire waiting to leave.
+    pub(crate) outbox: Outbox,
 }
 
 /// What the responder answers.
@@ -213,10 +219,17 @@ pub(crate) fn read_response<'g>(
 }
 
 impl Responder {
-    pub(crate) fn new(recv: RecvCopy) -> kernel::error::Result<Self> {
-        // Built from constants straight into the allocations.
-        const NO_ATOMICS: Fifo<(Psn, u64), MAX_READS> = Fifo::new();
-        const EMPTY_OUTBOX: Outbox = Outbox::new();
+    /// A responder for a QP of `qp_type`.
+    pub(crate) fn new(recv: RecvCopy, qp_type: QpType) -> kernel::error::Result<Self> {
+        // Built from a constant straight into the allocation.
+        const NO_ANSWERS: Answers = Answers {
+            atomics: Fifo::new(),
+            outbox: Outbox::new(),
+        };
+        let answers = match qp_type {
+            QpType::Rc => Some(KVBox::new(NO_ANSWERS, GFP_KERNEL)?),
+            _ => None,
+        };
         Ok(Self {
             psn: Psn::default(),
             msn: 0,
@@ -227,9 +240,22 @@ impl Responder {
             in_message: None,
             nak_sent: None,
             dropping: false,
-            atomics: KVBox::new(NO_ATOMICS, GFP_KERNEL)?,
-            outbox: KVBox::new(EMPTY_OUTBOX, GFP_KERNEL)?,
+            answers,
         })
+    }
+
+    /// The answers waiting to leave; `None` for a QP that answers nothing.
+    pub(crate) fn outbox(&mut self) -> Option<&mut Outbox> {
+        self.answers
+            .as_deref_mut()
+            .map(|answers| &mut answers.outbox)
+    }
+
+    /// Whether nothing waits in the outbox.
+    fn outbox_idle(&self) -> bool {
+        self.answers
+            .as_deref()
+            .map_or(true, |answers| answers.outbox.is_idle())
     }
 
     pub(crate) fn set_psn(&mut self, psn: u32) {
@@ -246,8 +272,10 @@ impl Responder {
         self.in_message = None;
         self.nak_sent = None;
         self.dropping = false;
-        self.atomics.clear();
-        self.outbox.clear();
+        if let Some(answers) = self.answers.as_deref_mut() {
+            answers.atomics.clear();
+            answers.outbox.clear();
+        }
     }
 
     /// Forgets what was placed of the message in progress; a receive WQE
@@ -293,7 +321,7 @@ pub(crate) fn receive<'a>(
         }
         // On this node, answers wait only behind the rest of a READ
         // response the requester's run left to this QP's work.
-        if hop == Hop::Wire || !state.responder.outbox.is_idle() {
+        if hop == Hop::Wire || !state.responder.outbox_idle() {
             reply = through_outbox(qp, &mut state, reply);
         }
         reply
@@ -311,11 +339,10 @@ pub(crate) fn defer_read(qp: &Qp<SrnicDevice>, read: &ReadResponse<'_>, next: u3
     pending.next = next;
     let queued = {
         let mut state = this.state.lock();
-        let outbox = &mut state.responder.outbox;
-        if read.duplicate {
-            outbox.push_repeated_read(pending)
-        } else {
-            outbox.push_read(pending)
+        match state.responder.outbox() {
+            Some(outbox) if read.duplicate => outbox.push_repeated_read(pending),
+            Some(outbox) => outbox.push_read(pending),
+            None => false,
         }
     };
     // A repeated READ not queued was merged with the response waiting.
@@ -330,11 +357,15 @@ pub(crate) fn defer_read(qp: &Qp<SrnicDevice>, read: &ReadResponse<'_>, next: u3
 /// wait their turn in the outbox (to go out a burst at a time), other
 /// answers only behind something already waiting there.
 fn through_outbox<'a>(qp: &Qp<SrnicDevice>, state: &mut QpInner, reply: Reply<'a>) -> Reply<'a> {
-    let outbox = &mut state.responder.outbox;
+    let closing = state.attrs.state == QpState::Error;
+    let Some(outbox) = state.responder.outbox() else {
+        // Nothing to answer on this QP.
+        return reply;
+    };
     let queued = match &reply {
         Reply::Read(read) if read.duplicate => outbox.push_repeated_read(read.pending()),
         Reply::Read(read) => outbox.push_read(read.pending()),
-        Reply::Packet(packet) if state.attrs.state == QpState::Error => {
+        Reply::Packet(packet) if closing => {
             // A NAK that ended the QP: after the answers to the requests
             // before it, and nothing after it.
             match answer_of(packet) {
@@ -560,9 +591,9 @@ fn duplicate<'a>(
         Operation::CompareSwap | Operation::FetchAdd => {
             let done = state
                 .responder
-                .atomics
-                .iter()
-                .find(|(done, _)| *done == psn);
+                .answers
+                .as_deref()
+                .and_then(|answers| answers.atomics.iter().find(|(done, _)| *done == psn));
             match done {
                 Some(&(_, original)) => atomic_acknowledge(state, psn, original),
                 None => Reply::None,
@@ -1245,10 +1276,12 @@ fn atomic<'a>(
         cell.fetch_add(request.swap_add)
     };
     let resp = &mut state.responder;
-    if resp.atomics.is_full() {
-        resp.atomics.pop();
+    if let Some(answers) = resp.answers.as_deref_mut() {
+        if answers.atomics.is_full() {
+            answers.atomics.pop();
+        }
+        let _ = answers.atomics.push((psn, original));
     }
-    let _ = resp.atomics.push((psn, original));
     resp.psn = psn.next();
     resp.msn = resp.msn.wrapping_add(1);
     atomic_acknowledge(state, psn, original)
