@@ -238,30 +238,28 @@ fn acknowledgement(
     match syndrome {
         Syndrome::Ack => {
             let before_ack = (state.requester.acked, state.sq.consumer);
-            progress(state, psn);
-            acknowledge(qp, state, psn, upcalls);
+            acknowledge_up_to(qp, state, psn, upcalls);
             // A repeated (or forged) ACK that moved nothing gives the
             // requester nothing to do.
             (before_ack != (state.requester.acked, state.sq.consumer)).into()
         }
         Syndrome::Rnr(code) => {
             counters.inc(Counter::RnrNaksReceived);
-            progress(state, before(psn));
-            acknowledge(qp, state, before(psn), upcalls);
-            receiver_not_ready(qp, state, psn, code, upcalls);
+            acknowledge_up_to(qp, state, before(psn), upcalls);
+            let from = resend_point(state, psn);
+            receiver_not_ready(qp, state, from, code, upcalls);
             Outcome::Taken
         }
         Syndrome::Nak(NakCode::PsnSequence) => {
             counters.inc(Counter::SequenceNaksReceived);
-            progress(state, before(psn));
-            acknowledge(qp, state, before(psn), upcalls);
+            acknowledge_up_to(qp, state, before(psn), upcalls);
             state.requester.lost();
-            resend_from(qp, state, psn);
+            let from = resend_point(state, psn);
+            resend_from(qp, state, from);
             Outcome::Taken
         }
         Syndrome::Nak(code) => {
-            progress(state, before(psn));
-            acknowledge(qp, state, before(psn), upcalls);
+            acknowledge_up_to(qp, state, before(psn), upcalls);
             let (status, counter) = match code {
                 NakCode::RemoteAccess => (WcStatus::RemoteAccessError, Counter::AccessNaksReceived),
                 NakCode::RemoteOperation => (
@@ -376,6 +374,36 @@ fn acknowledge(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn, upcalls: &mu
             req.psn = last.next();
         }
         complete_oldest(qp, state, &wqe, WcStatus::Success, upcalls);
+    }
+}
+
+/// What an ACK or NAK for `psn` says: the peer has every request up to
+/// it. SENDs and WRITEs up to it complete and the window moves, but never
+/// past a READ or atomic still waiting for its response: the peer having
+/// the request is not the requester having the answer, which only the
+/// response brings. Were `acked` past it, the response's later packets
+/// would look like replays, and every resend would start after it, so
+/// that the READ could only end in `RETRY_EXC_ERR`.
+fn acknowledge_up_to(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn, upcalls: &mut Upcalls) {
+    acknowledge(qp, state, psn, upcalls);
+    let unanswered = oldest_sent(qp, state)
+        .filter(|(_, wqe)| is_read_or_atomic(wqe.opcode()) && wqe.state() != wqe_state::DONE)
+        .map(|(_, wqe)| Psn::new(wqe.first_psn()));
+    match unanswered {
+        // Up to its first packet; past any of its response already here.
+        Some(first) if before(first).is_before(psn) => progress(state, before(first)),
+        _ => progress(state, psn),
+    }
+}
+
+/// Where a NAK for `psn` sends the requester back to: `psn`, or the
+/// response still awaited before it.
+fn resend_point(state: &QpInner, psn: Psn) -> Psn {
+    let acked = state.requester.acked;
+    if acked.is_before(psn) {
+        acked
+    } else {
+        psn
     }
 }
 
