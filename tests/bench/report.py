@@ -49,12 +49,28 @@ def size_name(size):
 
 
 def load(path):
-    rows = {}
+    """The measurements by (mode, device, test, size, qps). A measurement
+    the plan repeats counts by its median over the tries that succeeded,
+    with every try's figure in its note."""
+    tries = {}
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
             key = (r["mode"], r["device"], r["test"], int(r["size"] or 0), int(r["qps"] or 1))
-            rows[key] = r
-    return rows
+            tries.setdefault(key, []).append(r)
+    return {key: median_row(rs) for key, rs in tries.items()}
+
+
+def median_row(rs):
+    """One row for the tries RS of a measurement: the only one, the last
+    if none succeeded, else the successful ones' median (the lower middle
+    of an even count, so that it is a figure that was measured)."""
+    ok = sorted((r for r in rs if r["status"] == "ok" and r["value"]), key=lambda r: float(r["value"]))
+    if len(rs) == 1 or not ok:
+        return rs[-1]
+    row = dict(ok[(len(ok) - 1) // 2])
+    figures = ", ".join(figure(float(r["value"])) for r in rs if r in ok)
+    row["note"] = f"median of {len(ok)} of {len(rs)} tries ({figures}); {row['note']}"
+    return row
 
 
 def cpu_per_gib(rows, mode, dev, test, size, qps=1):
@@ -142,6 +158,7 @@ def main():
     text.append("Bandwidth in MiB/s (perftest's BW average; below 10 MiB/s from its message rate),")
     text.append("latency in usec (perftest's t_typical, the median); for latency a ratio below 1")
     text.append("means srnic is faster. perftest's own output: out/bench/runs/SESSION/VM/raw/.")
+    text.append("A measurement made more than once shows its median (each try in the CSV).")
 
     limits = {}
     for mode in modes:
