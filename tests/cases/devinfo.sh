@@ -2,13 +2,20 @@
 # its netdev says: state, MTU, node GUID and RoCEv2 GIDs.
 # vms: 1
 # timeout: 300
-# The harness itself: qemu/vm hides ERMS and FSRM from the guest, since
-# with either the kernel copies with `rep movsb`, one byte per TCG step,
-# and every case and benchmark slows down without failing. A QEMU that
+# The harness itself: qemu/vm hides ERMS, FSRM and FSRS from the guest,
+# since with them the kernel copies with `rep movsb` and zeroes with `rep
+# stosb`, one byte per TCG step, and every case and benchmark slows down
+# without failing. A QEMU that
 # advertises them some other way must show up here.
 for flag in erms fsrm; do
 	! grep -qw "$flag" /proc/cpuinfo || fail "the guest's CPU advertises $flag (qemu/vm's clearcpuid did not take): kernel copies run rep movsb"
 done
+# FSRS (fast short rep stosb, bit 12*32+11) has no cpuinfo name; the kernel
+# sets it with AMD's FSRM, and memset then runs rep stosb.
+dmesg | grep -q 'Clearing CPUID bits:.* 12:11' ||
+	fail "the kernel did not clear FSRS (no '12:11' in its 'Clearing CPUID bits' line): memset runs rep stosb"
+step "the guest's CPU shows no ERMS, FSRM or FSRS"
+
 load_srnic
 must rdma link add srnic0 type srnic netdev eth0
 
