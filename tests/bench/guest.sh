@@ -481,9 +481,12 @@ profile_stop() {
 		echo "# by CPU and task"
 		timeout 120 perf report -i /tmp/bench.perf.data --no-children --sort cpu,comm --stdio -g none 2>&1 |
 			grep -v '^#' | grep -v '^$' | head -n 20
+		echo "# inclusive time by symbol (the symbol and everything it called)"
+		timeout 120 perf report -i /tmp/bench.perf.data --children --sort sym --stdio -g none 2>&1 |
+			grep -v '^#' | grep -v '^$' | head -n 80
 		echo "# callers of the top kernel symbols"
 		timeout 120 perf report -i /tmp/bench.perf.data --no-children --sort sym --stdio -G 2>&1 |
-			grep -v '^$' | head -n 200
+			grep -v '^$' | head -n 600
 	} > "$1"
 	rm -f /tmp/bench.perf.data
 }
