@@ -875,6 +875,14 @@ bool srnic_dst_dev_is_loopback(const struct dst_entry *dst)
 	return dst->dev && (dst->dev->flags & IFF_LOOPBACK);
 }
 
+/* Whether the device a route leaves through takes an skb's page fragments
+ * as they are (NETIF_F_SG); before one that does not, the stack copies
+ * every fragmented skb into a linear one. */
+bool srnic_dst_dev_gathers(const struct dst_entry *dst)
+{
+	return dst->dev && (READ_ONCE(dst->dev->features) & NETIF_F_SG);
+}
+
 struct dst_entry *srnic_dst_clone(struct dst_entry *dst)
 {
 	return dst_clone(dst);

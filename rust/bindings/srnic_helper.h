@@ -233,6 +233,7 @@ struct dst_entry *srnic_route6(struct net *net, const struct in6_addr *daddr,
 void srnic_dst_release(struct dst_entry *dst);
 int srnic_dst_dev_ifindex(const struct dst_entry *dst);
 bool srnic_dst_dev_is_loopback(const struct dst_entry *dst);
+bool srnic_dst_dev_gathers(const struct dst_entry *dst);
 struct dst_entry *srnic_dst_clone(struct dst_entry *dst);
 void srnic_ip4_select_idents(struct net *net, struct iphdr *iph, unsigned int count);
 void srnic_skb_chain_datagram(struct sk_buff *head, struct sk_buff *last, struct sk_buff *skb,

@@ -54,6 +54,30 @@ impl SkBuff {
         Ok(bytes)
     }
 
+    /// Appends a copy of `range` to the data (within the room `alloc`
+    /// gave): one pass over the bytes, where [`Self::put`] would zero them
+    /// first. `ENOSPC` without the room.
+    pub fn put_copy(&mut self, range: &SharedRange<'_>) -> Result {
+        let len = u32::try_from(range.len()).map_err(|_| EINVAL)?;
+        if self.tailroom() < len {
+            return Err(ENOSPC);
+        }
+        // SAFETY: the skb is ours and has the room (checked), so
+        // `skb_put` returns `len` bytes inside its buffer.
+        let data = unsafe { bindings::skb_put(self.0.as_ptr(), len) }.cast::<u8>();
+        // SAFETY: `range` is valid for reads of `len` bytes (its invariant)
+        // and `data` for writes (above); the bytes become data only now,
+        // written whole. As in `SharedRange::copy_from`, no Rust reference
+        // covers foreign bytes, so the raw copy races with none.
+        unsafe { core::ptr::copy(range.as_ptr(), data, len as usize) };
+        Ok(())
+    }
+
+    /// Appends a copy of `bytes` to the data, as [`Self::put_copy`] does.
+    pub fn put_slice(&mut self, bytes: &[u8]) -> Result {
+        self.put_copy(&SharedRange::from_slice(bytes))
+    }
+
     /// Prepends `bytes` to the data.
     pub fn push_bytes(&mut self, bytes: &[u8]) -> Result {
         let len = u32::try_from(bytes.len()).map_err(|_| EINVAL)?;

@@ -205,6 +205,14 @@ impl Route {
         // SAFETY: the reference we hold (type invariant) keeps it valid.
         unsafe { bindings::srnic_dst_dev_is_loopback(self.dst.as_ptr()) }
     }
+
+    /// Whether the route's device sends page fragments as they are
+    /// (scatter-gather); before one that does not, the stack copies each
+    /// fragmented skb into a linear one, so a sender copies at once.
+    pub fn device_gathers(&self) -> bool {
+        // SAFETY: the reference we hold (type invariant) keeps it valid.
+        unsafe { bindings::srnic_dst_dev_gathers(self.dst.as_ptr()) }
+    }
 }
 
 impl Clone for Route {
@@ -265,9 +273,11 @@ pub fn select_idents(net: &Net, header: &mut Ipv4HeaderBytes, count: u32) -> u16
 /// the lengths, the IPv4 header checksum, and the IPv4 identifications,
 /// which it numbers on from the first datagram's.
 ///
-/// As in the lists GRO builds, no datagram may be longer than the first
-/// (the stack checks only the first against the path MTU), and only the
-/// last may be shorter; the caller keeps to that.
+/// No datagram may be longer than the first (the stack checks only the
+/// first against the path MTU, and takes the first's UDP payload length as
+/// the list's segment size); the caller keeps to that. Shorter ones may
+/// come anywhere: segmentation sets each datagram's IP and UDP lengths
+/// from its own.
 ///
 /// # Invariants
 ///

@@ -36,7 +36,7 @@ use crate::kapi::shared::SharedRange;
 use crate::kapi::skb::SkBuff;
 use crate::kapi::sync::cond_resched;
 use crate::kapi::udp::{self, Family, Route, UdpReceiver, UdpTunnel};
-use crate::payload::{self, CopyError, Extent, PieceError};
+use crate::payload::{self, Extent, PieceError};
 use crate::pure::grh::{ipv4_mapped, is_ipv4_mapped, udp_header, IpHeader, GRH_LEN};
 use crate::pure::headers::opcode::RC_FLUSH;
 use crate::pure::headers::{self, pad_for, Transport, BTH_LEN, ICRC_LEN};
@@ -455,11 +455,11 @@ struct OpenList {
     /// the list may hold.
     reserved: u32,
     /// The first datagram's length. The stack checks only the first
-    /// against the path MTU, so no later one may be longer; and, as in
-    /// the lists GRO makes, only the last may be shorter.
+    /// against the path MTU, so no later one may be longer. Shorter ones
+    /// may come anywhere: segmentation gives each datagram its own
+    /// lengths, so a message's first packet, longer by its RETH, and the
+    /// rest of the message go out as one list.
     first_len: usize,
-    /// A datagram shorter than the first was added: the list is complete.
-    ended_short: bool,
     /// Payload bytes of the list's packets, for the counters.
     payload_bytes: u64,
 }
@@ -467,7 +467,6 @@ struct OpenList {
 impl OpenList {
     fn takes(&self, flow: &Flow, datagram_len: usize) -> bool {
         self.flow == *flow
-            && !self.ended_short
             && datagram_len <= self.first_len
             && self.datagrams.count() < self.reserved
             && self.datagrams.bytes() as usize + datagram_len <= udp::DatagramList::MAX_BYTES
@@ -486,7 +485,9 @@ pub(crate) struct Sender<'d> {
     /// The interface a connected QP's packets leave through, as its
     /// source GID's entry says; `None`: found from each flow's source GID.
     egress: Option<i32>,
-    route: Option<(Flow, Route)>,
+    /// The last flow's route, and whether its device takes page
+    /// fragments.
+    route: Option<(Flow, Route, bool)>,
     list: Option<OpenList>,
     /// Datagrams a list started from now on may hold.
     list_max: u32,
@@ -531,7 +532,7 @@ impl<'d> Sender<'d> {
 
     /// The route of `flow`: the one the last packet took, or a new one.
     fn route_for(&mut self, flow: &Flow) -> core::result::Result<Route, SendError> {
-        if let Some((cached, route)) = &self.route {
+        if let Some((cached, route, _)) = &self.route {
             if cached == flow {
                 return Ok(route.clone());
             }
@@ -548,7 +549,8 @@ impl<'d> Sender<'d> {
             self.dev.counters.inc(Counter::UnroutableDatagrams);
             return Err(SendError::Dropped);
         }
-        self.route = Some((*flow, route.clone()));
+        let gathers = route.device_gathers();
+        self.route = Some((*flow, route.clone(), gathers));
         Ok(route)
     }
 
@@ -579,12 +581,16 @@ impl<'d> Sender<'d> {
             Some(list) => Ok(list.first_ident.wrapping_add(list.datagrams.count() as u16)),
             None => Err(self.list_max),
         };
-        let (skb, first_ident) = build(self.dev, guard, packet, &ip, sport, idents)?;
+        // The list's route is this flow's (looked up when it began).
+        let gathers = self
+            .route
+            .as_ref()
+            .is_some_and(|(cached, _, gathers)| *cached == flow && *gathers);
+        let (skb, first_ident) = build(self.dev, guard, packet, &ip, sport, idents, gathers)?;
         let payload_bytes = packet.hdr.payload_len as u64;
         match &mut self.list {
             Some(list) => {
                 list.datagrams.push(skb).map_err(|_| SendError::Dropped)?;
-                list.ended_short = datagram_len < list.first_len;
                 list.payload_bytes += payload_bytes;
             }
             None => {
@@ -595,7 +601,6 @@ impl<'d> Sender<'d> {
                     first_ident,
                     reserved: self.list_max,
                     first_len: datagram_len,
-                    ended_short: false,
                     payload_bytes,
                 });
             }
@@ -664,7 +669,8 @@ fn transport_len(hdr: &headers::Packet) -> usize {
 /// The datagram of `packet`: IP and UDP headers, transport headers,
 /// payload, pad and ICRC. An IPv4 datagram takes identification
 /// `Ok(ident)`, or, given `Err(count)`, the first of a fresh run of
-/// `count`; the identification is returned with the datagram.
+/// `count`; the identification is returned with the datagram. Its payload
+/// stays in the sender's pages only if the device `gathers` them.
 fn build(
     dev: &Device<SrnicDevice>,
     guard: &RcuReadGuard,
@@ -672,6 +678,7 @@ fn build(
     ip: &IpHeader,
     sport: u16,
     ident: core::result::Result<u16, u32>,
+    gathers: bool,
 ) -> core::result::Result<(SkBuff, u16), SendError> {
     let ipv4 = ip.is_ipv4();
     let ip_len = ip_header_len(ip);
@@ -689,7 +696,10 @@ fn build(
     let mut built = None;
     // Only RC keeps the sender's memory until the peer has it (UD and UC
     // complete a WQE once its packets are made, before they have left).
-    if payload_len >= FRAGMENT_MIN && hdr.info.transport == Transport::Rc {
+    // A device without scatter-gather (virtio-net on a backend without
+    // offloads) would have the stack copy the fragments anyway, after an
+    // skb head and page references made for nothing.
+    if gathers && payload_len >= FRAGMENT_MIN && hdr.info.transport == Transport::Rc {
         built = fragmented(guard, packet, &hdr, headroom)?;
     }
     let (mut skb, fragments) = match built {
@@ -839,29 +849,34 @@ fn copied(
 ) -> core::result::Result<SkBuff, SendError> {
     let header_len = hdr.info.header_len();
     let payload_len = hdr.payload_len;
-    let transport_len32 = u32::try_from(transport_len).map_err(|_| SendError::Dropped)?;
-    let mut skb = SkBuff::alloc(headroom, transport_len32).ok_or(SendError::Dropped)?;
-    let body = skb.put(transport_len32).map_err(|_| SendError::Dropped)?;
-    headers::write_headers(hdr, body).ok_or(SendError::Dropped)?;
+    let as_u32 = |len: usize| u32::try_from(len).map_err(|_| SendError::Dropped);
+    let mut skb = SkBuff::alloc(headroom, as_u32(transport_len)?).ok_or(SendError::Dropped)?;
+    let head = skb
+        .put(as_u32(header_len)?)
+        .map_err(|_| SendError::Dropped)?;
+    headers::write_headers(hdr, head).ok_or(SendError::Dropped)?;
     if payload_len > 0 {
+        // Copied straight into the room after the headers, each byte
+        // written once.
         let source = packet.payload.as_ref().ok_or(SendError::Source)?;
-        let into = body.get_mut(header_len..).ok_or(SendError::Dropped)?;
-        let into = into.get_mut(..payload_len).ok_or(SendError::Dropped)?;
-        let target = Extent::Inline(SharedRange::from_mut_slice(into));
-        payload::copy(
+        payload::for_each_piece(
             guard,
             source,
             packet.payload_at,
-            &target,
-            0,
-            payload_len as u32,
+            as_u32(payload_len)?,
+            |piece| skb.put_copy(&piece),
         )
         .map_err(|e| match e {
-            CopyError::Source => SendError::Source,
-            CopyError::Destination => SendError::Dropped,
-            CopyError::Absent(fault) => SendError::Absent(fault),
+            PieceError::Source => SendError::Source,
+            PieceError::Absent(fault) => SendError::Absent(fault),
+            PieceError::Piece(_) => SendError::Dropped,
         })?;
     }
+    // The pad, zeroed, and the ICRC's room.
+    let trailer = transport_len
+        .checked_sub(header_len + payload_len)
+        .ok_or(SendError::Dropped)?;
+    skb.put(as_u32(trailer)?).map_err(|_| SendError::Dropped)?;
     Ok(skb)
 }
 

@@ -726,10 +726,7 @@ impl LanDev {
             return (None, source);
         };
         let (linear, rest) = first.split_at(head);
-        let copied = skb
-            .put(head as u32)
-            .map(|room| room.copy_from_slice(linear));
-        let appended = copied.and_then(|()| {
+        let appended = skb.put_slice(linear).and_then(|()| {
             if !rest.is_empty() {
                 skb.append_copy(rest)?;
             }

@@ -320,12 +320,9 @@ impl LanDev {
             self.link.rx_dropped.fetch_add(1, Ordering::Relaxed);
             return None;
         };
-        match skb.put(frame.len() as u32) {
-            Ok(room) => room.copy_from_slice(frame),
-            Err(_) => {
-                self.count(Stat::RxAlloc);
-                return None;
-            }
+        if skb.put_slice(frame).is_err() {
+            self.count(Stat::RxAlloc);
+            return None;
         }
         Some(skb)
     }
