@@ -767,6 +767,17 @@ impl SrnicQp {
         qp.run_work_soon();
     }
 
+    /// Leaves the requester to the QP's own work. The work is queued only
+    /// if no run that takes the requester is queued already (the flag is
+    /// set only with one queued, or within the work before it looks): a
+    /// READ's requester hands over after every response packet, and
+    /// re-arming a queued work takes a timer and a lock each time.
+    pub(crate) fn requester_to_work(&self, qp: &Qp<SrnicDevice>) {
+        if !self.requester_pending.swap(true, Ordering::AcqRel) {
+            qp.run_work_soon();
+        }
+    }
+
     /// Faults in what an access asked for, from the QP's work (process
     /// context, no lock held), and restarts the requester, which may have
     /// been waiting for it.

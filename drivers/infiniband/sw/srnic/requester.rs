@@ -941,8 +941,7 @@ fn run_within(qp: &Qp<SrnicDevice>, mut budget: Budget) {
             // only now that this CPU has let go: a run that found the
             // requester busy would leave just a note, which nobody reads
             // once this run has stopped.
-            this.requester_pending.store(true, Ordering::Release);
-            qp.run_work_soon();
+            this.requester_to_work(qp);
             break;
         }
         if !this.requester_again.load(Ordering::Acquire)
@@ -959,8 +958,7 @@ fn run_within(qp: &Qp<SrnicDevice>, mut budget: Budget) {
 pub(crate) fn run_after_post(qp: &Qp<SrnicDevice>) {
     if crate::kapi::sync::irqs_disabled() {
         let this: &SrnicQp = qp;
-        this.requester_pending.store(true, Ordering::Release);
-        qp.run_work_soon();
+        this.requester_to_work(qp);
     } else if qp.is_user() {
         run_within(qp, DOORBELL_BUDGET);
     } else {
@@ -986,8 +984,7 @@ pub(crate) fn run_after_answer(qp: &Qp<SrnicDevice>) {
         state.requester.index != state.sq.producer
     };
     if unsent {
-        this.requester_pending.store(true, Ordering::Release);
-        qp.run_work_soon();
+        this.requester_to_work(qp);
     }
 }
 

@@ -32,7 +32,6 @@ use crate::qp::SrnicQp;
 use crate::requester::{self, Budget};
 use crate::responder::{self, Reply};
 use crate::wire;
-use core::sync::atomic::Ordering;
 
 /// A packet between two roles.
 pub(crate) struct Packet<'a> {
@@ -333,8 +332,7 @@ pub(crate) fn answer_later(
         // The READ may be complete (its depth free again), or the window
         // moved.
         let this: &SrnicQp = requester;
-        this.requester_pending.store(true, Ordering::Release);
-        requester.run_work_soon();
+        this.requester_to_work(requester);
     }
     outcome == completer::Outcome::Taken
 }
