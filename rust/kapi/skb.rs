@@ -65,10 +65,10 @@ impl SkBuff {
         // SAFETY: the skb is ours and has the room (checked), so
         // `skb_put` returns `len` bytes inside its buffer.
         let data = unsafe { bindings::skb_put(self.0.as_ptr(), len) }.cast::<u8>();
-        // SAFETY: `range` is valid for reads of `len` bytes (its invariant)
-        // and `data` for writes (above); the bytes become data only now,
-        // written whole. As in `SharedRange::copy_from`, no Rust reference
-        // covers foreign bytes, so the raw copy races with none.
+        // The bytes become data only now, written whole; as in
+        // `SharedRange::copy_from`, no Rust reference covers foreign bytes.
+        // SAFETY: `range` is valid for reads of `len` bytes (its invariant),
+        // `data` for writes (above); the raw copy races with no reference.
         unsafe { core::ptr::copy(range.as_ptr(), data, len as usize) };
         Ok(())
     }

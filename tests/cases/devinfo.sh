@@ -5,8 +5,8 @@
 # The harness itself: qemu/vm hides ERMS, FSRM and FSRS from the guest,
 # since with them the kernel copies with `rep movsb` and zeroes with `rep
 # stosb`, one byte per TCG step, and every case and benchmark slows down
-# without failing. A QEMU that
-# advertises them some other way must show up here.
+# without failing. A QEMU that advertises them some other way must show
+# up here.
 for flag in erms fsrm; do
 	! grep -qw "$flag" /proc/cpuinfo || fail "the guest's CPU advertises $flag (qemu/vm's clearcpuid did not take): kernel copies run rep movsb"
 done

@@ -73,6 +73,18 @@ for test in "ib_write_bw -s 65536 -n 200" "ib_read_bw -s 65536 -n 200" "ib_send_
 		[ "$sent" -ge $(( 4 * requests )) ] ||
 			fail "ib_write_bw sent $sent packets in $requests IP output calls; expected lists of many packets each (at least 4)"
 	fi
+	if [ "$SRNIC_VM" = b ] && [ "$test" = "ib_write_bw -s 65536 -n 200" ]; then
+		# A device without scatter-gather would have the stack copy
+		# fragments anyway: srnic copies at once for it, and sends
+		# page fragments only through one that gathers.
+		zero_copy=$(counter_of srnic0 zero_copy_packets)
+		if ethtool -k eth0 | grep -q '^scatter-gather: on'; then
+			[ "$zero_copy" -gt 0 ] || fail "eth0 gathers, but no packet left as page fragments (zero_copy_packets 0)"
+		else
+			[ "$zero_copy" = 0 ] || fail "eth0 has no scatter-gather, but $zero_copy packets left as page fragments (expected copies)"
+		fi
+		echo "eth0 $(ethtool -k eth0 | grep '^scatter-gather:'); zero_copy_packets $zero_copy"
+	fi
 done
 
 # Memory paged on demand on both sides (--odp): no page is pinned, the

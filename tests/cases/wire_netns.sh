@@ -93,6 +93,11 @@ naks=$(($(counter_of srnic0 sequence_naks_sent) + $(counter_of srnic1 sequence_n
 echo "steered to a receive work: $steered packets; sequence NAKs: $naks"
 [ "$steered" -gt 0 ] ||
 	fail "no received packet went to a QP's receive work (expected the first and middle packets of the 64 KiB messages to)"
+# A veth gathers page fragments: RC payloads of 512 bytes and more leave
+# as the sender's pages, uncopied.
+zero_copy=$(counter_of srnic0 zero_copy_packets)
+[ "$zero_copy" -gt 0 ] ||
+	fail "srnic0 sent no packet as page fragments over the veth (zero_copy_packets $zero_copy; expected the RC WRITEs' packets)"
 # A lossless veth reorders a QP's packets only if they wait in one CPU's
 # backlog while another CPU sends newer ones; answers that start a
 # requester or outbox run in a softirq leave it to the QP's work for

@@ -89,9 +89,12 @@ pub(crate) enum Counter {
     /// Quiet tails of unsignaled messages sent again to draw an
     /// acknowledgement.
     TailProbes,
+    /// Packets built with their payload as page fragments of the sender's
+    /// memory (not copied): never for a device without scatter-gather.
+    ZeroCopyPackets,
 }
 
-const COUNT: usize = Counter::TailProbes as usize + 1;
+const COUNT: usize = Counter::ZeroCopyPackets as usize + 1;
 
 const DESCS: [CounterDesc; COUNT] = [
     CounterDesc::new(kernel::c_str!("sent_packets")),
@@ -135,6 +138,7 @@ const DESCS: [CounterDesc; COUNT] = [
     CounterDesc::new(kernel::c_str!("steered_packets")),
     CounterDesc::new(kernel::c_str!("steer_drops")),
     CounterDesc::new(kernel::c_str!("tail_probes")),
+    CounterDesc::new(kernel::c_str!("zero_copy_packets")),
 ];
 
 /// The names the core shows.

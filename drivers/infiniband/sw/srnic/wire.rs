@@ -703,7 +703,10 @@ fn build(
         built = fragmented(guard, packet, &hdr, headroom)?;
     }
     let (mut skb, fragments) = match built {
-        Some(skb) => (skb, true),
+        Some(skb) => {
+            dev.counters.inc(Counter::ZeroCopyPackets);
+            (skb, true)
+        }
         None => (
             copied(guard, packet, &hdr, headroom, transport_bytes)?,
             false,
