@@ -53,18 +53,32 @@ impl From<bool> for Outcome {
 
 /// Takes an answer for `qp`'s requester.
 pub(crate) fn receive(qp: &Qp<SrnicDevice>, guard: &RcuReadGuard, packet: &Packet<'_>) -> Outcome {
+    receive_noting_unsent(qp, guard, packet).0
+}
+
+/// Takes an answer for `qp`'s requester, and says whether the send queue
+/// then holds WQEs the requester has not sent yet: read under the lock
+/// the answer was taken under, so that the wire's receive path, which
+/// hands the requester over to the QP's work only if there are, need not
+/// take the lock a second time for every packet.
+pub(crate) fn receive_noting_unsent(
+    qp: &Qp<SrnicDevice>,
+    guard: &RcuReadGuard,
+    packet: &Packet<'_>,
+) -> (Outcome, bool) {
     let this: &SrnicQp = qp;
     let mut upcalls = Upcalls::default();
-    let taken = {
+    let (taken, unsent) = {
         let mut state = this.state.lock();
-        handle(qp, &mut state, guard, packet, &mut upcalls)
+        let taken = handle(qp, &mut state, guard, packet, &mut upcalls);
+        (taken, state.requester.index != state.sq.producer)
     };
     if taken == Outcome::Rejected {
         qp.device().counters.inc(Counter::RejectedAnswers);
     }
     upcalls.run(qp);
     this.after_upcalls(qp);
-    taken
+    (taken, unsent)
 }
 
 /// Whether a completion of the WQE at SQ index `index` (`None`: of any
@@ -173,9 +187,9 @@ fn handle(
     packet: &Packet<'_>,
     upcalls: &mut Upcalls,
 ) -> Outcome {
-    if !admissible(qp, state, packet) {
+    let Some(oldest) = admissible(qp, state, packet) else {
         return Outcome::Rejected;
-    }
+    };
     let psn = packet.psn();
     let syndrome = packet.hdr.aeth.map(|a| Syndrome::decode(a.syndrome));
     match packet.hdr.info.operation {
@@ -187,7 +201,7 @@ fn handle(
             if matches!(syndrome, Some(Some(s)) if s != Syndrome::Ack) {
                 return Outcome::Rejected;
             }
-            read_response_in_order(qp, state, guard, packet, upcalls)
+            read_response_in_order(qp, state, guard, packet, oldest, upcalls)
         }
         Operation::AtomicAcknowledge => {
             acknowledge(qp, state, before(psn), upcalls);
@@ -199,31 +213,35 @@ fn handle(
 
 /// Whether `packet` may answer anything of `qp`: an RC QP sending (RTS or
 /// SQD), the packet from its peer, for a PSN it sent, with something sent
-/// still waiting. What fails is counted where it says something about the
-/// peer.
-fn admissible(qp: &Qp<SrnicDevice>, state: &QpInner, packet: &Packet<'_>) -> bool {
+/// still waiting, which it returns (the oldest WQE sent, with its slot).
+/// What fails is counted where it says something about the peer.
+fn admissible(
+    qp: &Qp<SrnicDevice>,
+    state: &QpInner,
+    packet: &Packet<'_>,
+) -> Option<(u32, WorkWqe)> {
     if !matches!(state.attrs.state, QpState::Rts | QpState::Sqd) {
-        return false;
+        return None;
     }
     let counters = &qp.device().counters;
     // Only RC is answered, and only by the peer.
     if qp.qp_type() != QpType::Rc {
         counters.inc(Counter::MalformedPackets);
-        return false;
+        return None;
     }
     if !state.is_from_peer(packet) {
         counters.inc(Counter::ForeignPackets);
-        return false;
+        return None;
     }
     // An answer to a PSN never sent answers nothing (a forged packet): it
     // must not complete anything.
     if !packet.psn().is_before(state.requester.sent_end) {
         counters.inc(Counter::MalformedPackets);
-        return false;
+        return None;
     }
     // Nothing sent is waiting for an answer: this one (a late duplicate,
     // or forged) answers nothing.
-    oldest_sent(qp, state).is_some()
+    oldest_sent(qp, state)
 }
 
 /// An ACK, RNR NAK or NAK for `psn`.
@@ -288,12 +306,17 @@ fn read_response_in_order(
     state: &mut QpInner,
     guard: &RcuReadGuard,
     packet: &Packet<'_>,
+    oldest: (u32, WorkWqe),
     upcalls: &mut Upcalls,
 ) -> Outcome {
     let psn = packet.psn();
-    acknowledge(qp, state, before(psn), upcalls);
-    let first_of_oldest =
-        oldest_sent(qp, state).is_some_and(|(_, wqe)| Psn::new(wqe.first_psn()) == psn);
+    // The oldest WQE is read from the work ring once per packet, and again
+    // only if the acknowledgement retired it.
+    let mut oldest = Some(oldest);
+    acknowledge_from(qp, state, before(psn), &mut oldest, upcalls);
+    let first_of_oldest = oldest
+        .as_ref()
+        .is_some_and(|(_, wqe)| Psn::new(wqe.first_psn()) == psn);
     if psn != state.requester.acked && !first_of_oldest {
         // The peer is still answering: the rest of a stream past a gap, or
         // a replay of data already here that an earlier resend asked for. A
@@ -314,7 +337,10 @@ fn read_response_in_order(
         }
         return Outcome::Rejected;
     }
-    read_response(qp, state, guard, packet, upcalls).into()
+    let Some(oldest) = oldest else {
+        return Outcome::Rejected;
+    };
+    read_response(qp, state, guard, packet, oldest, upcalls).into()
 }
 
 /// The oldest WQE the requester has (at least partly) sent, with its slot.
@@ -343,10 +369,27 @@ fn is_read_or_atomic(op: u32) -> bool {
 /// Completes every SEND and WRITE whose last packet is at or before
 /// `psn`, and the executed local operations among them, in order.
 fn acknowledge(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn, upcalls: &mut Upcalls) {
+    let mut oldest = oldest_sent(qp, state);
+    acknowledge_from(qp, state, psn, &mut oldest, upcalls);
+}
+
+/// [`acknowledge`], from `oldest`, the oldest WQE sent (with its slot) as
+/// the caller read it under this lock hold, which it leaves the oldest
+/// sent once done: the work ring is read again only when a WQE retires.
+fn acknowledge_from(
+    qp: &Qp<SrnicDevice>,
+    state: &mut QpInner,
+    psn: Psn,
+    oldest: &mut Option<(u32, WorkWqe)>,
+    upcalls: &mut Upcalls,
+) {
     let this: &SrnicQp = qp;
-    while let Some((index, wqe)) = oldest_sent(qp, state) {
+    while let Some((index, wqe)) = oldest.as_ref() {
+        let index = *index;
         if wqe.state() == wqe_state::DONE {
-            if !retire_local(qp, state, &wqe, upcalls) {
+            let go_on = retire_local(qp, state, wqe, upcalls);
+            *oldest = oldest_sent(qp, state);
+            if !go_on {
                 return;
             }
             continue;
@@ -354,7 +397,7 @@ fn acknowledge(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn, upcalls: &mu
         let last = if is_read_or_atomic(wqe.opcode()) {
             None
         } else {
-            last_packet_sent(state, &wqe)
+            last_packet_sent(state, wqe)
         };
         let Some(last) = last.filter(|last| !psn.is_before(*last)) else {
             return;
@@ -373,7 +416,8 @@ fn acknowledge(qp: &Qp<SrnicDevice>, state: &mut QpInner, psn: Psn, upcalls: &mu
             // had, not from where this one's resend had got to.
             req.psn = last.next();
         }
-        complete_oldest(qp, state, &wqe, WcStatus::Success, upcalls);
+        complete_oldest(qp, state, wqe, WcStatus::Success, upcalls);
+        *oldest = oldest_sent(qp, state);
     }
 }
 
@@ -754,16 +798,16 @@ fn receiver_not_ready(
     qp.run_work_after(wait_us.div_ceil(1000).max(1));
 }
 
+/// A READ response packet for `oldest`, the oldest WQE sent (with its
+/// slot): its data placed, and the READ completed by its last packet.
 fn read_response(
     qp: &Qp<SrnicDevice>,
     state: &mut QpInner,
     guard: &RcuReadGuard,
     packet: &Packet<'_>,
+    (index, wqe): (u32, WorkWqe),
     upcalls: &mut Upcalls,
 ) -> bool {
-    let Some((index, wqe)) = oldest_sent(qp, state) else {
-        return false;
-    };
     let psn = packet.psn();
     let first = Psn::new(wqe.first_psn());
     if matches!(wqe.opcode(), opcode::ATOMIC_WRITE | opcode::FLUSH) {

@@ -414,6 +414,7 @@ fn next_connected<'a>(
         req.last_progress = now_ns();
     }
     let (ip, hop) = state.path();
+    let progress = wqe.progress();
     let packet = build(qp, state, index, &mut wqe, unreliable).map(|mut p| {
         p.ip = Some(ip);
         p.hop = hop;
@@ -439,7 +440,9 @@ fn next_connected<'a>(
     if req.sent_end.is_before(req.psn) {
         req.sent_end = req.psn;
     }
-    if wqe::write_send(&this.work, index, &wqe).is_err() {
+    // A message's middle packets leave its WQE as it was: stored only
+    // when its progress changed (five fields, per packet otherwise).
+    if wqe.progress() != progress && wqe::write_send(&this.work, index, &wqe).is_err() {
         return Next::Wait;
     }
     packet.map_or(Next::Wait, Next::Send)
@@ -972,18 +975,16 @@ pub(crate) fn run_after_post(qp: &Qp<SrnicDevice>) {
 /// to send: packets sent now would wait in this CPU's backlog until the
 /// softirq ends, and a run on another CPU meanwhile (a post, the work)
 /// would overtake them where the device delivers per CPU (a veth, the
-/// queues of a multiqueue NIC), which the peer sees as loss.
-pub(crate) fn run_after_answer(qp: &Qp<SrnicDevice>) {
+/// queues of a multiqueue NIC), which the peer sees as loss. `unsent`:
+/// whether the send queue held WQEs not sent yet when the answer was
+/// taken; one posted since runs the requester from its post.
+pub(crate) fn run_after_answer(qp: &Qp<SrnicDevice>, unsent: bool) {
     if !crate::kapi::sync::bottom_halves_off() {
         run(qp);
         return;
     }
-    let this: &SrnicQp = qp;
-    let unsent = {
-        let state = this.state.lock();
-        state.requester.index != state.sq.producer
-    };
     if unsent {
+        let this: &SrnicQp = qp;
         this.requester_to_work(qp);
     }
 }

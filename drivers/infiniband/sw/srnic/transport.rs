@@ -211,8 +211,9 @@ pub(crate) fn receive_from_wire(
             // Answers free the read/atomic depth, end waits, or ask for a
             // resend; one the completer refused (forged, stale) changed
             // nothing and makes the requester do nothing.
-            if completer::receive(dest, guard, &packet) != completer::Outcome::Rejected {
-                requester::run_after_answer(dest);
+            let (outcome, unsent) = completer::receive_noting_unsent(dest, guard, &packet);
+            if outcome != completer::Outcome::Rejected {
+                requester::run_after_answer(dest, unsent);
             }
         }
         _ => {

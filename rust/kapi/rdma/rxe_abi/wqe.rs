@@ -459,7 +459,8 @@ pub fn read_send(queue: &Queue, index: u32) -> Result<WorkWqe> {
 
 /// Stores the transport's per-WQE state back into slot `index`: the fields
 /// that [`WorkWqe`]'s setters change, and nothing else, which never changes
-/// once posted. The requester stores them for every packet it builds.
+/// once posted. The requester stores them whenever a packet it builds
+/// moves them (see [`WorkWqe::progress`], which lists the same fields).
 pub fn write_send(queue: &Queue, index: u32, wqe: &WorkWqe) -> Result {
     type Wqe = bindings::rxe_send_wqe;
     queue.write(index, offset_of!(Wqe, status), &wqe.0.status)?;
@@ -807,6 +808,13 @@ impl WorkWqe {
     /// Sets [`Self::has_rd_atomic`].
     pub fn set_has_rd_atomic(&mut self, taken: bool) {
         self.0.has_rd_atomic = u32::from(taken);
+    }
+
+    /// What [`write_send`] stores, for a caller that stores only a WQE
+    /// whose progress changed.
+    pub fn progress(&self) -> [u32; 5] {
+        let w = &self.0;
+        [w.status, w.state, w.first_psn, w.last_psn, w.has_rd_atomic]
     }
 }
 
