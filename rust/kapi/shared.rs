@@ -151,9 +151,9 @@ impl<'a> SharedRange<'a> {
     /// Copies the bytes of `src`, which must be as many, into `self`:
     /// `EACCES` if `self` may not be written, `EINVAL` if the lengths
     /// differ. The two may overlap (a region read and written by one
-    /// copy): the kernel's `memmove`, which, like `copy_from_user`,
-    /// tolerates others writing either side meanwhile; what a process then
-    /// reads is undefined by the verbs, not by the kernel.
+    /// copy). Like `copy_from_user`, the copy tolerates others writing
+    /// either side meanwhile; what a process then reads is undefined by
+    /// the verbs, not by the kernel.
     pub fn copy_from(&self, src: &SharedRange<'_>) -> Result {
         if !self.writable() {
             return Err(EACCES);
@@ -164,7 +164,7 @@ impl<'a> SharedRange<'a> {
         // SAFETY: `src` is valid for reads and `self` for writes of `len` bytes (their invariants,
         // `self` writable as checked); no Rust reference exists over foreign bytes, and Rust
         // buffers are borrowed by the ranges, so raw accesses race with no reference.
-        unsafe { core::ptr::copy(src.start.as_ptr(), self.start.as_ptr(), self.len) };
+        unsafe { copy_bytes(src.start.as_ptr(), self.start.as_ptr(), self.len) };
         Ok(())
     }
 
@@ -176,6 +176,30 @@ impl<'a> SharedRange<'a> {
     /// Whether the bytes are memory outside Rust's ownership.
     pub(in crate::kapi) fn is_foreign(&self) -> bool {
         matches!(self.origin, Origin::Foreign { .. })
+    }
+}
+
+/// Copies `len` bytes from `src` to `dst`, which may overlap.
+///
+/// Disjoint ranges (every copy of the data path but a region read and
+/// written by one request) take the kernel's `memcpy`: without ERMS it is
+/// an unrolled loop, where `memmove` takes `rep movsq` for pieces whose
+/// ends share their low byte (pages), which TCG runs slower (user space in
+/// the VM, copies by page: 2800 against 2400 MiB/s).
+///
+/// # Safety
+///
+/// `src` must be valid for reads and `dst` for writes of `len` bytes, and
+/// no Rust reference may cover either.
+pub(crate) unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
+    let (from, to) = (src as usize, dst as usize);
+    if from.wrapping_add(len) <= to || to.wrapping_add(len) <= from {
+        // SAFETY: the caller's contract, and the two ranges do not overlap
+        // (checked; neither wraps, since each is valid for `len` bytes).
+        unsafe { core::ptr::copy_nonoverlapping(src, dst, len) };
+    } else {
+        // SAFETY: the caller's contract; `copy` allows overlap.
+        unsafe { core::ptr::copy(src, dst, len) };
     }
 }
 

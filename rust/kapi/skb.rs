@@ -69,7 +69,7 @@ impl SkBuff {
         // `SharedRange::copy_from`, no Rust reference covers foreign bytes.
         // SAFETY: `range` is valid for reads of `len` bytes (its invariant),
         // `data` for writes (above); the raw copy races with no reference.
-        unsafe { core::ptr::copy(range.as_ptr(), data, len as usize) };
+        unsafe { crate::kapi::shared::copy_bytes(range.as_ptr(), data, len as usize) };
         Ok(())
     }
 

@@ -3,11 +3,12 @@
 # VM, started by qemu/guest-init through the job's `script` stub, and works
 # through the plan the host wrote into the job directory:
 #
-#   /mnt/job/params   BENCH_MODE=loopback|wire|fastwire, BENCH_KO, BENCH_PROGS, BENCH_QUICK
+#   /mnt/job/params   BENCH_MODE=loopback|wire|fastwire, BENCH_KO, BENCH_KO_B
+#                     (the other build of an A/B run), BENCH_PROGS, BENCH_QUICK
 #   /mnt/job/plan     one measurement a line: ID DEVICE TEST SIZE QPS
 #
-# DEVICE is srnic, rxe or siw (loaded one at a time on eth0: rxe and srnic
-# cannot share UDP port 4791), iblan (iblan0 over srnic0, 10.1.0.N/24, for
+# DEVICE is srnic, srnic_b (BENCH_KO_B), rxe or siw (loaded one at a time
+# on eth0: rxe and srnic cannot share UDP port 4791), iblan (iblan0 over srnic0, 10.1.0.N/24, for
 # iperf3 over the emulated LAN; on the fast wire LAN 5 children of srnic0's
 # and srnic1's ports, the latter in "far"), or "limit" for the limits measured in the
 # same VM (memcpy, and on the wire iperf3 over UDP and TCP). TEST is
@@ -241,11 +242,14 @@ setup_device() {
 	local dev=$1 release
 	release=$(uname -r)
 	case $dev in
-	srnic)
+	srnic | srnic_b)
 		ibdev=srnic0
 		# Ours, built against this kernel, where modprobe finds it
-		# (guest-init installed the test kernel's build of it).
-		cp "$BENCH_KO" "/lib/modules/$release/extra/srnic.ko" || return 1
+		# (guest-init installed the test kernel's build of it);
+		# srnic_b is the other build of an A/B run (scripts/bench --ab).
+		local ko=$BENCH_KO
+		[ "$dev" = srnic ] || ko=$BENCH_KO_B
+		cp "$ko" "/lib/modules/$release/extra/srnic.ko" || return 1
 		depmod -a && modprobe srnic &&
 			rdma link add srnic0 type srnic netdev "$near_if" || return 1
 		[ "$mode" != fastwire ] || far_device srnic1 srnic || return 1
@@ -347,7 +351,7 @@ teardown_device() {
 		[ ! -e /sys/class/infiniband/srnic0 ] || rdma link delete srnic0
 		[ ! -e /sys/module/srnic ] || rmmod srnic
 		;;
-	srnic) [ ! -e /sys/module/srnic ] || rmmod srnic ;;
+	srnic | srnic_b) [ ! -e /sys/module/srnic ] || rmmod srnic ;;
 	rxe)
 		[ ! -e /sys/module/rdma_rxe ] || rmmod rdma_rxe
 		[ ! -e /sys/module/srnic ] || rmmod srnic
@@ -766,9 +770,9 @@ measure() {
 		loopback_perftest "$id" "$dev" "$test" "$size" "$qps" "$tag"
 	fi
 	# srnic's port counters after each of its measurements, on each VM.
-	[ "$dev" != srnic ] || rdma statistic show link "$ibdev/1" > "$raw/$tag.counters.$SRNIC_VM.txt" 2>&1
+	[[ $dev != srnic* ]] || rdma statistic show link "$ibdev/1" > "$raw/$tag.counters.$SRNIC_VM.txt" 2>&1
 	# And the fast wire's client device, in "far".
-	[ "$dev" != srnic ] || [ -z "$client_ibdev" ] ||
+	[[ $dev != srnic* ]] || [ -z "$client_ibdev" ] ||
 		ip netns exec far rdma statistic show link "$client_ibdev/1" > "$raw/$tag.counters.far.txt" 2>&1
 	[ "$mode" = wire ] || count_timeout "$dev"
 }

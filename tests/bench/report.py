@@ -6,6 +6,11 @@ issue's targets marked met or missed, save it as out/bench/table.txt, and
 draw the PNG plots with gnuplot.
 
     tests/bench/report.py OUT_DIR
+    tests/bench/report.py --ab REV OUT_DIR
+
+With --ab (scripts/bench --ab REV) it prints, instead, each row of the two
+builds that took turns: the working tree's (srnic, A) and REV's (srnic_b,
+B) figures round by round, and the median of the rounds' A/B ratios.
 
 A failed measurement shows as FAILED (its reason is in the CSV's note and
 the raw logs it names), an unsupported one as "unsup."; neither is ever a
@@ -143,7 +148,36 @@ def table(rows_out, header, left=(0, 1)):
     return lines
 
 
+def ab_report(out, rev):
+    """The rows of an A/B run, round by round: a round's A/B ratio divides
+    two figures measured seconds apart, which the host's drift shares."""
+    runs = {}
+    with open(os.path.join(out, "results.csv"), newline="") as f:
+        for r in csv.DictReader(f):
+            key = (r["mode"], r["test"], int(r["size"] or 0), int(r["qps"] or 1))
+            figure_or_none = float(r["value"]) if r["status"] == "ok" and r["value"] else None
+            runs.setdefault(key, {"srnic": [], "srnic_b": []}).setdefault(r["device"], []).append(figure_or_none)
+    text = [f"A/B: A is the working tree, B is {rev}; figures per round, then the median of the A/B ratios"]
+    rows_out = [["mode", "test", "size", "A", "B", "A/B"]]  # header, then rows
+    for (mode, test, size, qps), by in sorted(runs.items()):
+        a, b = by["srnic"], by["srnic_b"]
+        ratios = sorted(x / y for x, y in zip(a, b) if x is not None and y is not None and y > 0)
+        med = ratios[(len(ratios) - 1) // 2] if ratios else None
+        name = test if qps == 1 else f"{test} q{qps}"
+        rows_out.append([mode, name, size_name(size),
+                         " ".join("FAILED" if x is None else figure(x) for x in a),
+                         " ".join("FAILED" if x is None else figure(x) for x in b),
+                         fmt_ratio(med)])
+    text += table(rows_out[1:], rows_out[0], left=(0, 1, 3, 4))
+    print("\n".join(text))
+    with open(os.path.join(out, "table.txt"), "w") as f:
+        f.write("\n".join(text) + "\n")
+
+
 def main():
+    if sys.argv[1] == "--ab":
+        ab_report(sys.argv[3], sys.argv[2])
+        return
     out = sys.argv[1]
     rows = load(os.path.join(out, "results.csv"))
     info = {}
