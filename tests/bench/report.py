@@ -158,7 +158,8 @@ def ab_report(out, rev):
             figure_or_none = float(r["value"]) if r["status"] == "ok" and r["value"] else None
             runs.setdefault(key, {"srnic": [], "srnic_b": []}).setdefault(r["device"], []).append(figure_or_none)
     text = [f"A/B: A is the working tree, B is {rev}; figures per round, then the median of the A/B ratios"]
-    rows_out = [["mode", "test", "size", "A", "B", "A/B"]]  # header, then rows
+    header = ["mode", "test", "size", "A", "B", "A/B"]
+    rows_out = []
     for (mode, test, size, qps), by in sorted(runs.items()):
         a, b = by["srnic"], by["srnic_b"]
         ratios = sorted(x / y for x, y in zip(a, b) if x is not None and y is not None and y > 0)
@@ -168,7 +169,7 @@ def ab_report(out, rev):
                          " ".join("FAILED" if x is None else figure(x) for x in a),
                          " ".join("FAILED" if x is None else figure(x) for x in b),
                          fmt_ratio(med)])
-    text += table(rows_out[1:], rows_out[0], left=(0, 1, 3, 4))
+    text += table(rows_out, header, left=(0, 1, 3, 4))
     print("\n".join(text))
     with open(os.path.join(out, "table.txt"), "w") as f:
         f.write("\n".join(text) + "\n")
