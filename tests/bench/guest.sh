@@ -490,9 +490,15 @@ profile_stop() {
 		echo "# by CPU and task"
 		timeout 120 perf report -i /tmp/bench.perf.data --no-children --sort cpu,comm --stdio -g none 2>&1 |
 			grep -v '^#' | grep -v '^$' | head -n 20
+		echo "# by task and symbol"
+		timeout 120 perf report -i /tmp/bench.perf.data --no-children --sort comm,sym --stdio -g none 2>&1 |
+			grep -v '^#' | grep -v '^$' | head -n 40
 		echo "# inclusive time by symbol (the symbol and everything it called)"
 		timeout 120 perf report -i /tmp/bench.perf.data --children --sort sym --stdio -g none 2>&1 |
 			grep -v '^#' | grep -v '^$' | head -n 80
+		echo "# srnic's own functions, inclusive time (the function and everything it called)"
+		timeout 120 perf report -i /tmp/bench.perf.data --children --dsos '[srnic]' --sort sym --stdio -g none 2>&1 |
+			grep -v '^#' | grep -v '^$' | head -n 60
 		echo "# callers of the top kernel symbols"
 		timeout 120 perf report -i /tmp/bench.perf.data --no-children --sort sym --stdio -G 2>&1 |
 			grep -v '^$' | head -n 600
