@@ -316,7 +316,7 @@ PY
 	fi
 	barrier "$kind.bridged-learned" 3
 	drops_before=$(stat rx_not_for_us_drops) floods_before=$(stat tx_foreign_floods) direct_before=$(stat tx_foreign_direct)
-	unknown_before=$(stat tx_unknown_lid_floods)
+	unknown_before=$(stat tx_unknown_lid_floods) lost_before=$(($(stat ns_peers_aged_out) + $(stat ns_peers_left)))
 	barrier "$kind.bridged-counted" 3
 	if [ "$me" = 1 ]; then
 		must ip netns exec ns1 timeout 120 python3 -c '
@@ -329,9 +329,10 @@ s.close()'
 	barrier "$kind.bridged-sent" 3
 	# Every node's share of the flow's floods, for node c's verdict: a
 	# frame that reaches c was flooded by a or b (to a foreign MAC not
-	# learned, or to an iblan MAC whose node is not known).
+	# learned or forgotten with a peer that aged out, or to an iblan MAC
+	# whose node is not known).
 	echo "$(($(stat tx_foreign_floods) - floods_before)) $(($(stat tx_unknown_lid_floods) - unknown_before))" \
-		> "$shared/floods.$kind.$me"
+		"$(($(stat ns_peers_aged_out) + $(stat ns_peers_left) - lost_before))" > "$shared/floods.$kind.$me"
 	barrier "$kind.bridged-floods" 3
 	case $me in
 	1)
@@ -361,10 +362,10 @@ s.close()'
 		must ip addr del fd09::2/64 dev iblan0
 		;;
 	3)
-		read -r a_foreign a_unknown < "$shared/floods.$kind.1"
-		read -r b_foreign b_unknown < "$shared/floods.$kind.2"
+		read -r a_foreign a_unknown a_lost < "$shared/floods.$kind.1"
+		read -r b_foreign b_unknown b_lost < "$shared/floods.$kind.2"
 		expect_eq $(($(stat rx_not_for_us_drops) - drops_before)) 0 \
-			"$kind: frames of the learned flow that reached node c (floods to foreign MACs: a $a_foreign, b $b_foreign; to unknown LIDs: a $a_unknown, b $b_unknown)"
+			"$kind: frames of the learned flow that reached node c (floods to foreign MACs: a $a_foreign, b $b_foreign; to unknown LIDs: a $a_unknown, b $b_unknown; peers lost: a $a_lost, b $b_lost)"
 		;;
 	esac
 	barrier "$kind.bridged-done" 3
