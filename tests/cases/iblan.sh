@@ -962,6 +962,9 @@ run_over() {
 	# not yet reposted. (No-op syncs on soft devices: see iblan.rst.)
 	snap() { awk -v n="$1:" '$1 == n { print $2 }' /tmp/iblan_stats; }
 	datagrams=$(snap rx_datagrams) cpu_syncs=$(snap rx_dma_syncs_for_cpu) dev_syncs=$(snap dma_syncs_for_device)
+	# The name service took every announcement (a full inbox drops them,
+	# and peers age out when it does for long).
+	expect_eq "$(snap ns_inbox_drops)" 0 "$kind: announcements dropped for a full name-service inbox"
 	[ -n "$cpu_syncs" ] && [ "$datagrams" -gt 0 ] && [ $((cpu_syncs + 1)) -ge "$datagrams" ] ||
 		fail "$kind: $datagrams datagrams received but $cpu_syncs receive buffers synced for the CPU"
 	[ -n "$dev_syncs" ] && [ $((dev_syncs + 1)) -ge $((cpu_syncs + 256)) ] ||

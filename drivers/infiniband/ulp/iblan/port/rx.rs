@@ -143,14 +143,22 @@ impl LanDev {
             Ok(Datagram::Announcement(_)) => {
                 let mut inbox = self.inbox.lock();
                 let at = inbox.count;
-                if let (Some(slot), Ok(copy)) = (
-                    inbox.pending.get_mut(at),
-                    <[u8; ANNOUNCE_LEN]>::try_from(payload),
-                ) {
-                    *slot = copy;
-                    inbox.count += 1;
-                }
+                let full = match inbox.pending.get_mut(at) {
+                    Some(slot) => {
+                        if let Ok(copy) = <[u8; ANNOUNCE_LEN]>::try_from(payload) {
+                            *slot = copy;
+                            inbox.count += 1;
+                        }
+                        false
+                    }
+                    None => true,
+                };
                 drop(inbox);
+                if full {
+                    // The name service has not run since the inbox
+                    // filled; the sender announces again.
+                    self.count(Stat::NsInboxDrops);
+                }
                 if self.running.load(Ordering::Acquire) {
                     self.ticker.schedule(0);
                 }
