@@ -680,6 +680,26 @@ unsigned int srnic_skb_nr_frags(const struct sk_buff *skb)
 	return skb_shinfo(skb)->nr_frags;
 }
 
+bool srnic_skb_frags_full(const struct sk_buff *skb)
+{
+	return skb_shinfo(skb)->nr_frags >= MAX_SKB_FRAGS;
+}
+
+/* Gives @page, with its one reference, to @skb as its next fragment:
+ * @len bytes at @offset, the whole page charged to the skb's truesize
+ * (the skb frees it). -EINVAL or -EMSGSIZE if it cannot: the page is
+ * then still the caller's. */
+int srnic_skb_give_page(struct sk_buff *skb, struct page *page, unsigned int offset,
+			unsigned int len)
+{
+	if (offset > PAGE_SIZE || len > PAGE_SIZE - offset)
+		return -EINVAL;
+	if (skb_shinfo(skb)->nr_frags >= MAX_SKB_FRAGS)
+		return -EMSGSIZE;
+	skb_add_rx_frag(skb, skb_shinfo(skb)->nr_frags, page, offset, len, PAGE_SIZE);
+	return 0;
+}
+
 /* The kernel address of page fragment @i of @skb and its length, or NULL
  * if @i is past the last or its page has no kernel mapping (highmem). */
 const void *srnic_skb_frag(const struct sk_buff *skb, unsigned int i, unsigned int *len)

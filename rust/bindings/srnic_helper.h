@@ -207,6 +207,9 @@ void srnic_unregister_pernet(struct pernet_operations *ops);
 struct sk_buff *srnic_alloc_skb(unsigned int headroom, unsigned int len);
 void srnic_kfree_skb(struct sk_buff *skb);
 unsigned int srnic_skb_nr_frags(const struct sk_buff *skb);
+bool srnic_skb_frags_full(const struct sk_buff *skb);
+int srnic_skb_give_page(struct sk_buff *skb, struct page *page, unsigned int offset,
+			unsigned int len);
 struct crypto_shash *srnic_crc32_engine_alloc(void);
 void srnic_crc32_engine_free(struct crypto_shash *tfm);
 const char *srnic_crc32_engine_driver(struct crypto_shash *tfm);

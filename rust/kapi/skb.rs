@@ -9,6 +9,7 @@ use super::rcu::RcuReadGuard;
 use super::shared::SharedRange;
 use crate::bindings;
 use core::ptr::NonNull;
+use kernel::page::Page;
 use kernel::prelude::*;
 
 /// An `sk_buff` this code owns; freed on drop unless handed on.
@@ -149,6 +150,37 @@ impl SkBuff {
         let len = u32::try_from(range.len()).map_err(|_| EINVAL)?;
         // SAFETY: a range is valid for reads now (its invariant).
         unsafe { self.append_page_bytes(range.as_ptr(), len) }
+    }
+
+    /// Whether the skb has as many page fragments as it may have.
+    pub fn frags_full(&self) -> bool {
+        // SAFETY: the skb is ours.
+        unsafe { bindings::srnic_skb_frags_full(self.0.as_ptr()) }
+    }
+
+    /// Gives `page` to the skb as its next page fragment, `len` bytes at
+    /// `offset`; the skb frees the page when it is done with it. If it
+    /// cannot (`EMSGSIZE`: no room for another fragment; `EINVAL`: the
+    /// bytes are not within the page), the page comes back.
+    pub fn give_page(
+        &mut self,
+        page: Page,
+        offset: usize,
+        len: usize,
+    ) -> core::result::Result<(), (Page, Error)> {
+        let (Ok(at), Ok(n)) = (u32::try_from(offset), u32::try_from(len)) else {
+            return Err((page, EINVAL));
+        };
+        // SAFETY: the skb is ours and the page ours, allocated with one
+        // reference, which passes to the skb if the shim takes the page
+        // (then nothing else holds it: it is forgotten below).
+        let taken =
+            unsafe { bindings::srnic_skb_give_page(self.0.as_ptr(), page.as_ptr().cast(), at, n) };
+        if taken != 0 {
+            return Err((page, Error::from_errno(taken)));
+        }
+        core::mem::forget(page);
+        Ok(())
     }
 
     /// Appends a copy of `bytes` (at most a page: a trailer, or a piece of

@@ -638,6 +638,10 @@ s.sendall(open("/tmp/cm.bin", "rb").read()); s.close()' || fail "$kind: sending 
 			wait $receiver || { cat /tmp/cm_rx.out; fail "$kind: the TCP receiver failed"; }
 			expect_eq "$(cat /tmp/cm_rx.out)" "$(cat "$shared/cm.sum")" "$kind: the file over the connection (bytes, SHA-256)"
 			[ "$(stat rx_connected_frames)" -gt 100 ] || fail "$kind: the file did not come over the connection"
+			# Its frames went up in the pages they arrived in: 8 MB is
+			# about 1950 pages past the frames' first 256 bytes.
+			[ "$(stat rx_pages_handed_up)" -gt 1000 ] ||
+				fail "$kind: the frames were not handed up in their receive pages (rx_pages_handed_up $(stat rx_pages_handed_up), rx_pages_copied $(stat rx_pages_copied))"
 		fi
 	fi
 	barrier "$kind.cm-data" 3

@@ -13,11 +13,13 @@ use super::consumer::{Cq, CqHandler, DmaMapping, Pd, WorkCompletion, WR_KIND_MAS
 use crate::bindings;
 use crate::kapi::skb::SkBuff;
 use crate::kapi::sync::SpinLockBh;
+use core::cell::UnsafeCell;
 use core::mem::ManuallyDrop;
 use core::pin::Pin;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, Ordering};
-use kernel::alloc::flags::__GFP_ZERO;
+use kernel::alloc::flags::{__GFP_NOWARN, __GFP_ZERO, GFP_ATOMIC};
+use kernel::alloc::Flags;
 use kernel::alloc::{KBox, KVVec, KVec};
 use kernel::error::{from_err_ptr, to_result};
 use kernel::ffi::c_int;
@@ -298,6 +300,20 @@ struct RecvPage {
 }
 
 impl RecvPage {
+    /// A zeroed page, mapped for `pd`'s device to write.
+    ///
+    /// # Safety
+    ///
+    /// The device writes the page only while a receive that points at it
+    /// is posted.
+    unsafe fn new(pd: &Pd, flags: Flags) -> Result<Self> {
+        let page = Page::alloc_page(flags | __GFP_ZERO)?;
+        // SAFETY: the page is freed after the mapping (declared after it);
+        // the device uses it as the caller promises.
+        let map = unsafe { DmaMapping::page(pd, &page, false)? };
+        Ok(Self { map, page })
+    }
+
     /// The first `len` bytes of the page (at most all).
     ///
     /// # Safety
@@ -315,11 +331,34 @@ impl RecvPage {
     }
 }
 
-/// A receive buffer: its pages, the gather list that covers the first
-/// `recv_len` bytes of them, and whether a receive into it is posted.
-struct RecvBuffer {
+/// A receive buffer's pages and the gather list that covers the first
+/// `recv_len` bytes of them, element `i` over page `i`.
+struct RecvPages {
     pages: KVec<RecvPage>,
     sges: KVec<bindings::ib_sge>,
+}
+
+impl RecvPages {
+    /// Each page with how many of the first `len` bytes lie in it, for the
+    /// pages those bytes reach.
+    fn spans(&self, len: usize) -> impl Iterator<Item = (&RecvPage, usize)> {
+        self.pages.iter().scan(len, |left, page| {
+            let here = (*left).min(PAGE_SIZE);
+            *left -= here;
+            (here > 0).then_some((page, here))
+        })
+    }
+}
+
+/// A receive buffer: its pages, and whether a receive into it is posted.
+///
+/// # Invariants
+///
+/// `pages` changes only while the buffer is neither posted nor read, by
+/// its owner: the [`RcReceived`] of its completed receive (which hands
+/// pages to the stack and puts fresh ones in their place).
+struct RecvBuffer {
+    pages: UnsafeCell<RecvPages>,
     posted: AtomicBool,
 }
 
@@ -336,40 +375,54 @@ impl RecvBuffer {
         let mut pages = KVec::with_capacity(count, GFP_KERNEL)?;
         let mut sges = KVec::with_capacity(count, GFP_KERNEL)?;
         for i in 0..count {
-            let page = Page::alloc_page(GFP_KERNEL | __GFP_ZERO)?;
-            // SAFETY: the page is freed after the mapping (declared after it
-            // in `RecvPage`); the device uses it as the caller promises.
-            let map = unsafe { DmaMapping::page(pd, &page, false)? };
+            // SAFETY: the caller's promise on the buffer is the page's.
+            let page = unsafe { RecvPage::new(pd, GFP_KERNEL)? };
             let in_page = len.saturating_sub(i * PAGE_SIZE);
-            sges.push(map.sge(in_page, pd.local_dma_lkey()).raw(), GFP_KERNEL)?;
-            pages.push(RecvPage { map, page }, GFP_KERNEL)?;
+            sges.push(page.map.sge(in_page, pd.local_dma_lkey()).raw(), GFP_KERNEL)?;
+            pages.push(page, GFP_KERNEL)?;
         }
         Ok(Self {
-            pages,
-            sges,
+            pages: UnsafeCell::new(RecvPages { pages, sges }),
             posted: AtomicBool::new(false),
         })
     }
 
-    /// Each page with how many of the first `len` bytes lie in it, for the
-    /// pages those bytes reach.
-    fn spans(&self, len: usize) -> impl Iterator<Item = (&RecvPage, usize)> {
-        self.pages.iter().scan(len, |left, page| {
-            let here = (*left).min(PAGE_SIZE);
-            *left -= here;
-            (here > 0).then_some((page, here))
-        })
+    /// The buffer's pages.
+    ///
+    /// # Safety
+    ///
+    /// No [`Self::pages_mut`] of the buffer runs or lives meanwhile: the
+    /// caller owns the buffer (its receive completed, or it is being
+    /// posted), or it is posted and only its gather list is read.
+    unsafe fn pages(&self) -> &RecvPages {
+        // SAFETY: no mutable reference exists meanwhile (the caller's
+        // promise and the type invariant).
+        unsafe { &*self.pages.get() }
+    }
+
+    /// The buffer's pages, to replace some.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns the buffer (its receive completed and it is not
+    /// posted again), and no other reference to its pages lives.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn pages_mut(&self) -> &mut RecvPages {
+        // SAFETY: the only reference (the caller's promise).
+        unsafe { &mut *self.pages.get() }
     }
 
     /// The first `len` bytes of `buffer`, page by page.
     ///
     /// # Safety
     ///
-    /// As for [`RecvPage::bytes`], for each of them.
+    /// As for [`RecvPage::bytes`], for each of them, and as for
+    /// [`Self::pages`] while the pieces live.
     unsafe fn pieces(buffer: Option<&Self>, len: usize) -> impl Iterator<Item = &[u8]> {
         buffer
             .into_iter()
-            .flat_map(move |buffer| buffer.spans(len))
+            // SAFETY: the caller's promise.
+            .flat_map(move |buffer| unsafe { buffer.pages() }.spans(len))
             .map(|(page, here)| {
                 // SAFETY: the caller's promise.
                 unsafe { page.bytes(here) }
@@ -649,7 +702,10 @@ impl<H: CqHandler> RcQp<H> {
                 if ok {
                     // Only what the device wrote comes over (from a bounce
                     // buffer, or out of stale cache lines).
-                    for (page, here) in buffer.spans(wc.byte_len()) {
+                    // SAFETY: the completion made this caller the buffer's
+                    // owner (it cleared `posted`); nothing else reads it.
+                    let pages = unsafe { buffer.pages() };
+                    for (page, here) in pages.spans(wc.byte_len()) {
                         len += page.map.for_cpu(here);
                     }
                 }
@@ -690,19 +746,18 @@ impl<H: CqHandler> RcQp<H> {
     /// receive completes (its [`RcReceived`] is given up, if it had one).
     unsafe fn post_recv(&self, index: usize) -> Result {
         let buffer = self.parts.recv.get(index).ok_or(EINVAL)?;
-        let count = c_int::try_from(buffer.sges.len()).map_err(|_| EINVAL)?;
+        // SAFETY: the caller gives the buffer up to the device here; only
+        // its gather list is read, and nothing replaces its pages until its
+        // receive completes (type invariant of `RecvBuffer`).
+        let sges = unsafe { &buffer.pages().sges };
+        let count = c_int::try_from(sges.len()).map_err(|_| EINVAL)?;
         buffer.posted.store(true, Ordering::Release);
         let wr_id = WR_RECV | (index as u64) << 2;
         // SAFETY: a live QP; the elements cover the buffer's live mappings,
         // which the device may write (the caller's promise) until the
         // completion; they are read during the call.
         let posted = to_result(unsafe {
-            bindings::srnic_ulp_post_recv_sges(
-                self.raw.as_ptr(),
-                wr_id,
-                buffer.sges.as_ptr(),
-                count,
-            )
+            bindings::srnic_ulp_post_recv_sges(self.raw.as_ptr(), wr_id, sges.as_ptr(), count)
         });
         if posted.is_err() {
             buffer.posted.store(false, Ordering::Release);
@@ -790,11 +845,75 @@ impl<H: CqHandler> RcReceived<'_, H> {
         unsafe { RecvBuffer::pieces(self.qp.parts.recv.get(self.index), self.len) }
     }
 
+    /// Appends the message from byte `from` on to `skb` as page fragments,
+    /// without copying it: each page of the buffer that holds some of those
+    /// bytes goes to the skb as it is, unmapped, and a fresh page mapped
+    /// for the device takes its place for the next receive. A page that
+    /// cannot be replaced (no memory at once: this runs in atomic context)
+    /// is copied instead. Returns how many pages went over and how many
+    /// were copied; `EMSGSIZE` if the skb has no room for the fragments
+    /// (what was appended stays appended).
+    pub fn hand_over(&mut self, skb: &mut SkBuff, from: usize) -> Result<(u32, u32)> {
+        let Some(buffer) = self.qp.parts.recv.get(self.index) else {
+            return Err(EINVAL);
+        };
+        let pd = &self.qp.parts.pd;
+        let lkey = pd.local_dma_lkey();
+        // SAFETY: this value owns the buffer, unposted (type invariant of
+        // the QP); `&mut self` excludes the pieces, the only other
+        // references to it.
+        let pages = unsafe { buffer.pages_mut() };
+        let (mut given, mut copied) = (0, 0);
+        let mut left = self.len;
+        for index in 0..pages.pages.len() {
+            let here = left.min(PAGE_SIZE);
+            if here == 0 {
+                break;
+            }
+            left -= here;
+            let offset = from.saturating_sub(index * PAGE_SIZE).min(here);
+            if offset == here {
+                continue;
+            }
+            if skb.frags_full() {
+                return Err(Error::from_errno(-(bindings::EMSGSIZE as c_int)));
+            }
+            let (Some(page), Some(sge)) = (pages.pages.get_mut(index), pages.sges.get_mut(index))
+            else {
+                return Err(EINVAL);
+            };
+            // SAFETY: the fresh page goes into this buffer, which the
+            // device writes only while a receive into it is posted.
+            match unsafe { RecvPage::new(pd, GFP_ATOMIC | __GFP_NOWARN) } {
+                Ok(fresh) => {
+                    *sge = fresh.map.sge(sge.length as usize, lkey).raw();
+                    let RecvPage { map, page } = core::mem::replace(page, fresh);
+                    // Unmapped before the stack reads it (for the CPU
+                    // since the completion).
+                    drop(map);
+                    skb.give_page(page, offset, here - offset)
+                        .map_err(|(_, err)| err)?;
+                    given += 1;
+                }
+                Err(_) => {
+                    // SAFETY: this value owns the buffer (above), whose
+                    // first `len` bytes the completion handed to the CPU.
+                    let bytes = unsafe { page.bytes(here) };
+                    skb.append_copy(bytes.get(offset..).unwrap_or(&[]))?;
+                    copied += 1;
+                }
+            }
+        }
+        Ok((given, copied))
+    }
+
     /// Posts the buffer again, for the next message.
     pub fn repost(self) -> Result {
         if let Some(buffer) = self.qp.parts.recv.get(self.index) {
             // What the CPU read, or cached, goes back to the device.
-            for (page, here) in buffer.spans(self.len) {
+            // SAFETY: this value owns the buffer, unposted; no piece of it
+            // lives (`self` is taken by value, the pieces borrow it).
+            for (page, here) in unsafe { buffer.pages() }.spans(self.len) {
                 page.map.for_device(here);
             }
         }

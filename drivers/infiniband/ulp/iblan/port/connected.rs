@@ -657,7 +657,7 @@ impl LanDev {
                     dev.wake_all_queues();
                 }
             }
-            RcCompletion::Received(received) => {
+            RcCompletion::Received(mut received) => {
                 if !received.ok() {
                     // Flushed buffers stay unposted: the QP is going.
                     if !flushed {
@@ -666,7 +666,7 @@ impl LanDev {
                     return;
                 }
                 if self.running.load(Ordering::Acquire) && link.ready.load(Ordering::Acquire) {
-                    let frame = self.link_frame(dev, link, &received);
+                    let frame = self.link_frame(dev, link, &mut received);
                     frames.push(frame, link.peer_gid);
                 }
                 if self.repost_link(received).is_err() {
@@ -701,7 +701,7 @@ impl LanDev {
         &self,
         dev: &EtherDevice<LanDev>,
         link: &RcLink,
-        received: &RcReceived<'_, LinkEvents>,
+        received: &mut RcReceived<'_, LinkEvents>,
     ) -> (Option<SkBuff>, Option<[u8; 6]>) {
         self.count(Stat::RxConnected);
         if !link.got_frame.swap(true, Ordering::AcqRel) {
@@ -709,35 +709,43 @@ impl LanDev {
             self.ticker.schedule(0);
         }
         let len = received.len();
-        let mut pieces = received.pieces();
-        let first = pieces.next().unwrap_or(&[]);
-        if len < 14 || first.len() < 14 {
-            self.count(Stat::RxMalformed);
-            return (None, None);
-        }
-        let source = rx::mac_at(first, 6);
-        if !self.wanted(dev, first) {
-            return (None, source);
-        }
-        let head = first.len().min(RX_HEAD);
-        let Some(mut skb) = dev.alloc_rx_skb(head as u32) else {
-            self.count(Stat::RxAlloc);
-            self.link.rx_dropped.fetch_add(1, Ordering::Relaxed);
-            return (None, source);
-        };
-        let (linear, rest) = first.split_at(head);
-        let appended = skb.put_slice(linear).and_then(|()| {
-            if !rest.is_empty() {
-                skb.append_copy(rest)?;
+        let (mut skb, source, head) = {
+            let first = received.pieces().next().unwrap_or(&[]);
+            if len < 14 || first.len() < 14 {
+                self.count(Stat::RxMalformed);
+                return (None, None);
             }
-            pieces.try_for_each(|piece| skb.append_copy(piece))
-        });
-        if appended.is_err() {
-            self.count(Stat::RxAlloc);
-            self.link.rx_dropped.fetch_add(1, Ordering::Relaxed);
-            return (None, source);
+            let source = rx::mac_at(first, 6);
+            if !self.wanted(dev, first) {
+                return (None, source);
+            }
+            let head = first.len().min(RX_HEAD);
+            let skb = dev.alloc_rx_skb(head as u32).and_then(|mut skb| {
+                skb.put_slice(first.get(..head).unwrap_or(&[])).ok()?;
+                Some(skb)
+            });
+            let Some(skb) = skb else {
+                self.count(Stat::RxAlloc);
+                self.link.rx_dropped.fetch_add(1, Ordering::Relaxed);
+                return (None, source);
+            };
+            (skb, source, head)
+        };
+        // The rest goes up in the pages it arrived in: each is handed to
+        // the stack and the buffer gets a fresh one.
+        let handed = received.hand_over(&mut skb, head);
+        match handed {
+            Ok((given, copied)) => {
+                self.add(Stat::RxPagesHandedUp, given.into());
+                self.add(Stat::RxPagesCopied, copied.into());
+                (Some(skb), source)
+            }
+            Err(_) => {
+                self.count(Stat::RxAlloc);
+                self.link.rx_dropped.fetch_add(1, Ordering::Relaxed);
+                (None, source)
+            }
         }
-        (Some(skb), source)
     }
 }
 

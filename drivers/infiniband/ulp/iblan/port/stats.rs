@@ -54,6 +54,8 @@ pub(super) const STAT_NAMES: &[&CStr] = &[
     c_str!("tx_connected_frames"),
     c_str!("rx_connected_frames"),
     c_str!("tx_too_big_drops"),
+    c_str!("rx_pages_handed_up"),
+    c_str!("rx_pages_copied"),
     c_str!("ns_peers"),
     c_str!("ns_lid"),
 ];
@@ -113,6 +115,8 @@ pub(super) enum Stat {
     TxConnected,
     RxConnected,
     TxTooBig,
+    RxPagesHandedUp,
+    RxPagesCopied,
     Count,
 }
 
