@@ -331,6 +331,13 @@ impl RecvPage {
     }
 }
 
+/// The fewest bytes of a received page that [`RcReceived::hand_over`]
+/// hands to the stack in the page itself; fewer are copied. A page given
+/// up is charged whole to the socket that receives it, so a short piece
+/// in a page of its own would fill receive buffers many times faster than
+/// its bytes do (and cost a page's allocation and clearing besides).
+pub const HAND_OVER_MIN: usize = PAGE_SIZE / 2;
+
 /// A receive buffer's pages and the gather list that covers the first
 /// `recv_len` bytes of them, element `i` over page `i`.
 struct RecvPages {
@@ -714,6 +721,7 @@ impl<H: CqHandler> RcQp<H> {
                     index,
                     len,
                     ok,
+                    handed: false,
                 })
             }
             WR_SEND => {
@@ -746,9 +754,9 @@ impl<H: CqHandler> RcQp<H> {
     /// receive completes (its [`RcReceived`] is given up, if it had one).
     unsafe fn post_recv(&self, index: usize) -> Result {
         let buffer = self.parts.recv.get(index).ok_or(EINVAL)?;
-        // SAFETY: the caller gives the buffer up to the device here; only
-        // its gather list is read, and nothing replaces its pages until its
-        // receive completes (type invariant of `RecvBuffer`).
+        // SAFETY: the caller owns the buffer until the provider takes the
+        // receive below, the borrow's last use; nothing replaces its pages
+        // until that receive completes (type invariant of `RecvBuffer`).
         let sges = unsafe { &buffer.pages().sges };
         let count = c_int::try_from(sges.len()).map_err(|_| EINVAL)?;
         buffer.posted.store(true, Ordering::Release);
@@ -817,6 +825,9 @@ pub struct RcReceived<'q, H: CqHandler> {
     /// Bytes the device wrote, handed to the CPU (0 if it failed).
     len: usize,
     ok: bool,
+    /// Whether [`Self::hand_over`] ran: pages of the message may have
+    /// gone to the stack, so none of it is read here any more.
+    handed: bool,
 }
 
 impl<H: CqHandler> RcReceived<'_, H> {
@@ -838,22 +849,32 @@ impl<H: CqHandler> RcReceived<'_, H> {
 
     /// The message, piece by piece in order (the buffer is a list of
     /// pages).
+    /// Nothing once [`Self::hand_over`] ran (the pages in the buffer are
+    /// fresh ones then).
     pub fn pieces(&self) -> impl Iterator<Item = &[u8]> {
+        let len = if self.handed { 0 } else { self.len };
         // SAFETY: this value owns the buffer, unposted (the QP's invariant),
         // and the slices borrow it: nothing writes the bytes while they
-        // live; `complete` handed these `len` bytes to the CPU.
-        unsafe { RecvBuffer::pieces(self.qp.parts.recv.get(self.index), self.len) }
+        // live; `complete` handed these `len` bytes to the CPU, and none of
+        // its pages was replaced since (`handed`).
+        unsafe { RecvBuffer::pieces(self.qp.parts.recv.get(self.index), len) }
     }
 
     /// Appends the message from byte `from` on to `skb` as page fragments,
-    /// without copying it: each page of the buffer that holds some of those
-    /// bytes goes to the skb as it is, unmapped, and a fresh page mapped
-    /// for the device takes its place for the next receive. A page that
-    /// cannot be replaced (no memory at once: this runs in atomic context)
-    /// is copied instead. Returns how many pages went over and how many
-    /// were copied; `EMSGSIZE` if the skb has no room for the fragments
-    /// (what was appended stays appended).
+    /// without copying it: each page of the buffer that holds at least
+    /// [`HAND_OVER_MIN`] of those bytes goes to the skb as it is, unmapped,
+    /// and a fresh page mapped for the device takes its place for the next
+    /// receive. The bytes of other pages, and of a page that cannot be
+    /// replaced (no memory at once: this runs in atomic context), are
+    /// copied. Returns how many pages went over and how many were copied
+    /// for want of a fresh page;
+    /// `EMSGSIZE` if the skb has no room for the fragments (what was
+    /// appended stays appended). Once only: afterwards [`Self::pieces`] is
+    /// empty and this fails with `EINVAL`.
     pub fn hand_over(&mut self, skb: &mut SkBuff, from: usize) -> Result<(u32, u32)> {
+        if core::mem::replace(&mut self.handed, true) {
+            return Err(EINVAL);
+        }
         let Some(buffer) = self.qp.parts.recv.get(self.index) else {
             return Err(EINVAL);
         };
@@ -882,10 +903,16 @@ impl<H: CqHandler> RcReceived<'_, H> {
             else {
                 return Err(EINVAL);
             };
-            // SAFETY: the fresh page goes into this buffer, which the
-            // device writes only while a receive into it is posted.
-            match unsafe { RecvPage::new(pd, GFP_ATOMIC | __GFP_NOWARN) } {
-                Ok(fresh) => {
+            let short = here - offset < HAND_OVER_MIN;
+            let fresh = if short {
+                None
+            } else {
+                // SAFETY: the fresh page goes into this buffer, which the
+                // device writes only while a receive into it is posted.
+                unsafe { RecvPage::new(pd, GFP_ATOMIC | __GFP_NOWARN) }.ok()
+            };
+            match fresh {
+                Some(fresh) => {
                     *sge = fresh.map.sge(sge.length as usize, lkey).raw();
                     let RecvPage { map, page } = core::mem::replace(page, fresh);
                     // Unmapped before the stack reads it (for the CPU
@@ -895,12 +922,15 @@ impl<H: CqHandler> RcReceived<'_, H> {
                         .map_err(|(_, err)| err)?;
                     given += 1;
                 }
-                Err(_) => {
+                None => {
                     // SAFETY: this value owns the buffer (above), whose
-                    // first `len` bytes the completion handed to the CPU.
+                    // first `len` bytes the completion handed to the CPU;
+                    // this page was not replaced.
                     let bytes = unsafe { page.bytes(here) };
                     skb.append_copy(bytes.get(offset..).unwrap_or(&[]))?;
-                    copied += 1;
+                    if !short {
+                        copied += 1;
+                    }
                 }
             }
         }
