@@ -171,11 +171,11 @@ impl SkBuff {
         let (Ok(at), Ok(n)) = (u32::try_from(offset), u32::try_from(len)) else {
             return Err((page, EINVAL));
         };
-        // SAFETY: the skb is ours and the page ours, allocated with one
-        // reference, which passes to the skb if the shim takes the page
-        // (then nothing else holds it: it is forgotten below).
-        let taken =
-            unsafe { bindings::srnic_skb_give_page(self.0.as_ptr(), page.as_ptr().cast(), at, n) };
+        let (skb, raw_page) = (self.0.as_ptr(), page.as_ptr().cast());
+        // The page's one reference passes to the skb if the shim takes it;
+        // then nothing else holds the page (it is forgotten below).
+        // SAFETY: the skb is ours, and the page ours with one reference.
+        let taken = unsafe { bindings::srnic_skb_give_page(skb, raw_page, at, n) };
         if taken != 0 {
             return Err((page, Error::from_errno(taken)));
         }

@@ -852,12 +852,12 @@ impl<H: CqHandler> RcReceived<'_, H> {
     /// Nothing once [`Self::hand_over`] ran (the pages in the buffer are
     /// fresh ones then).
     pub fn pieces(&self) -> impl Iterator<Item = &[u8]> {
+        // Its pages were replaced if `handed`: none of the message is left.
         let len = if self.handed { 0 } else { self.len };
-        // SAFETY: this value owns the buffer, unposted (the QP's invariant),
-        // and the slices borrow it: nothing writes the bytes while they
-        // live; `complete` handed these `len` bytes to the CPU, and none of
-        // its pages was replaced since (`handed`).
-        unsafe { RecvBuffer::pieces(self.qp.parts.recv.get(self.index), len) }
+        let buffer = self.qp.parts.recv.get(self.index);
+        // SAFETY: ours, unposted (QP invariant), borrowed by the slices;
+        // `complete` handed these `len` bytes to the CPU.
+        unsafe { RecvBuffer::pieces(buffer, len) }
     }
 
     /// Appends the message from byte `from` on to `skb` as page fragments,
