@@ -143,22 +143,20 @@ impl LanDev {
             Ok(Datagram::Announcement(_)) => {
                 let mut inbox = self.inbox.lock();
                 let at = inbox.count;
-                let full = match inbox.pending.get_mut(at) {
-                    Some(slot) => {
-                        if let Ok(copy) = <[u8; ANNOUNCE_LEN]>::try_from(payload) {
-                            *slot = copy;
-                            inbox.count += 1;
-                        }
-                        false
+                match (
+                    inbox.pending.get_mut(at),
+                    <[u8; ANNOUNCE_LEN]>::try_from(payload),
+                ) {
+                    (Some(slot), Ok(copy)) => {
+                        *slot = copy;
+                        inbox.count += 1;
                     }
-                    None => true,
-                };
-                drop(inbox);
-                if full {
-                    // The name service has not run since the inbox
-                    // filled; the sender announces again.
-                    self.count(Stat::NsInboxDrops);
+                    // Full: the name service has not run since it filled;
+                    // the sender announces again.
+                    (None, _) => self.count(Stat::NsInboxDrops),
+                    (Some(_), Err(_)) => {}
                 }
+                drop(inbox);
                 if self.running.load(Ordering::Acquire) {
                     self.ticker.schedule(0);
                 }
