@@ -36,7 +36,8 @@ apt_packages=(
 # emulates PCLMULQDQ with the host's instruction where 7.2 loops over the
 # bits, so the guests' CRC32 (RoCEv2's ICRC) is no longer table-bound.
 QEMU_MAJOR=10
-qemu_major=$(qemu-system-x86_64 --version 2>/dev/null | sed -n 's/^QEMU emulator version \([0-9]*\)\..*/\1/p')
+# No QEMU yet (a fresh machine) reads as version 0, not as a failed pipe.
+qemu_major=$( (qemu-system-x86_64 --version 2>/dev/null || true) | sed -n 's/^QEMU emulator version \([0-9]*\)\..*/\1/p')
 if [ "${qemu_major:-0}" -lt "$QEMU_MAJOR" ]; then
 	backports=/etc/apt/sources.list.d/srnic-bookworm-backports.sources
 	if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
