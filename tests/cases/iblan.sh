@@ -7,8 +7,9 @@
 # (MTU 9000) with ping and iperf3 TCP and UDP; a LID taken by another node
 # is refused; a LID taken by hand while down is resolved the same way on
 # every node (the lower GUID keeps it); a node that vanishes loses its
-# carrier and ages out of the others' tables; rmmod iblan, and deleting the
-# RDMA device, under traffic. A second LAN made with `ip link add ... type
+# carrier and ages out of the others' tables, while a node whose
+# announcements the hub drops stays known to a node it sends to; rmmod
+# iblan, and deleting the RDMA device, under traffic. A second LAN made with `ip link add ... type
 # iblan` (see second_lan), which rmmod and the device's deletion remove;
 # LAN ports in another namespace, made there or moved, deleted with it
 # (see lan_in_netns).
@@ -78,17 +79,25 @@ while time.time() < end:
 EOF
 }
 
-# send_raw DEST-MAC TYPE TEXT: one frame of ethertype TYPE out of iblan0.
+# send_raw DEST-MAC TYPE TEXT [DEV]: one frame of ethertype TYPE out of DEV
+# (iblan0).
 send_raw() {
-	python3 - "$1" "$2" "$3" <<'EOF'
+	python3 - "$1" "$2" "$3" "${4:-iblan0}" <<'EOF'
 import socket, sys
 dest, kind, text = bytes.fromhex(sys.argv[1].replace(":", "")), int(sys.argv[2], 16), sys.argv[3]
+dev = sys.argv[4]
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-s.bind(("iblan0", 0))
-me = open("/sys/class/net/iblan0/address").read().strip()
+s.bind((dev, 0))
+me = open(f"/sys/class/net/{dev}/address").read().strip()
 frame = dest + bytes.fromhex(me.replace(":", "")) + kind.to_bytes(2, "big") + text.encode()
 s.send(frame.ljust(60, b"\0"))
 EOF
+}
+
+# hub_mute_multicast SECONDS: the hub joining the VMs drops this node's
+# multicast for SECONDS (tests/lib/hub.py).
+hub_mute_multicast() {
+	send_raw ff:ff:ff:ff:ff:ff 88b6 "srnic-hub mute-multicast $1" eth0
 }
 
 # iblan_info NETDEV: "kind=..." and "name=value" for each IFLA_IBLAN_*
@@ -1029,7 +1038,11 @@ run_over() {
 		done
 		barrier "$kind.readdressed" 3
 
-		step "$kind: node c vanishes and ages out"
+		step "$kind: node c vanishes and ages out; a, whose announcements are lost, stays while it sends"
+		# Meanwhile the hub drops a's multicast (its announcements), as a
+		# wire congested by a bulk flow may, while a pings b: b hears
+		# from a and must keep it (forgetting it would flood what sits
+		# behind it), and ages out c alone.
 		if [ "$me" = 3 ]; then
 			# No leaving announcement can get out: the others must age it out.
 			must ip link set eth0 down
@@ -1037,15 +1050,42 @@ run_over() {
 			wait_until 15 sh -c '[ "$(cat /sys/class/net/iblan0/carrier)" = 0 ]' ||
 				fail "$kind: iblan0 kept its carrier after eth0 went down"
 			barrier "$kind.c-gone" 3
+			barrier "$kind.muted" 3
 			barrier "$kind.aged" 3
 			must ip link set eth0 up
 			wait_until 15 sh -c '[ "$(cat /sys/class/net/iblan0/carrier)" = 1 ]' ||
 				fail "$kind: iblan0 did not regain its carrier after eth0 came back"
 		else
 			barrier "$kind.c-gone" 3
+			if [ "$me" = 1 ]; then
+				hub_mute_multicast 12
+				ping -i 0.2 -c 55 -W 2 10.1.0.2 > /tmp/kept.ping 2>&1 &
+				pinger=$!
+			fi
+			barrier "$kind.muted" 3
+			muted_at=$(uptime_s)
+			if [ "$me" = 2 ]; then
+				# What a sent before the mute has arrived by now.
+				sleep 1
+				heard_before=$(stat ns_announcements_received)
+			fi
 			wait_until 15 sh -c "[ \"\$(ethtool -S iblan0 | awk '\$1 == \"ns_peers:\" { print \$2 }')\" = 1 ]" ||
 				{ ethtool -S iblan0; fail "$kind: node c did not age out"; }
 			[ "$(stat ns_peers_aged_out)" -ge 1 ] || fail "$kind: no peer counted as aged out"
+			if [ "$me" = 2 ]; then
+				# Judged once a's last announcement is older than a
+				# peer's lifetime (6 s), with a tick to spare.
+				while [ $(($(uptime_s) - muted_at)) -lt 9 ]; do sleep 0.5; done
+				expect_eq $(($(stat ns_announcements_received) - heard_before)) 0 \
+					"$kind: announcements b took in while the hub dropped a's multicast"
+				cat "$peers_file"
+				awk -v g="$guid_a" '$1 == "peer" && $6 "" == g' "$peers_file" | grep -q . ||
+					fail "$kind: b forgot a (node GUID $guid_a), which pinged it while its announcements were lost"
+			else
+				wait $pinger
+				grep -q ' 0% packet loss' /tmp/kept.ping ||
+					{ cat /tmp/kept.ping; fail "$kind: a's pings to b while a's announcements were lost"; }
+			fi
 			barrier "$kind.aged" 3
 		fi
 

@@ -575,15 +575,24 @@ impl LanDev {
         let mut done = 0;
         let mut more = false;
         {
-            let peers = self.peers.lock();
-            for link in peers.iter().filter_map(|e| e.peer.rc.as_ref()) {
+            let now = now_ms();
+            let mut peers = self.peers.lock();
+            for entry in peers.iter_mut() {
+                let Some(link) = entry.peer.rc.as_ref() else {
+                    continue;
+                };
                 let events = link.qp.cq().handler();
                 if !events.pending.swap(false, Ordering::AcqRel) {
                     continue;
                 }
                 let left = budget.saturating_sub(done);
-                let (taken, drained) = self.poll_link(dev, link, left, &mut frames);
+                let before = frames.count;
+                let (taken, drained) = self.poll_link(dev, link, entry.peer.lid, left, &mut frames);
                 done += taken;
+                if frames.count > before {
+                    // A node that sends stays known (see `heard_from`).
+                    entry.last_seen_ms = now;
+                }
                 // Armed only once drained: an event then means new work.
                 if !drained || link.qp.cq().arm() {
                     events.pending.store(true, Ordering::Release);
@@ -591,9 +600,9 @@ impl LanDev {
                 }
             }
         }
-        for (skb, sgid, source) in frames.taken() {
+        for (skb, lid, source) in frames.taken() {
             if let Some(source) = source {
-                self.learn_source(&sgid, &source);
+                self.learn_source(Some(lid), &source);
             }
             if let Some(skb) = skb {
                 self.hand_up(dev, skb);
@@ -606,12 +615,14 @@ impl LanDev {
         done
     }
 
-    /// Takes up to `budget` completions of `link`, as many as `frames` has
-    /// room for; returns how many, and whether its CQ is empty.
+    /// Takes up to `budget` completions of `link` to the peer with LID
+    /// `lid`, as many as `frames` has room for; returns how many, and
+    /// whether its CQ is empty.
     fn poll_link(
         &self,
         dev: &EtherDevice<LanDev>,
         link: &RcLink,
+        lid: u16,
         budget: u32,
         frames: &mut Frames,
     ) -> (u32, bool) {
@@ -627,7 +638,7 @@ impl LanDev {
             };
             let got = link.qp.poll(slots);
             for wc in slots.iter_mut().take(got) {
-                self.link_completion(dev, link, core::mem::take(wc), frames);
+                self.link_completion(dev, link, lid, core::mem::take(wc), frames);
             }
             done += got as u32;
             if got < want {
@@ -640,6 +651,7 @@ impl LanDev {
         &self,
         dev: &EtherDevice<LanDev>,
         link: &RcLink,
+        lid: u16,
         wc: WorkCompletion<'_>,
         frames: &mut Frames,
     ) {
@@ -667,7 +679,7 @@ impl LanDev {
                 }
                 if self.running.load(Ordering::Acquire) && link.ready.load(Ordering::Acquire) {
                     let frame = self.link_frame(dev, link, &mut received);
-                    frames.push(frame, link.peer_gid);
+                    frames.push(frame, lid);
                 }
                 if self.repost_link(received).is_err() {
                     self.count(Stat::RxErrors);
@@ -750,7 +762,7 @@ impl LanDev {
 }
 
 /// Frames NAPI took from the connections under the peer table's lock, to
-/// hand up after it: each skb (if the netdev takes it), the sender's GID
+/// hand up after it: each skb (if the netdev takes it), the sender's LID
 /// and the frame's source MAC.
 #[derive(Default)]
 struct Frames {
@@ -758,16 +770,16 @@ struct Frames {
     count: usize,
 }
 
-type FrameSlot = (Option<SkBuff>, [u8; 16], Option<[u8; 6]>);
+type FrameSlot = (Option<SkBuff>, u16, Option<[u8; 6]>);
 
 impl Frames {
     fn room(&self) -> usize {
         FRAMES_PER_PASS.saturating_sub(self.count)
     }
 
-    fn push(&mut self, (skb, source): (Option<SkBuff>, Option<[u8; 6]>), sgid: [u8; 16]) {
+    fn push(&mut self, (skb, source): (Option<SkBuff>, Option<[u8; 6]>), lid: u16) {
         if let Some(slot) = self.taken.get_mut(self.count) {
-            *slot = (skb, sgid, source);
+            *slot = (skb, lid, source);
             self.count += 1;
         }
     }

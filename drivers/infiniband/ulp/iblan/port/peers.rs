@@ -94,6 +94,10 @@ impl PeerTable {
         self.slots.iter().flatten()
     }
 
+    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut PeerEntry> {
+        self.slots.iter_mut().flatten()
+    }
+
     pub(super) fn len(&self) -> usize {
         self.iter().count()
     }
@@ -103,6 +107,17 @@ impl PeerTable {
         self.slots
             .iter()
             .position(|s| s.as_ref().is_some_and(&pred))
+    }
+
+    /// The peer whose GID is `gid`, now heard from: a node that sends
+    /// stays in the table even when its announcements are lost (a
+    /// congested wire drops datagrams, announcements among them). Its
+    /// slot and LID.
+    pub(super) fn heard_from(&mut self, gid: &[u8; 16], now: u64) -> Option<(usize, u16)> {
+        let at = self.find(|e| &e.peer.gid == gid)?;
+        let entry = self.get_mut(at)?;
+        entry.last_seen_ms = now;
+        Some((at, entry.peer.lid))
     }
 
     pub(super) fn get_mut(&mut self, at: usize) -> Option<&mut PeerEntry> {

@@ -162,30 +162,30 @@ impl LanDev {
                 }
             }
             Ok(Datagram::Fragment { header, payload }) => {
-                self.fragment(dev, &sgid, &header, payload);
+                let sender = self.peers.lock().heard_from(&sgid, now_ms());
+                self.fragment(dev, sender, &header, payload);
             }
             Err(_) => self.count(Stat::RxMalformed),
         }
     }
 
+    /// A fragment from `sender` (its slot in the peer table and LID;
+    /// `None`: a node not, or no longer, known).
     pub(super) fn fragment(
         &self,
         dev: &EtherDevice<LanDev>,
-        sgid: &[u8; 16],
+        sender: Option<(usize, u16)>,
         header: &lan::FragmentHeader,
         payload: &[u8],
     ) {
+        let lid = sender.map(|(_, lid)| lid);
         if header.count == 1 {
-            self.deliver(dev, sgid, payload);
+            self.deliver(dev, lid, payload);
             return;
         }
         // Reassemblies are keyed by the sender's slot in the peer table,
         // which the GID names uniquely (QPNs repeat across nodes).
-        let sender = {
-            let peers = self.peers.lock();
-            peers.find(|e| &e.peer.gid == sgid)
-        };
-        let Some(sender) = sender else {
+        let Some((sender, _)) = sender else {
             self.count(Stat::RxUnknownSender);
             return;
         };
@@ -201,7 +201,7 @@ impl LanDev {
         {
             Step::Deliver => {
                 drop(guard);
-                self.deliver(dev, sgid, payload);
+                self.deliver(dev, lid, payload);
             }
             Step::Copy {
                 slot,
@@ -234,7 +234,7 @@ impl LanDev {
                     .and_then(|f| self.frame_skb(dev, f));
                 drop(guard);
                 if let Some(source) = source {
-                    self.learn_source(sgid, &source);
+                    self.learn_source(lid, &source);
                 }
                 if let Some(skb) = skb {
                     self.count(Stat::RxReassembled);
@@ -248,11 +248,11 @@ impl LanDev {
         }
     }
 
-    /// Hands one whole frame from the node `sgid` to the stack, if the
-    /// netdev takes it.
-    pub(super) fn deliver(&self, dev: &EtherDevice<LanDev>, sgid: &[u8; 16], frame: &[u8]) {
+    /// Hands one whole frame from the node with LID `lid` (`None`: not
+    /// known) to the stack, if the netdev takes it.
+    pub(super) fn deliver(&self, dev: &EtherDevice<LanDev>, lid: Option<u16>, frame: &[u8]) {
         if let Some(source) = mac_at(frame, 6) {
-            self.learn_source(sgid, &source);
+            self.learn_source(lid, &source);
         }
         if !self.wanted(dev, frame) {
             return;
@@ -291,18 +291,12 @@ impl LanDev {
         dev.receive(skb);
     }
 
-    /// Learns the node `sgid` as where `source` sits if it is a foreign
-    /// MAC (from every frame, taken or not, as a switch learns).
-    pub(super) fn learn_source(&self, sgid: &[u8; 16], source: &[u8; 6]) {
+    /// Learns the node with LID `lid` as where `source` sits if it is a
+    /// foreign MAC (from every frame, taken or not, as a switch learns).
+    pub(super) fn learn_source(&self, lid: Option<u16>, source: &[u8; 6]) {
         if lan::classify_mac(source, self.config.vendor, self.config.lan) != MacKind::Foreign {
             return;
         }
-        let lid = self
-            .peers
-            .lock()
-            .iter()
-            .find(|e| &e.peer.gid == sgid)
-            .map(|e| e.peer.lid);
         // A frame from a node not (or no longer) known teaches nothing.
         let Some(lid) = lid else {
             return;
