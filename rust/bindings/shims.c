@@ -934,7 +934,15 @@ void srnic_skb_chain_datagram(struct sk_buff *head, struct sk_buff *last, struct
 }
 
 /* Marks @head, which carries @segs - 1 datagrams on its fragment list, as
- * a UDP GSO list of @segs: its own UDP payload is @gso_size bytes. */
+ * a UDP GSO list of @segs: its own UDP payload is @gso_size bytes.
+ *
+ * The list's datagrams carry no UDP checksum, so there is nothing for
+ * anyone to compute or check: CHECKSUM_UNNECESSARY says so, as fraglist GRO
+ * marks the lists it builds. It also lets a device that takes lists whole
+ * (NETIF_F_GSO_FRAGLIST: veth, loopback, a bridge) carry this one whole to
+ * the receiving stack, which then routes it once and cuts it apart only at
+ * the UDP socket; with CHECKSUM_NONE the stack would cut it apart before
+ * every device (netif_needs_gso()). */
 void srnic_skb_set_datagram_list(struct sk_buff *head, unsigned int gso_size, unsigned int segs)
 {
 	struct skb_shared_info *shinfo = skb_shinfo(head);
@@ -942,6 +950,7 @@ void srnic_skb_set_datagram_list(struct sk_buff *head, unsigned int gso_size, un
 	shinfo->gso_size = gso_size;
 	shinfo->gso_segs = segs;
 	shinfo->gso_type = SKB_GSO_UDP_L4 | SKB_GSO_FRAGLIST;
+	head->ip_summed = CHECKSUM_UNNECESSARY;
 }
 
 /* Sends an skb whose data starts with a complete IPv4 header; takes the
