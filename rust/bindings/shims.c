@@ -903,14 +903,6 @@ bool srnic_dst_dev_gathers(const struct dst_entry *dst)
 	return dst->dev && (READ_ONCE(dst->dev->features) & NETIF_F_SG);
 }
 
-/* Whether the device a route leaves through takes a UDP GSO list whole
- * (a veth, the loopback device, a bridge), where a NIC's driver gets it cut
- * apart. */
-bool srnic_dst_dev_takes_lists(const struct dst_entry *dst)
-{
-	return dst->dev && (READ_ONCE(dst->dev->features) & NETIF_F_GSO_FRAGLIST);
-}
-
 struct dst_entry *srnic_dst_clone(struct dst_entry *dst)
 {
 	return dst_clone(dst);
@@ -942,28 +934,14 @@ void srnic_skb_chain_datagram(struct sk_buff *head, struct sk_buff *last, struct
 }
 
 /* Marks @head, which carries @segs - 1 datagrams on its fragment list, as
- * a UDP GSO list of @segs: its own UDP payload is @gso_size bytes.
- *
- * With @whole the list may reach the receiving stack whole: RoCEv2's UDP
- * checksum is 0, so there is nothing to compute or check, and
- * CHECKSUM_UNNECESSARY (as fraglist GRO marks its lists) lets a device that
- * takes lists (NETIF_F_GSO_FRAGLIST: veth, loopback, a bridge) carry it
- * whole, to be cut apart at the receiving UDP socket. The caller passes it
- * only for an even list (every datagram as long as the first but the last):
- * whatever rewrites a list on its way (an XDP program with frags, a
- * linearizing tc action) leaves it cut by the segment size instead of
- * datagram by datagram, which is right for even lists only. Otherwise
- * CHECKSUM_NONE makes the stack cut the list before the first device
- * (netif_needs_gso()). */
-void srnic_skb_set_datagram_list(struct sk_buff *head, unsigned int gso_size, unsigned int segs,
-				 bool whole)
+ * a UDP GSO list of @segs: its own UDP payload is @gso_size bytes. */
+void srnic_skb_set_datagram_list(struct sk_buff *head, unsigned int gso_size, unsigned int segs)
 {
 	struct skb_shared_info *shinfo = skb_shinfo(head);
 
 	shinfo->gso_size = gso_size;
 	shinfo->gso_segs = segs;
 	shinfo->gso_type = SKB_GSO_UDP_L4 | SKB_GSO_FRAGLIST;
-	head->ip_summed = whole ? CHECKSUM_UNNECESSARY : CHECKSUM_NONE;
 }
 
 /* Sends an skb whose data starts with a complete IPv4 header; takes the

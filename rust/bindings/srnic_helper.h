@@ -237,13 +237,11 @@ void srnic_dst_release(struct dst_entry *dst);
 int srnic_dst_dev_ifindex(const struct dst_entry *dst);
 bool srnic_dst_dev_is_loopback(const struct dst_entry *dst);
 bool srnic_dst_dev_gathers(const struct dst_entry *dst);
-bool srnic_dst_dev_takes_lists(const struct dst_entry *dst);
 struct dst_entry *srnic_dst_clone(struct dst_entry *dst);
 void srnic_ip4_select_idents(struct net *net, struct iphdr *iph, unsigned int count);
 void srnic_skb_chain_datagram(struct sk_buff *head, struct sk_buff *last, struct sk_buff *skb,
 			      unsigned int network_len);
-void srnic_skb_set_datagram_list(struct sk_buff *head, unsigned int gso_size, unsigned int segs,
-				 bool whole);
+void srnic_skb_set_datagram_list(struct sk_buff *head, unsigned int gso_size, unsigned int segs);
 int srnic_ip4_xmit(struct net *net, struct sock *sk, struct sk_buff *skb, struct dst_entry *dst);
 int srnic_ip6_xmit(struct net *net, struct sock *sk, struct sk_buff *skb, struct dst_entry *dst);
 int srnic_netdev_ifindex(const struct net_device *dev);

@@ -7,7 +7,6 @@
 use super::net::Net;
 use super::skb::SkBuff;
 use crate::bindings;
-use crate::pure::list_shape::ListShape;
 use core::ptr::NonNull;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -214,14 +213,6 @@ impl Route {
         // SAFETY: the reference we hold (type invariant) keeps it valid.
         unsafe { bindings::srnic_dst_dev_gathers(self.dst.as_ptr()) }
     }
-
-    /// Whether the route's device takes a datagram list whole (a veth, the
-    /// loopback device, a bridge), so that an even list reaches the
-    /// receiving stack whole (see [`DatagramList`]).
-    pub fn device_takes_lists(&self) -> bool {
-        // SAFETY: the reference we hold (type invariant) keeps it valid.
-        unsafe { bindings::srnic_dst_dev_takes_lists(self.dst.as_ptr()) }
-    }
 }
 
 impl Clone for Route {
@@ -288,24 +279,17 @@ pub fn select_idents(net: &Net, header: &mut Ipv4HeaderBytes, count: u32) -> u16
 /// come anywhere: segmentation sets each datagram's IP and UDP lengths
 /// from its own.
 ///
-/// An even list (every datagram as long as the first, but the last, which
-/// may be shorter) may also cross a device that takes lists whole and be
-/// cut apart only at the receiving UDP socket; an uneven one is cut apart
-/// before the first device, as a NIC's driver needs anyway (see
-/// [`ListShape`]).
-///
 /// # Invariants
 ///
 /// `head` holds an IP header of `network_len` bytes and a UDP header in its
 /// linear part. `last` is NULL when `count` is 1, else the last of the
 /// `count - 1` datagrams `push` chained onto `head`'s fragment list, which
-/// `head` owns. `shape` has the lengths of all `count` datagrams.
+/// `head` owns.
 pub struct DatagramList {
     head: SkBuff,
     last: *mut bindings::sk_buff,
     count: u32,
     network_len: u32,
-    shape: ListShape,
 }
 
 // SAFETY: `last` points into the list `head` owns.
@@ -329,20 +313,12 @@ impl DatagramList {
         if !has_headers(&first, network_len) {
             return Err(EINVAL);
         }
-        let shape = ListShape::new(first.len());
         Ok(Self {
             head: first,
             last: core::ptr::null_mut(),
             count: 1,
             network_len,
-            shape,
         })
-    }
-
-    /// Whether a datagram of `len` bytes may join the list, which, if
-    /// `stay_even`, must stay even (see [`ListShape::takes`]).
-    pub fn takes(&self, len: u32, stay_even: bool) -> bool {
-        self.shape.takes(len, stay_even)
     }
 
     /// How many datagrams the list holds.
@@ -363,7 +339,6 @@ impl DatagramList {
         if !has_headers(&skb, self.network_len) {
             return Err(EINVAL);
         }
-        self.shape.join(skb.len());
         let skb = skb.into_raw();
         // SAFETY: both skbs are ours, `last` is the list's tail or null (type invariant), and `skb`
         // has its IP and UDP headers in its linear part (checked); the head takes ownership of
@@ -404,14 +379,7 @@ impl DatagramList {
         // SAFETY: by the type invariant, the head is ours and carries
         // `count - 1` datagrams on its fragment list, each as `push` chained
         // it.
-        unsafe {
-            bindings::srnic_skb_set_datagram_list(
-                self.head.as_raw(),
-                gso_size,
-                self.count,
-                self.shape.is_even(),
-            )
-        };
+        unsafe { bindings::srnic_skb_set_datagram_list(self.head.as_raw(), gso_size, self.count) };
         Ok(self.head)
     }
 }

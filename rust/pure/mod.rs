@@ -18,7 +18,6 @@ pub mod guid;
 pub mod headers;
 pub mod icrc;
 pub mod lan;
-pub mod list_shape;
 pub mod mcast;
 pub mod mtu;
 pub mod outbox;

@@ -454,12 +454,12 @@ struct OpenList {
     /// Identifications reserved from `first_ident` on: the most datagrams
     /// the list may hold.
     reserved: u32,
-    /// Whether the list is kept even (every datagram as long as the first,
-    /// but the last): its device takes lists whole, and only an even list
-    /// may travel whole (see `ListShape`). Otherwise shorter datagrams may
-    /// come anywhere, so a message's first packet, longer by its RETH, and
-    /// the rest of the message go out as one list.
-    stay_even: bool,
+    /// The first datagram's length. The stack checks only the first
+    /// against the path MTU, so no later one may be longer. Shorter ones
+    /// may come anywhere: segmentation gives each datagram its own
+    /// lengths, so a message's first packet, longer by its RETH, and the
+    /// rest of the message go out as one list.
+    first_len: usize,
     /// Payload bytes of the list's packets, for the counters.
     payload_bytes: u64,
 }
@@ -467,21 +467,10 @@ struct OpenList {
 impl OpenList {
     fn takes(&self, flow: &Flow, datagram_len: usize) -> bool {
         self.flow == *flow
-            && u32::try_from(datagram_len)
-                .is_ok_and(|len| self.datagrams.takes(len, self.stay_even))
+            && datagram_len <= self.first_len
             && self.datagrams.count() < self.reserved
             && self.datagrams.bytes() as usize + datagram_len <= udp::DatagramList::MAX_BYTES
     }
-}
-
-/// A flow's route, and what its device does with what srnic sends.
-struct FlowRoute {
-    flow: Flow,
-    route: Route,
-    /// The device takes page fragments.
-    gathers: bool,
-    /// The device takes datagram lists whole.
-    takes_lists: bool,
 }
 
 /// Sends a burst of packets: one route lookup for each destination, and
@@ -496,8 +485,9 @@ pub(crate) struct Sender<'d> {
     /// The interface a connected QP's packets leave through, as its
     /// source GID's entry says; `None`: found from each flow's source GID.
     egress: Option<i32>,
-    /// The last flow's route.
-    route: Option<FlowRoute>,
+    /// The last flow's route, and whether its device takes page
+    /// fragments.
+    route: Option<(Flow, Route, bool)>,
     list: Option<OpenList>,
     /// Datagrams a list started from now on may hold.
     list_max: u32,
@@ -542,9 +532,9 @@ impl<'d> Sender<'d> {
 
     /// The route of `flow`: the one the last packet took, or a new one.
     fn route_for(&mut self, flow: &Flow) -> core::result::Result<Route, SendError> {
-        if let Some(cached) = &self.route {
-            if cached.flow == *flow {
-                return Ok(cached.route.clone());
+        if let Some((cached, route, _)) = &self.route {
+            if cached == flow {
+                return Ok(route.clone());
             }
         }
         self.route = None;
@@ -559,12 +549,8 @@ impl<'d> Sender<'d> {
             self.dev.counters.inc(Counter::UnroutableDatagrams);
             return Err(SendError::Dropped);
         }
-        self.route = Some(FlowRoute {
-            flow: *flow,
-            route: route.clone(),
-            gathers: route.device_gathers(),
-            takes_lists: route.device_takes_lists(),
-        });
+        let gathers = route.device_gathers();
+        self.route = Some((*flow, route.clone(), gathers));
         Ok(route)
     }
 
@@ -596,9 +582,10 @@ impl<'d> Sender<'d> {
             None => Err(self.list_max),
         };
         // The list's route is this flow's (looked up when it began).
-        let cached = self.route.as_ref().filter(|cached| cached.flow == flow);
-        let gathers = cached.is_some_and(|cached| cached.gathers);
-        let stay_even = cached.is_some_and(|cached| cached.takes_lists);
+        let gathers = self
+            .route
+            .as_ref()
+            .is_some_and(|(cached, _, gathers)| *cached == flow && *gathers);
         let (skb, first_ident) = build(self.dev, guard, packet, &ip, sport, idents, gathers)?;
         let payload_bytes = packet.hdr.payload_len as u64;
         match &mut self.list {
@@ -613,7 +600,7 @@ impl<'d> Sender<'d> {
                         .map_err(|_| SendError::Dropped)?,
                     first_ident,
                     reserved: self.list_max,
-                    stay_even,
+                    first_len: datagram_len,
                     payload_bytes,
                 });
             }
