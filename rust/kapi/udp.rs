@@ -122,7 +122,15 @@ impl<R: UdpReceiver> Drop for UdpTunnel<R> {
 pub struct Route {
     dst: NonNull<bindings::dst_entry>,
     family: Family,
+    /// What tells whether the route still holds (see [`Route::is_current`]):
+    /// the FIB's serial number for IPv6, unused for IPv4.
+    cookie: u32,
 }
+
+// SAFETY: the reference a `Route` holds is counted atomically and may be
+// given back on any CPU, in any context (`dst_release` frees the entry after
+// an RCU grace period), so a `Route` may move to another thread.
+unsafe impl Send for Route {}
 
 /// The route `dst` (NULL: none, for the reason `err`), owned from here on.
 ///
@@ -134,9 +142,14 @@ unsafe fn route_from(
     dst: *mut bindings::dst_entry,
     err: core::ffi::c_int,
     family: Family,
+    cookie: u32,
 ) -> Result<Route> {
     NonNull::new(dst)
-        .map(|dst| Route { dst, family })
+        .map(|dst| Route {
+            dst,
+            family,
+            cookie,
+        })
         .ok_or_else(|| Error::from_errno(if err < 0 { err } else { -22 }))
 }
 
@@ -159,7 +172,7 @@ impl Route {
         };
         // SAFETY: `srnic_route4` returns NULL or an IPv4 route with a
         // reference for us.
-        unsafe { route_from(dst, err, Family::V4) }
+        unsafe { route_from(dst, err, Family::V4, 0) }
     }
 
     /// The IPv6 route from `saddr` to `daddr` with a traffic class and
@@ -174,6 +187,7 @@ impl Route {
         oif: i32,
     ) -> Result<Self> {
         let mut err = 0;
+        let mut cookie = 0;
         let daddr = in6_addr(daddr);
         let saddr = in6_addr(saddr);
         // SAFETY: as in `lookup4`; the addresses are read during the call.
@@ -186,11 +200,22 @@ impl Route {
                 flow_label,
                 oif,
                 &mut err,
+                &mut cookie,
             )
         };
         // SAFETY: `srnic_route6` returns NULL or an IPv6 route with a
         // reference for us.
-        unsafe { route_from(dst, err, Family::V6) }
+        unsafe { route_from(dst, err, Family::V6, cookie) }
+    }
+
+    /// Whether the route still holds: the routes have not changed since it
+    /// was looked up, and its device is still there. A route kept from one
+    /// send to the next is checked so before each use, as a connected
+    /// socket's is.
+    pub fn is_current(&self) -> bool {
+        // SAFETY: the reference we hold (type invariant) keeps the route
+        // valid; the check takes and drops no reference.
+        unsafe { bindings::srnic_dst_current(self.dst.as_ptr(), self.cookie) }
     }
 
     /// The interface the route leaves through.
@@ -225,6 +250,7 @@ impl Clone for Route {
             // `dst_clone` returns the entry it was given.
             dst: NonNull::new(dst).unwrap_or(self.dst),
             family: self.family,
+            cookie: self.cookie,
         }
     }
 }

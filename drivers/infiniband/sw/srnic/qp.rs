@@ -75,6 +75,9 @@ pub(crate) struct SrnicQp {
     /// the device's bound too. While there are any, every packet for the
     /// QP from the wire is steered too, so that none overtakes them.
     pub(crate) steered_count: crate::wire::SteeredCount,
+    /// The route of the requester's packets, kept between its runs.
+    #[pin]
+    pub(crate) route: crate::wire::RouteKeeper,
 }
 
 /// How often receives posted to user QPs in ERR are flushed.
@@ -247,6 +250,7 @@ impl SrnicQp {
                 fault <- new_spinlock_irq!(None),
                 steered <- SkbQueue::new(),
                 steered_count,
+                route <- new_spinlock_irq!(None),
             }? Error),
         ))
     }

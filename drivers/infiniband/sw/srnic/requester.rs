@@ -872,7 +872,9 @@ fn run_within(qp: &Qp<SrnicDevice>, mut budget: Budget) {
         this.requester_again.store(true, Ordering::Release);
         return;
     }
-    let mut sender = wire::Sender::new(qp.device()).through(this.egress());
+    let mut sender = wire::Sender::new(qp.device())
+        .through(this.egress())
+        .keeping_route_in(&this.route);
     let mut queue_full = false;
     let mut spent = false;
     loop {

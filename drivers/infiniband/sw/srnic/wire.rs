@@ -34,7 +34,7 @@ use crate::kapi::rdma::table::ObjectTable;
 use crate::kapi::rdma::{Device, Qp};
 use crate::kapi::shared::SharedRange;
 use crate::kapi::skb::SkBuff;
-use crate::kapi::sync::cond_resched;
+use crate::kapi::sync::{cond_resched, SpinLockIrq};
 use crate::kapi::udp::{self, Family, Route, UdpReceiver, UdpTunnel};
 use crate::payload::{self, Extent, PieceError};
 use crate::pure::grh::{ipv4_mapped, is_ipv4_mapped, udp_header, IpHeader, GRH_LEN};
@@ -473,6 +473,19 @@ impl OpenList {
     }
 }
 
+/// The route a connected QP's packets took last, kept for the next run of
+/// its requester: a route lookup costs more than building a small packet,
+/// and a QP's packets have one destination. Checked before each use.
+pub(crate) struct KeptRoute {
+    flow: Flow,
+    /// The interface it was looked up for (see [`Sender::through`]).
+    egress: i32,
+    route: Route,
+}
+
+/// Where a QP keeps its [`KeptRoute`].
+pub(crate) type RouteKeeper = SpinLockIrq<Option<KeptRoute>>;
+
 /// Sends a burst of packets: one route lookup for each destination, and
 /// the packets of a flow through the IP stack a list at a time (one pass
 /// through routing, netfilter and the queueing discipline, and the
@@ -488,6 +501,8 @@ pub(crate) struct Sender<'d> {
     /// The last flow's route, and whether its device takes page
     /// fragments.
     route: Option<(Flow, Route, bool)>,
+    /// Where the route is kept between bursts, if anywhere.
+    keeper: Option<&'d RouteKeeper>,
     list: Option<OpenList>,
     /// Datagrams a list started from now on may hold.
     list_max: u32,
@@ -507,6 +522,7 @@ impl<'d> Sender<'d> {
             dev,
             egress: None,
             route: None,
+            keeper: None,
             list: None,
             list_max: packets.clamp(1, LIST_DATAGRAMS),
             sent: 0,
@@ -517,6 +533,14 @@ impl<'d> Sender<'d> {
     /// of the connected QP whose packets this sender takes.
     pub(crate) fn through(mut self, egress: Option<i32>) -> Self {
         self.egress = egress;
+        self
+    }
+
+    /// Takes the route from `keeper` while it holds, and keeps the route
+    /// looked up otherwise there (for a connected QP, whose packets leave
+    /// [`Sender::through`] a known interface).
+    pub(crate) fn keeping_route_in(mut self, keeper: &'d RouteKeeper) -> Self {
+        self.keeper = Some(keeper);
         self
     }
 
@@ -538,6 +562,26 @@ impl<'d> Sender<'d> {
             }
         }
         self.route = None;
+        let route = match self.kept_route(flow) {
+            Some(route) => route,
+            None => self.look_up(flow)?,
+        };
+        let gathers = route.device_gathers();
+        self.route = Some((*flow, route.clone(), gathers));
+        Ok(route)
+    }
+
+    /// The route kept for `flow`, if it still holds.
+    fn kept_route(&self, flow: &Flow) -> Option<Route> {
+        let (keeper, egress) = (self.keeper?, self.egress?);
+        let kept = keeper.lock();
+        kept.as_ref()
+            .filter(|kept| kept.flow == *flow && kept.egress == egress && kept.route.is_current())
+            .map(|kept| kept.route.clone())
+    }
+
+    /// Looks up the route of `flow`, and keeps it if there is a keeper.
+    fn look_up(&self, flow: &Flow) -> core::result::Result<Route, SendError> {
         let oif = match self.egress {
             Some(ifindex) => ifindex,
             None => egress_of(self.dev, &flow.ip.sgid)?,
@@ -549,8 +593,16 @@ impl<'d> Sender<'d> {
             self.dev.counters.inc(Counter::UnroutableDatagrams);
             return Err(SendError::Dropped);
         }
-        let gathers = route.device_gathers();
-        self.route = Some((*flow, route.clone(), gathers));
+        if let (Some(keeper), Some(egress)) = (self.keeper, self.egress) {
+            let kept = KeptRoute {
+                flow: *flow,
+                egress,
+                route: route.clone(),
+            };
+            // The route it replaces is let go outside the lock.
+            let replaced = keeper.lock().replace(kept);
+            drop(replaced);
+        }
         Ok(route)
     }
 
