@@ -649,6 +649,11 @@ int srnic_skb_append_page_bytes(struct sk_buff *skb, const void *addr, unsigned 
 		return -EMSGSIZE;
 	get_page(page);
 	skb_fill_page_desc(skb, skb_shinfo(skb)->nr_frags, page, offset, len);
+	/* The page is a registration's, pinned perhaps read-only (a file's
+	 * page cache): whatever would change the packet in place (ESP's
+	 * decryption, say, where the receiving namespace has an xfrm state for
+	 * it) must copy it first, as for the kernel's own zero-copy sends. */
+	skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
 	skb->len += len;
 	skb->data_len += len;
 	skb->truesize += len;
