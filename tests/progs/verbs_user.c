@@ -1030,6 +1030,27 @@ static void rc_data_test(void)
 	wc = rc_wait(b.cq, "inline SEND: receiver");
 	CHECK(wc.wr_id == 102 && wc.byte_len == 12 && !memcmp(b.buf + 100, "inline data!", 12),
 	      "inline SEND: 12 bytes arrived after the RNR wait");
+
+	/* Both QPs through RESET and back to RTS, as a process reconnects
+	 * used QPs: nothing the send queue held before is sent again. */
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+	if (ibv_modify_qp(a.qp, &reset, IBV_QP_STATE) || ibv_modify_qp(b.qp, &reset, IBV_QP_STATE))
+		FAIL("modify to RESET: %s", strerror(errno));
+	rc_modify(b.qp, a.qp->qp_num, ALL_ACCESS, 7);
+	if (rc_recv(&b, 103, 200, 64))
+		FAIL("post: %s", strerror(errno));
+	rc_modify(a.qp, b.qp->qp_num, ALL_ACCESS, 7);
+	usleep(100000);
+	CHECK(ibv_poll_cq(a.cq, 1, &none) == 0 && ibv_poll_cq(b.cq, 1, &none) == 0,
+	      "after RESET and back to RTS no WQE of before is sent again");
+	memcpy(a.buf + 300, "after reset", 11);
+	if (rc_post(&a, IBV_WR_SEND, 9, 300, 11, &b, 0))
+		FAIL("post: %s", strerror(errno));
+	rc_expect(a.cq, 9, IBV_WC_SUCCESS, IBV_WC_SEND, "SEND after RESET and back to RTS");
+	wc = rc_wait(b.cq, "SEND after RESET: receiver");
+	CHECK(wc.wr_id == 103 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 11 &&
+	      !memcmp(b.buf + 200, "after reset", 11),
+	      "SEND after RESET: the new message, and only it, arrived");
 	rc_free(&a);
 	rc_free(&b);
 }

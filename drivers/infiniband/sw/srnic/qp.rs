@@ -475,6 +475,10 @@ impl SrnicQp {
         *attrs = QpAttributes::default();
         self.egress.store(0, Ordering::Relaxed);
         state.requester = Requester::default();
+        // The requester starts where the send queue now does: the slots
+        // before it hold WQEs of the QP's last life (and ones refused as
+        // malformed), which must not be sent again.
+        state.requester.rewind(state.sq.consumer);
         state.responder.reset();
     }
 
