@@ -13,7 +13,7 @@
 
 use crate::counters::Counter;
 use crate::cq::SrnicCq;
-use crate::device::SrnicDevice;
+use crate::device::{limits, SrnicDevice};
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::access::{
     network, FLUSH_GLOBAL, FLUSH_PERSISTENT, REMOTE_ATOMIC, REMOTE_READ, REMOTE_WRITE,
@@ -937,6 +937,10 @@ fn write<'a>(
 ) -> Reply<'a> {
     let psn = packet.psn();
     if let Some(reth) = packet.hdr.reth {
+        if reth.dma_len > limits::MAX_MSG_SIZE {
+            // Longer than a message may be.
+            return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
+        }
         let allowed = state.attrs.qp_access_flags & REMOTE_WRITE != 0
             && (reth.dma_len == 0
                 || remote_region(qp, guard, reth.rkey, reth.va, reth.dma_len, REMOTE_WRITE)
@@ -1024,6 +1028,14 @@ fn read<'a>(
     let Some(reth) = packet.hdr.reth else {
         return Reply::None;
     };
+    if reth.dma_len > limits::MAX_MSG_SIZE {
+        // Longer than a message may be: its packets would outnumber the
+        // PSNs that tell new requests from old ones.
+        if duplicate {
+            return Reply::None;
+        }
+        return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
+    }
     let mtu = state.segment_bytes();
     let region = if reth.dma_len == 0 {
         None
