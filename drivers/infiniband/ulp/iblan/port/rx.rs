@@ -87,7 +87,13 @@ impl LanDev {
             Completion::Foreign => return,
         };
         if !self.running.load(Ordering::Acquire) {
-            // Down or going: receives wait (or are flushed at teardown).
+            // Down or going: nothing is delivered. A datagram's buffer goes
+            // back to the device, or every down under traffic would shrink
+            // the receive ring for good; a flushed one (the QP is being
+            // destroyed) is let go.
+            if received.ok() && self.repost(received).is_err() {
+                self.count(Stat::RxErrors);
+            }
             return;
         }
         if !received.ok() {
