@@ -682,6 +682,25 @@ impl<T: Driver> Mr<T> {
         }
     }
 
+    /// The region's protection domain, as the core knows it.
+    pub(crate) fn pd_raw(&self) -> *mut bindings::ib_pd {
+        // SAFETY: as in `pd_id`.
+        unsafe { core::ptr::addr_of!((*self.as_raw()).pd).read_volatile() }
+    }
+
+    /// Moves the region to PD `pd` during a re-registration, as the core
+    /// does after it (`WRITE_ONCE`); see `rereg_user_mr_cb`.
+    ///
+    /// # Safety
+    ///
+    /// `pd` is a live PD of the region's device that outlives the region's
+    /// stay in it; the core serialises re-registrations of one region.
+    pub(crate) unsafe fn move_to_pd(&self, pd: *mut bindings::ib_pd) {
+        // SAFETY: the field is valid for writes while the MR lives; readers
+        // load it once (`pd_id`), seeing the old or the new PD.
+        unsafe { core::ptr::addr_of_mut!((*self.as_raw()).pd).write_volatile(pd) }
+    }
+
     /// Identifies the region's protection domain (compared, never
     /// followed).
     pub fn pd_id(&self) -> usize {

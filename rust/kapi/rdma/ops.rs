@@ -762,13 +762,30 @@ impl<T: Driver> Device<T> {
         length: u64,
         iova: u64,
         access: c_int,
-        _pd: *mut bindings::ib_pd,
+        pd: *mut bindings::ib_pd,
         _udata: *mut bindings::ib_udata,
     ) -> *mut bindings::ib_mr {
         let flags = flags as u32;
+        // SAFETY: a live MR of ours.
+        let mr_ref = unsafe { Mr::<T>::from_raw(mr) };
+        let old_pd = mr_ref.pd_raw();
+        let moves = flags & bindings::ib_mr_rereg_flags_IB_MR_REREG_PD != 0
+            && !pd.is_null()
+            && pd != old_pd;
+        if moves {
+            // The region leaves its PD before it grants anything new, and
+            // every check made under the old PD (each inside an RCU
+            // read-side section) is over before the new access and memory
+            // are installed: a QP of the old PD never reaches them. The
+            // core sets the same PD again after this returns.
+            // SAFETY: the core passes the live PD the region moves to, and
+            // serialises re-registrations of one region.
+            unsafe { mr_ref.move_to_pd(pd) };
+            // SAFETY: a verb callback runs in process context, and no
+            // read-side section is open here.
+            unsafe { crate::kapi::rcu::synchronize() };
+        }
         let result = (|| -> Result {
-            // SAFETY: a live MR of ours.
-            let mr_ref = unsafe { Mr::<T>::from_raw(mr) };
             // SAFETY: a live MR: its device is set. The core calls
             // `rereg_user_mr` only for the uverbs command of a user
             // process, in its task; `verb` stays in this callback.
@@ -810,7 +827,14 @@ impl<T: Driver> Device<T> {
             }
             Ok(())
         })();
-        // NULL: the MR was changed in place (a PD change is the core's).
+        if result.is_err() && moves {
+            // The core moves the region (and its PD's use count) only when
+            // the re-registration succeeds: back to where the count is.
+            // SAFETY: the PD the region was in, live while it counts the
+            // region.
+            unsafe { mr_ref.move_to_pd(old_pd) };
+        }
+        // NULL: the MR was changed in place.
         match result {
             Ok(()) => core::ptr::null_mut(),
             Err(err) => err_ptr(err),
