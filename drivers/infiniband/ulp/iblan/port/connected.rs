@@ -42,6 +42,13 @@ const FRAMES_PER_PASS: usize = 16;
 /// Bytes of a frame received over a connection that go to the skb's
 /// linear part; the rest go into page fragments.
 const RX_HEAD: usize = 256;
+/// How long a transmit queue may wait for room on a connection whose
+/// sends make no progress before the connection is taken down. Its QP
+/// retries RNR NAKs for ever (see `RcQp`), so a peer that never posts
+/// receives would otherwise hold the queue, and every frame behind the
+/// one for it, for good; a peer that is only slow completes a send well
+/// within this.
+const LINK_STALL_MS: u64 = 5000;
 /// The largest MTU of connected mode, as IPoIB's.
 pub(super) const MTU_MAX_CONNECTED: u32 = 65520;
 
@@ -82,6 +89,19 @@ pub(super) struct RcLink {
     /// A transmit queue stopped for want of room on it: its send
     /// completions wake the queues.
     queue_stopped: AtomicBool,
+    /// When a queue last stopped for it, or a send of it completed
+    /// since (milliseconds, `now_ms`): a queue stopped longer than
+    /// `LINK_STALL_MS` after that breaks the connection.
+    last_progress_ms: AtomicU64,
+}
+
+impl RcLink {
+    /// Whether a transmit queue has waited for room on the connection for
+    /// longer than `LINK_STALL_MS` without one of its sends completing.
+    fn stalled(&self, now: u64) -> bool {
+        self.queue_stopped.load(Ordering::Acquire)
+            && now.saturating_sub(self.last_progress_ms.load(Ordering::Relaxed)) > LINK_STALL_MS
+    }
 }
 
 /// Handshake messages for the ticker, in arrival order: the sender's GID
@@ -214,7 +234,7 @@ impl LanDev {
                 let gid = entry.peer.gid;
                 let (failed, got_frame) = entry.peer.rc.as_ref().map_or((false, false), |l| {
                     (
-                        l.failed.load(Ordering::Acquire),
+                        l.failed.load(Ordering::Acquire) || l.stalled(now),
                         l.got_frame.load(Ordering::Acquire),
                     )
                 });
@@ -359,6 +379,7 @@ impl LanDev {
                 failed: AtomicBool::new(false),
                 peer_max_frame: AtomicU32::new(MAX_CONNECTED_FRAME),
                 queue_stopped: AtomicBool::new(false),
+                last_progress_ms: AtomicU64::new(0),
             },
             GFP_KERNEL,
         )?;
@@ -544,6 +565,9 @@ impl LanDev {
                 // The connection's completions wake the queue: stopped
                 // under the lock, which NAPI polls them under, so that no
                 // wake-up comes between the two.
+                if !link.queue_stopped.load(Ordering::Acquire) {
+                    link.last_progress_ms.store(now_ms(), Ordering::Relaxed);
+                }
                 link.queue_stopped.store(true, Ordering::Release);
                 dev.stop_tx_queue(queue);
                 drop(peers);
@@ -661,6 +685,7 @@ impl LanDev {
                 if !ok && !flushed {
                     self.link_broke(link);
                 }
+                link.last_progress_ms.store(now_ms(), Ordering::Relaxed);
                 if link.queue_stopped.load(Ordering::Acquire)
                     && link.qp.send_room() >= LINK_SEND_DEPTH / 2
                     && self.running.load(Ordering::Acquire)
