@@ -245,11 +245,18 @@ pub trait Driver: Sized + Send + Sync + 'static {
     /// Re-registers a user MR in place: new memory and/or access, in the
     /// process `verb` runs for. Returns the memory the MR no longer uses:
     /// the caller releases it once no RCU reader can still reach it.
+    ///
+    /// `relocate`, if given, moves the MR to another PD and returns once
+    /// every RCU reader that could have seen the old PD is done: the
+    /// driver calls it once, after anything that may fail and while no key
+    /// of the MR can be looked up, before it installs the new memory and
+    /// access (so that a QP of neither PD sees a mix of old and new).
     fn rereg_mr(
         _mr: &Mr<Self>,
         _verb: &UserVerb<'_>,
         _memory: Option<(UserMemory, u64)>,
         _access: Option<u32>,
+        _relocate: Option<&dyn Fn()>,
     ) -> Result<Option<UserMemory>> {
         kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }

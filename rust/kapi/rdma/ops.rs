@@ -772,19 +772,22 @@ impl<T: Driver> Device<T> {
         let moves = flags & bindings::ib_mr_rereg_flags_IB_MR_REREG_PD != 0
             && !pd.is_null()
             && pd != old_pd;
-        if moves {
-            // The region leaves its PD before it grants anything new, and
-            // every check made under the old PD (each inside an RCU
-            // read-side section) is over before the new access and memory
-            // are installed: a QP of the old PD never reaches them. The
-            // core sets the same PD again after this returns.
+        let moved = core::cell::Cell::new(false);
+        // Called by the driver while the region's keys look up nothing: the
+        // region leaves its PD, and every check made under the old PD (each
+        // inside an RCU read-side section) is over, before the new access
+        // and memory are installed. The core sets the same PD again after
+        // this returns.
+        let relocate = || {
             // SAFETY: the core passes the live PD the region moves to, and
             // serialises re-registrations of one region.
             unsafe { mr_ref.move_to_pd(pd) };
-            // SAFETY: a verb callback runs in process context, and no
-            // read-side section is open here.
+            moved.set(true);
+            // SAFETY: a verb callback runs in process context, and the
+            // driver calls this with no read-side section open.
             unsafe { crate::kapi::rcu::synchronize() };
-        }
+        };
+        let relocate: Option<&dyn Fn()> = if moves { Some(&relocate) } else { None };
         let result = (|| -> Result {
             // SAFETY: a live MR: its device is set. The core calls
             // `rereg_user_mr` only for the uverbs command of a user
@@ -809,7 +812,7 @@ impl<T: Driver> Device<T> {
                 None
             };
             let range = memory.as_ref().map(|(m, iova)| (*iova, m.length()));
-            let replaced = T::rereg_mr(mr_ref, &verb, memory, new_access)?;
+            let replaced = T::rereg_mr(mr_ref, &verb, memory, new_access, relocate)?;
             if let Some((iova, length)) = range {
                 mr_ref.set_range(iova, length);
             }
@@ -827,7 +830,7 @@ impl<T: Driver> Device<T> {
             }
             Ok(())
         })();
-        if result.is_err() && moves {
+        if result.is_err() && moved.get() {
             // The core moves the region (and its PD's use count) only when
             // the re-registration succeeds: back to where the count is.
             // SAFETY: the PD the region was in, live while it counts the

@@ -494,8 +494,9 @@ impl Driver for SrnicDevice {
         verb: &UserVerb<'_>,
         memory: Option<(UserMemory, u64)>,
         access: Option<u32>,
+        relocate: Option<&dyn Fn()>,
     ) -> Result<Option<UserMemory>> {
-        mr.rereg(verb, memory, access)
+        mr.rereg(verb, memory, access, relocate)
     }
 
     fn mr_access(mr: &Mr<Self>) -> u32 {

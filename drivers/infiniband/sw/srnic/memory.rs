@@ -351,6 +351,7 @@ impl SrnicMr {
         verb: &UserVerb<'_>,
         memory: Option<(UserMemory, u64)>,
         access: Option<u32>,
+        relocate: Option<&dyn Fn()>,
     ) -> Result<Option<UserMemory>> {
         let (current_access, read_only_pin) = {
             let state = self.state.lock();
@@ -380,6 +381,13 @@ impl SrnicMr {
         {
             return Err(EACCES);
         }
+        // Nothing fails from here on. A move to another PD happens while
+        // the region's keys look up nothing: a QP of the old PD never
+        // reaches the new registration, nor one of the new PD the old.
+        if let Some(relocate) = relocate {
+            self.valid.store(false, Ordering::Release);
+            relocate();
+        }
         let old = {
             let mut state = self.state.lock();
             state.access = access;
@@ -388,6 +396,9 @@ impl SrnicMr {
                 core::mem::replace(&mut state.mapping, MrMapping::User { memory, iova })
             })
         };
+        if relocate.is_some() {
+            self.valid.store(true, Ordering::Release);
+        }
         // The transport reaches pages by address inside RCU read-side
         // sections: the old pages go back to the caller, which keeps them
         // pinned until those have ended (and unpins outside the lock).
