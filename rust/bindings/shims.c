@@ -895,6 +895,16 @@ bool srnic_dst_current(struct dst_entry *dst, u32 cookie)
 	return dst_check(dst, cookie) == dst;
 }
 
+/* Whether a route may be kept past its namespace's exit: a plain IPv4
+ * route, whose dst_ops are global (a device that goes moves it to the
+ * blackhole device). IPv6 routes and IPsec bundles have per-namespace
+ * dst_ops, which the namespace's exit frees before a QP that kept one
+ * would give it back. */
+bool srnic_dst_outlives_namespace(const struct dst_entry *dst)
+{
+	return dst->ops->family == AF_INET && !dst_xfrm(dst);
+}
+
 void srnic_dst_release(struct dst_entry *dst)
 {
 	dst_release(dst);

@@ -234,6 +234,7 @@ struct dst_entry *srnic_route6(struct net *net, const struct in6_addr *daddr,
 			       const struct in6_addr *saddr, u8 tclass, u32 flow_label,
 			       int oif, int *err, u32 *cookie);
 bool srnic_dst_current(struct dst_entry *dst, u32 cookie);
+bool srnic_dst_outlives_namespace(const struct dst_entry *dst);
 void srnic_dst_release(struct dst_entry *dst);
 int srnic_dst_dev_ifindex(const struct dst_entry *dst);
 bool srnic_dst_dev_is_loopback(const struct dst_entry *dst);

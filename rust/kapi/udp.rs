@@ -208,6 +208,14 @@ impl Route {
         unsafe { route_from(dst, err, Family::V6, cookie) }
     }
 
+    /// Whether the route may be kept past the exit of its namespace (a
+    /// plain IPv4 route): the dst_ops of an IPv6 route or an IPsec bundle
+    /// are the namespace's, and go with it.
+    pub fn outlives_namespace(&self) -> bool {
+        // SAFETY: the reference we hold (type invariant) keeps it valid.
+        unsafe { bindings::srnic_dst_outlives_namespace(self.dst.as_ptr()) }
+    }
+
     /// Whether the route still holds: the routes have not changed since it
     /// was looked up, and its device is still there. A route kept from one
     /// send to the next is checked so before each use, as a connected

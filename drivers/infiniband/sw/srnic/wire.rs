@@ -475,7 +475,8 @@ impl OpenList {
 
 /// The route a connected QP's packets took last, kept for the next run of
 /// its requester: a route lookup costs more than building a small packet,
-/// and a QP's packets have one destination. Checked before each use.
+/// and a QP's packets have one destination. Checked before each use. Only
+/// plain IPv4 routes are kept (see [`Route::outlives_namespace`]).
 pub(crate) struct KeptRoute {
     flow: Flow,
     /// The interface it was looked up for (see [`Sender::through`]).
@@ -593,7 +594,10 @@ impl<'d> Sender<'d> {
             self.dev.counters.inc(Counter::UnroutableDatagrams);
             return Err(SendError::Dropped);
         }
-        if let (Some(keeper), Some(egress)) = (self.keeper, self.egress) {
+        // Only a route that may outlive its namespace is kept: a QP may
+        // live on after the namespace of its netdev has gone.
+        let keeper = self.keeper.filter(|_| route.outlives_namespace());
+        if let (Some(keeper), Some(egress)) = (keeper, self.egress) {
             let kept = KeptRoute {
                 flow: *flow,
                 egress,
