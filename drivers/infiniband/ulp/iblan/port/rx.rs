@@ -70,6 +70,7 @@ impl LanDev {
     }
 
     pub(super) fn completion(&self, dev: &EtherDevice<LanDev>, wc: WorkCompletion<'_>) {
+        let flushed = wc.flushed();
         let received = match self.qp.complete(wc) {
             Completion::Received(received) => received,
             sent @ (Completion::SkbSent | Completion::BufferSent(_)) => {
@@ -87,11 +88,11 @@ impl LanDev {
             Completion::Foreign => return,
         };
         if !self.running.load(Ordering::Acquire) {
-            // Down or going: nothing is delivered. A datagram's buffer goes
-            // back to the device, or every down under traffic would shrink
-            // the receive ring for good; a flushed one (the QP is being
+            // Down or going: nothing is delivered. The buffer goes back to
+            // the device, or every down under traffic would shrink the
+            // receive ring for good; a flushed one (the QP is being
             // destroyed) is let go.
-            if received.ok() && self.repost(received).is_err() {
+            if !flushed && self.repost(received).is_err() {
                 self.count(Stat::RxErrors);
             }
             return;
