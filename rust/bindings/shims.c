@@ -867,7 +867,7 @@ struct dst_entry *srnic_route4(struct net *net, __be32 daddr, __be32 saddr, u8 t
 
 struct dst_entry *srnic_route6(struct net *net, const struct in6_addr *daddr,
 			       const struct in6_addr *saddr, u8 tclass, u32 flow_label,
-			       int oif, int *err, u32 *cookie)
+			       int oif, int *err)
 {
 	struct flowi6 fl = {
 		.flowi6_oif = oif,
@@ -882,17 +882,15 @@ struct dst_entry *srnic_route6(struct net *net, const struct in6_addr *daddr,
 		*err = PTR_ERR(dst);
 		return NULL;
 	}
-	/* What dst_check() compares later, as ip6_dst_store() keeps it. */
-	*cookie = rt6_get_cookie(dst_rt6_info(dst));
 	return dst;
 }
 
-/* Whether a route looked up earlier still holds: no route change since
- * (the namespace's generation for IPv4, the FIB's serial for IPv6), and
- * its device not gone. Takes and drops no reference. */
-bool srnic_dst_current(struct dst_entry *dst, u32 cookie)
+/* Whether an IPv4 route looked up earlier still holds: no route change in
+ * its namespace since, and its device not gone. Takes and drops no
+ * reference. (An IPv6 route would need the cookie ip6_dst_store() keeps.) */
+bool srnic_dst_current(struct dst_entry *dst)
 {
-	return dst_check(dst, cookie) == dst;
+	return dst_check(dst, 0) == dst;
 }
 
 /* Whether a route may be kept past its namespace's exit: a plain IPv4

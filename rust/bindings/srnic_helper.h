@@ -232,8 +232,8 @@ struct dst_entry *srnic_route4(struct net *net, __be32 daddr, __be32 saddr, u8 t
 				int oif, int *err);
 struct dst_entry *srnic_route6(struct net *net, const struct in6_addr *daddr,
 			       const struct in6_addr *saddr, u8 tclass, u32 flow_label,
-			       int oif, int *err, u32 *cookie);
-bool srnic_dst_current(struct dst_entry *dst, u32 cookie);
+			       int oif, int *err);
+bool srnic_dst_current(struct dst_entry *dst);
 bool srnic_dst_outlives_namespace(const struct dst_entry *dst);
 void srnic_dst_release(struct dst_entry *dst);
 int srnic_dst_dev_ifindex(const struct dst_entry *dst);

@@ -122,9 +122,6 @@ impl<R: UdpReceiver> Drop for UdpTunnel<R> {
 pub struct Route {
     dst: NonNull<bindings::dst_entry>,
     family: Family,
-    /// What tells whether the route still holds (see [`Route::is_current`]):
-    /// the FIB's serial number for IPv6, unused for IPv4.
-    cookie: u32,
 }
 
 // SAFETY: the reference a `Route` holds is counted atomically and may be
@@ -142,14 +139,9 @@ unsafe fn route_from(
     dst: *mut bindings::dst_entry,
     err: core::ffi::c_int,
     family: Family,
-    cookie: u32,
 ) -> Result<Route> {
     NonNull::new(dst)
-        .map(|dst| Route {
-            dst,
-            family,
-            cookie,
-        })
+        .map(|dst| Route { dst, family })
         .ok_or_else(|| Error::from_errno(if err < 0 { err } else { -22 }))
 }
 
@@ -172,7 +164,7 @@ impl Route {
         };
         // SAFETY: `srnic_route4` returns NULL or an IPv4 route with a
         // reference for us.
-        unsafe { route_from(dst, err, Family::V4, 0) }
+        unsafe { route_from(dst, err, Family::V4) }
     }
 
     /// The IPv6 route from `saddr` to `daddr` with a traffic class and
@@ -187,7 +179,6 @@ impl Route {
         oif: i32,
     ) -> Result<Self> {
         let mut err = 0;
-        let mut cookie = 0;
         let daddr = in6_addr(daddr);
         let saddr = in6_addr(saddr);
         // SAFETY: as in `lookup4`; the addresses are read during the call.
@@ -200,12 +191,11 @@ impl Route {
                 flow_label,
                 oif,
                 &mut err,
-                &mut cookie,
             )
         };
         // SAFETY: `srnic_route6` returns NULL or an IPv6 route with a
         // reference for us.
-        unsafe { route_from(dst, err, Family::V6, cookie) }
+        unsafe { route_from(dst, err, Family::V6) }
     }
 
     /// Whether the route may be kept past the exit of its namespace (a
@@ -221,9 +211,14 @@ impl Route {
     /// send to the next is checked so before each use, as a connected
     /// socket's is.
     pub fn is_current(&self) -> bool {
+        // Only IPv4 routes are checked so (an IPv6 route's check needs the
+        // FIB's cookie, which no caller keeps): an IPv6 one never holds.
+        if self.family != Family::V4 {
+            return false;
+        }
         // SAFETY: the reference we hold (type invariant) keeps the route
         // valid; the check takes and drops no reference.
-        unsafe { bindings::srnic_dst_current(self.dst.as_ptr(), self.cookie) }
+        unsafe { bindings::srnic_dst_current(self.dst.as_ptr()) }
     }
 
     /// The interface the route leaves through.
@@ -258,7 +253,6 @@ impl Clone for Route {
             // `dst_clone` returns the entry it was given.
             dst: NonNull::new(dst).unwrap_or(self.dst),
             family: self.family,
-            cookie: self.cookie,
         }
     }
 }
