@@ -313,6 +313,21 @@ void srnic_mmdrop(struct mm_struct *mm)
 	mmdrop(mm);
 }
 
+/* Whether [start, end) of a grabbed address space overlaps a mapping;
+ * false once its process has exited. May sleep. */
+bool srnic_mm_maps_range(struct mm_struct *mm, unsigned long start, unsigned long end)
+{
+	bool mapped;
+
+	if (!mmget_not_zero(mm))
+		return false;
+	mmap_read_lock(mm);
+	mapped = find_vma_intersection(mm, start, end) != NULL;
+	mmap_read_unlock(mm);
+	mmput(mm);
+	return mapped;
+}
+
 struct ib_umem_odp *srnic_odp_of_notifier(struct mmu_interval_notifier *mni)
 {
 	return container_of(mni, struct ib_umem_odp, notifier);
@@ -561,6 +576,24 @@ bool srnic_irqs_disabled(void)
 bool srnic_in_softirq(void)
 {
 	return in_softirq();
+}
+
+unsigned long srnic_local_irq_save(void)
+{
+	unsigned long flags;
+
+	local_irq_save(flags);
+	return flags;
+}
+
+void srnic_local_irq_restore(unsigned long flags)
+{
+	local_irq_restore(flags);
+}
+
+void srnic_cpu_relax(void)
+{
+	cpu_relax();
 }
 
 void srnic_cond_resched(void)

@@ -138,6 +138,7 @@ struct scatterlist *srnic_umem_sgl(struct ib_umem *umem, unsigned int *nents);
 bool srnic_uses_virt_dma(struct ib_device *dev);
 struct mm_struct *srnic_mmgrab_current(void);
 void srnic_mmdrop(struct mm_struct *mm);
+bool srnic_mm_maps_range(struct mm_struct *mm, unsigned long start, unsigned long end);
 struct ib_umem_odp *srnic_odp_of_notifier(struct mmu_interval_notifier *mni);
 void srnic_odp_lock(struct ib_umem_odp *odp);
 bool srnic_odp_trylock(struct ib_umem_odp *odp);
@@ -188,6 +189,9 @@ bool srnic_other_cpus_online(void);
 void srnic_qp_receive_work(struct work_struct *work, u32 qpn);
 bool srnic_irqs_disabled(void);
 bool srnic_in_softirq(void);
+unsigned long srnic_local_irq_save(void);
+void srnic_local_irq_restore(unsigned long flags);
+void srnic_cpu_relax(void);
 void srnic_cond_resched(void);
 void *srnic_xa_next(struct xarray *xa, unsigned long *index, bool first);
 

@@ -75,6 +75,41 @@ pub fn bottom_halves_off() -> bool {
     unsafe { crate::bindings::srnic_in_softirq() }
 }
 
+/// Interrupts off on this CPU from [`IrqsOff::save`] until the value is
+/// dropped, then back as they were. Values nest when dropped in the
+/// reverse order of their making. Not `Send`: the state is this CPU's.
+pub struct IrqsOff {
+    flags: kernel::ffi::c_ulong,
+    _this_cpu: core::marker::PhantomData<*mut ()>,
+}
+
+impl IrqsOff {
+    /// Turns interrupts off on this CPU, remembering whether they were on.
+    pub fn save() -> Self {
+        Self {
+            // SAFETY: saves this CPU's interrupt flag and clears it; the
+            // flag goes back in `drop`, on this CPU (the value is not
+            // `Send`).
+            flags: unsafe { crate::bindings::srnic_local_irq_save() },
+            _this_cpu: core::marker::PhantomData,
+        }
+    }
+}
+
+impl Drop for IrqsOff {
+    fn drop(&mut self) {
+        // SAFETY: `flags` came from `srnic_local_irq_save` on this CPU.
+        unsafe { crate::bindings::srnic_local_irq_restore(self.flags) }
+    }
+}
+
+/// Tells the CPU this one spins waiting for another (the kernel's
+/// `cpu_relax`).
+pub fn cpu_relax() {
+    // SAFETY: a pause hint; no memory is accessed, any context may call it.
+    unsafe { crate::bindings::srnic_cpu_relax() }
+}
+
 /// Lets the scheduler run others if they are due, in a long loop of
 /// process context that holds no lock (a kernel without forced preemption
 /// switches only at such points).

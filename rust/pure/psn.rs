@@ -5,7 +5,7 @@
 //! 2^23 after it).
 
 /// The number of distinct PSNs.
-const SPACE: u32 = 1 << 24;
+pub const SPACE: u32 = 1 << 24;
 /// Mask of the 24 PSN bits.
 pub const PSN_MASK: u32 = SPACE - 1;
 

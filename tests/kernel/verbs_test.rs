@@ -1123,8 +1123,9 @@ fn plain_wr(
 /// RDMA FLUSH and ATOMIC WRITE posted by a kernel consumer, between two RC
 /// QPs of srnic0: a WRITE, then a FLUSH of the whole region (which fast
 /// registration gave flush access) behind it; an
-/// ATOMIC WRITE into it; a FLUSH through the PD's global rkey, whose DMA
-/// region has no flush access, fails with a remote access error.
+/// ATOMIC WRITE into it; a LOCAL_INV of it; a FLUSH through the PD's
+/// global rkey, whose DMA region has no flush access, fails with a remote
+/// access error.
 fn run_flush() -> Result<(), &'static str> {
     const LOCAL_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
     const REMOTE_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
@@ -1258,6 +1259,19 @@ fn run_flush() -> Result<(), &'static str> {
             target[8..16] == value.to_ne_bytes(),
             "the ATOMIC WRITE stored its eight bytes",
         )?;
+
+        // An invalidation waits for the copies into the region under way:
+        // none is left, so it completes (a copy that kept its count would
+        // hold it for good).
+        let mut invalidate = plain_wr(bindings::ib_wr_opcode_IB_WR_LOCAL_INV, 7, null_mut());
+        invalidate.ex.invalidate_rkey = rkey;
+        // SAFETY: a live QP; the WR has no SGE.
+        let ok = unsafe { post_send(qp, &invalidate) }.0 == 0;
+        check(ok, "post LOCAL_INV of the region")?;
+        // SAFETY: the test's own CQ, polled by this thread only.
+        let ok =
+            unsafe { completes(cq, 7, SUCCESS, Some(bindings::ib_wc_opcode_IB_WC_LOCAL_INV)) }?;
+        check(ok, "LOCAL_INV completes after WRITEs into the region")?;
 
         let mut sge_list = sge;
         let with_sge = bindings::ib_rdma_wr {

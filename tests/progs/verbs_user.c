@@ -1625,6 +1625,65 @@ static long long port_counter(const char *counter)
 	return value;
 }
 
+/* An implicit region gets a child per 4 MiB chunk the transport or an
+ * advice reaches; the kernel holds page lists and a notifier for each
+ * until the region goes. Children are made only where the process maps
+ * memory, at most 2048 per region: advice over more unmapped chunks than
+ * that fails with EFAULT and leaves nothing behind, so a mapped chunk
+ * still prefetches after them; advice over a mapping of more chunks than
+ * that ends with ENOMEM. */
+#define IMPLICIT_CHUNK ((size_t)4 << 20)
+#define IMPLICIT_MAX_CHILDREN 2048
+
+static void implicit_bounds_test(struct ibv_pd *pd, struct ibv_mr *all)
+{
+	size_t span = (IMPLICIT_MAX_CHILDREN + 2) * IMPLICIT_CHUNK;
+	int prot = PROT_NONE, flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+	char *reserved = mmap(NULL, span, prot, flags, -1, 0);
+
+	if (reserved == MAP_FAILED)
+		FAIL("mmap %zu bytes: %s", span, strerror(errno));
+	uintptr_t base = ((uintptr_t)reserved + IMPLICIT_CHUNK - 1) & ~(IMPLICIT_CHUNK - 1);
+	struct ibv_sge sge = { .length = 4096, .lkey = all->lkey };
+	int unmapped = 0, ret;
+
+	munmap(reserved, span);
+	for (size_t i = 0; i <= IMPLICIT_MAX_CHILDREN; i++) {
+		sge.addr = base + i * IMPLICIT_CHUNK;
+		ret = ibv_cmd_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT,
+					IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1);
+		unmapped += ret == EFAULT || (ret == -1 && errno == EFAULT);
+	}
+	CHECK(unmapped == IMPLICIT_MAX_CHILDREN + 1,
+	      "ODP: advice over %d unmapped chunks of an implicit region is EFAULT (%d were)",
+	      IMPLICIT_MAX_CHILDREN + 1, unmapped);
+	unsigned char *mapped = odp_map(NULL, -1, ODP_LEN);
+
+	sge.addr = (uintptr_t)mapped;
+	ret = ibv_cmd_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, IBV_ADVISE_MR_FLAG_FLUSH,
+				&sge, 1);
+	CHECK(ret == 0, "ODP: after them, advice over mapped memory still works (%d)", ret);
+	munmap(mapped, ODP_LEN);
+
+	reserved = mmap(NULL, span, prot, flags, -1, 0);
+	if (reserved == MAP_FAILED)
+		FAIL("mmap %zu bytes: %s", span, strerror(errno));
+	base = ((uintptr_t)reserved + IMPLICIT_CHUNK - 1) & ~(IMPLICIT_CHUNK - 1);
+	size_t refused_at = 0;
+
+	for (size_t i = 0; i <= IMPLICIT_MAX_CHILDREN && !refused_at; i++) {
+		sge.addr = base + i * IMPLICIT_CHUNK;
+		ret = ibv_cmd_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT,
+					IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1);
+		if (ret == ENOMEM || (ret == -1 && errno == ENOMEM))
+			refused_at = i + 1;
+	}
+	CHECK(refused_at > 0 && refused_at <= IMPLICIT_MAX_CHILDREN + 1,
+	      "ODP: advice over a mapping of %d chunks ends with ENOMEM (at chunk %zu)",
+	      IMPLICIT_MAX_CHILDREN + 1, refused_at);
+	munmap(reserved, span);
+}
+
 /* ibv_advise_mr on a fresh region: prefetched pages are there when the
  * WRITE comes (no miss), and a bad key is refused. */
 static void odp_advise_test(struct rc_side *a, int access)
@@ -1757,6 +1816,7 @@ static void odp_test(void)
 	CHECK(write_to(&a, 10, (uintptr_t)b.buf + 4096, all->rkey, 8192) == IBV_WC_SUCCESS &&
 	      !memcmp(b.buf + 4096, a.buf, 8192),
 	      "ODP: and one to other memory of the process (also pinned by another region)");
+	implicit_bounds_test(pd, all);
 	ibv_dereg_mr(all);
 	munmap(region, ODP_LEN);
 

@@ -27,7 +27,7 @@ use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::shared::SharedRange;
 use crate::kapi::sync::SpinLockIrq;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use kernel::alloc::flags::{GFP_ATOMIC, GFP_KERNEL};
 use kernel::alloc::KVec;
 use kernel::error::from_err_ptr;
@@ -136,6 +136,22 @@ struct OdpRegion {
 /// Bytes of the address space one child umem of an implicit region
 /// covers: a fault's worth, so that a fault never spans two.
 const CHUNK_BYTES: u64 = MAX_FAULT_BYTES;
+
+/// The most children one implicit region has (8 GiB of address space in
+/// 4 MiB chunks): each holds page lists and a notifier the process is not
+/// charged for, and lives as long as the region.
+const MAX_CHILDREN_PER_REGION: usize = 2048;
+
+/// The most children all implicit regions have together.
+const MAX_CHILDREN: usize = 8192;
+
+/// Children of all implicit regions.
+static CHILDREN: AtomicUsize = AtomicUsize::new(0);
+
+/// Gives back `n` children's places in [`CHILDREN`].
+fn uncount_children(n: usize) {
+    CHILDREN.fetch_sub(n, Ordering::AcqRel);
+}
 
 /// An implicit region: the core's implicit umem (which holds the process
 /// and the access), and a child umem, an [`OdpRegion`] of its own, for
@@ -562,13 +578,15 @@ impl ImplicitRegion {
         miss_marked(&self.failed_chunk, chunk)
     }
 
-    /// The child of `chunk`, made now if it has none. Process context.
+    /// The child of `chunk`, made now if it has none: `EFAULT` if the
+    /// process maps nothing there, `ENOMEM` past the bounds on children.
+    /// Process context.
     fn child_made(&self, chunk: u64) -> Result<Arc<OdpRegion>> {
         if let Some(child) = self.find(chunk) {
             return Ok(child);
         }
         let start = chunk.checked_mul(CHUNK_BYTES).ok_or(EINVAL)?;
-        let made = self.make_child(start).inspect_err(|_| {
+        let made = self.new_child(start).inspect_err(|_| {
             self.failed_chunk.store(chunk + 1, Ordering::Release);
         })?;
         let mut children = self.children.lock();
@@ -579,16 +597,54 @@ impl ImplicitRegion {
                 let theirs = children.get(at).map(|(_, child)| child.clone());
                 drop(children);
                 drop(made);
+                uncount_children(1);
                 theirs.ok_or(EINVAL)
             }
             Err(at) => {
-                children.push((chunk, made.clone()), GFP_ATOMIC)?;
+                // Checked again here: faults of other QPs may have made
+                // children since `new_child` looked.
+                let pushed = if children.len() >= MAX_CHILDREN_PER_REGION {
+                    Err(ENOMEM)
+                } else {
+                    children
+                        .push((chunk, made.clone()), GFP_ATOMIC)
+                        .map_err(Error::from)
+                };
+                if let Err(e) = pushed {
+                    drop(children);
+                    drop(made);
+                    uncount_children(1);
+                    return Err(e);
+                }
                 if let Some(tail) = children.get_mut(at..) {
                     tail.rotate_right(1);
                 }
                 Ok(made)
             }
         }
+    }
+
+    /// A child for the chunk at `start`, counted against the bounds, if
+    /// the process maps something in the chunk. A child is made for a
+    /// mapping only: an access elsewhere fails anyway, and a child made
+    /// for it would stay until the region goes.
+    fn new_child(&self, start: u64) -> Result<Arc<OdpRegion>> {
+        let end = start.checked_add(CHUNK_BYTES).ok_or(EINVAL)?;
+        let (start_addr, end_addr) = (usize::try_from(start)?, usize::try_from(end)?);
+        // SAFETY: the address space is grabbed (type invariant); process
+        // context, as this function's callers are.
+        if !unsafe { bindings::srnic_mm_maps_range(self.mm.as_ptr(), start_addr, end_addr) } {
+            return Err(EFAULT);
+        }
+        if self.children.lock().len() >= MAX_CHILDREN_PER_REGION {
+            return Err(ENOMEM);
+        }
+        CHILDREN
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < MAX_CHILDREN).then_some(n + 1)
+            })
+            .map_err(|_| ENOMEM)?;
+        self.make_child(start).inspect_err(|_| uncount_children(1))
     }
 
     fn find(&self, chunk: u64) -> Option<Arc<OdpRegion>> {
@@ -618,7 +674,9 @@ impl PinnedDrop for ImplicitRegion {
     fn drop(self: Pin<&mut Self>) {
         // The children first: their umems hang off the root's process.
         let children = core::mem::take(&mut *self.children.lock());
+        let made = children.len();
         drop(children);
+        uncount_children(made);
         // SAFETY: the root is ours and released once, after its children;
         // the grab is ours and dropped once, last.
         unsafe {

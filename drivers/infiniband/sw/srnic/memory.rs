@@ -16,7 +16,7 @@ use crate::kapi::rdma::{
     UserMemory, UserVerb,
 };
 use crate::kapi::shared::SharedRange;
-use crate::kapi::sync::SpinLockIrq;
+use crate::kapi::sync::{cpu_relax, IrqsOff, SpinLockIrq};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::alloc::{flags::GFP_KERNEL, KVec};
 use kernel::prelude::*;
@@ -53,6 +53,13 @@ pub(crate) struct SrnicMr {
     /// Whether the region is paged on demand (for life: re-registration
     /// keeps it so).
     on_demand: bool,
+    /// Whether the region is one of fast registration (for life).
+    fast_reg: bool,
+    /// Copies into or out of the pages of a fast-registration region under
+    /// way ([`Reached`]). An invalidation waits until they end: the kernel
+    /// consumer frees those pages as soon as it completes, and waiting a
+    /// grace period per invalidation would cost one per I/O.
+    copies: AtomicU32,
     #[pin]
     state: SpinLockIrq<MrState>,
 }
@@ -150,10 +157,23 @@ pub(crate) enum Unreachable {
 }
 
 impl<'g> Span<'g> {
-    /// Checks that `[iova, iova + len)` lies in `mr` and that it grants
-    /// `access` (and, for writing, that its memory may be written).
-    pub(crate) fn check(mr: &'g Mr<SrnicDevice>, iova: u64, len: u32, access: u32) -> Option<Self> {
+    /// Checks that `key` still names `mr` (found by [`lookup_mr`]), that
+    /// `[iova, iova + len)` lies in it and that it grants `access` (and,
+    /// for writing, that its memory may be written).
+    pub(crate) fn check(
+        mr: &'g Mr<SrnicDevice>,
+        key: u32,
+        iova: u64,
+        len: u32,
+        access: u32,
+    ) -> Option<Self> {
         let state = mr.state.lock();
+        // Again under the lock: an invalidation or a re-registration that
+        // completed since the lookup changed the generation read below,
+        // and a span checked under it would reach the new registration.
+        if !mr.is_named_by(key) {
+            return None;
+        }
         if state.access & access != access {
             return None;
         }
@@ -206,15 +226,19 @@ impl<'g> Span<'g> {
 
     /// The memory at byte `at` of the span, as far as it is contiguous;
     /// denied once the region was re-registered, absent if its page is
-    /// paged on demand and not present. Usable while `guard` lives: pages
-    /// go only after a grace period (deregistration, re-registration and
-    /// the invalidation of on-demand pages wait for one).
+    /// paged on demand and not present. Usable while `guard` and the value
+    /// returned live: pages go only after a grace period (deregistration,
+    /// re-registration and the invalidation of on-demand pages wait for
+    /// one) or, for fast registration, once the value is dropped.
     pub(crate) fn translate(
         &self,
         guard: &'g RcuReadGuard,
         at: u64,
-    ) -> Result<SharedRange<'g>, Unreachable> {
+    ) -> Result<Reached<'g>, Unreachable> {
         let offset = self.offset.checked_add(at).ok_or(Unreachable::Denied)?;
+        // Off before the copy is counted, so that no softirq of this CPU
+        // invalidates the region and waits for a copy it interrupted.
+        let irqs = self.mr.fast_reg.then(IrqsOff::save);
         let state = self.mr.state.lock();
         if state.generation != self.generation {
             return Err(Unreachable::Denied);
@@ -230,10 +254,22 @@ impl<'g> Span<'g> {
                         len: self.end.saturating_sub(offset).max(1),
                         write: self.write,
                     }),
-                });
+                })
+                .map(Reached::unheld);
         }
-        self.translate_pinned(guard, &state.mapping, offset)
-            .ok_or(Unreachable::Denied)
+        let range = self
+            .translate_pinned(guard, &state.mapping, offset)
+            .ok_or(Unreachable::Denied)?;
+        // Counted under the lock: an invalidation, which changes the
+        // generation under it, sees every copy that got past the check.
+        let hold = irqs.map(|irqs| {
+            self.mr.copies.fetch_add(1, Ordering::Relaxed);
+            CopyHold {
+                mr: self.mr,
+                _irqs: irqs,
+            }
+        });
+        Ok(Reached { range, hold })
     }
 
     fn translate_pinned(
@@ -271,6 +307,62 @@ impl<'g> Span<'g> {
     }
 }
 
+/// Bytes a [`Span`] translated to, reachable while the value lives. In a
+/// fast-registration region they are a copy under way, which an
+/// invalidation of the region waits for; interrupts stay off meanwhile.
+/// Values taken together are dropped in the reverse order of their
+/// making.
+pub(crate) struct Reached<'g> {
+    range: SharedRange<'g>,
+    hold: Option<CopyHold<'g>>,
+}
+
+/// One copy under way in a fast-registration region.
+struct CopyHold<'g> {
+    mr: &'g Mr<SrnicDevice>,
+    /// Restored after the count is given back (fields drop after `drop`).
+    _irqs: IrqsOff,
+}
+
+impl Drop for CopyHold<'_> {
+    fn drop(&mut self) {
+        // Release: the copy's stores are done before an invalidation
+        // that sees the count drop completes.
+        self.mr.copies.fetch_sub(1, Ordering::Release);
+    }
+}
+
+impl<'g> Reached<'g> {
+    /// Bytes that no invalidation takes away (inline data, a packet, a
+    /// kernel consumer's own memory).
+    pub(crate) fn unheld(range: SharedRange<'g>) -> Self {
+        Self { range, hold: None }
+    }
+
+    /// Whether the bytes are a copy under way in a fast-registration
+    /// region: usable only while this value lives.
+    pub(crate) fn is_held(&self) -> bool {
+        self.hold.is_some()
+    }
+
+    /// The first `len` bytes, still held.
+    pub(crate) fn first(self, len: usize) -> Option<Self> {
+        let range = self.range.sub(0, len)?;
+        Some(Self {
+            range,
+            hold: self.hold,
+        })
+    }
+}
+
+impl<'g> core::ops::Deref for Reached<'g> {
+    type Target = SharedRange<'g>;
+
+    fn deref(&self) -> &SharedRange<'g> {
+        &self.range
+    }
+}
+
 fn key_of(index: u32, dev: &Device<SrnicDevice>) -> u32 {
     (index << 8) | (dev.key_byte.fetch_add(1, Ordering::Relaxed) & 0xff)
 }
@@ -281,7 +373,8 @@ impl SrnicMr {
         kind: MrKind,
         access: u32,
     ) -> Result<impl PinInit<Self, Error>> {
-        let valid = !matches!(kind, MrKind::FastReg { .. });
+        let fast_reg = matches!(kind, MrKind::FastReg { .. });
+        let valid = !fast_reg;
         let on_demand = matches!(kind, MrKind::OnDemand { .. });
         let mapping = match kind {
             MrKind::Dma { memory } => MrMapping::Dma(memory),
@@ -308,6 +401,8 @@ impl SrnicMr {
             valid: AtomicBool::new(valid),
             windows: AtomicU32::new(0),
             on_demand,
+            fast_reg,
+            copies: AtomicU32::new(0),
             state <- new_spinlock_irq!(MrState {
                 access,
                 generation: 0,
@@ -434,6 +529,15 @@ impl SrnicMr {
         Ok(())
     }
 
+    /// Waits until the copies that reached the invalidated region have
+    /// ended. Holders have interrupts off and take no lock that a caller
+    /// of this holds while copying, so they end.
+    fn wait_for_copies(&self) {
+        while self.copies.load(Ordering::Acquire) != 0 {
+            cpu_relax();
+        }
+    }
+
     /// Takes the region out of service; `EBUSY` while memory windows are
     /// bound to it (they would outlive it, and its index and key could come
     /// to name another process's region).
@@ -476,9 +580,15 @@ pub(crate) fn lookup_mr<'g>(
     key: u32,
 ) -> Option<&'g Mr<SrnicDevice>> {
     let mr = dev.mrs.get(guard, key >> 8)?;
-    // A stale key (an older registration under this index) misses, and so
-    // does an invalidated one.
-    (mr.key.load(Ordering::Acquire) == key && mr.valid.load(Ordering::Acquire)).then_some(mr)
+    mr.is_named_by(key).then_some(mr)
+}
+
+impl SrnicMr {
+    /// Whether `key` names the region now: a stale key (an older
+    /// registration under its index) does not, nor an invalidated one.
+    fn is_named_by(&self, key: u32) -> bool {
+        self.key.load(Ordering::Acquire) == key && self.valid.load(Ordering::Acquire)
+    }
 }
 
 /// `ibv_advise_mr`: prefetches the ranges of regions of `pd` that are
@@ -501,7 +611,8 @@ pub(crate) fn advise(
                 return Err(EINVAL);
             }
             let access = if write { LOCAL_WRITE } else { 0 };
-            let span = Span::check(mr, range.addr, range.length, access).ok_or(EINVAL)?;
+            let span =
+                Span::check(mr, range.lkey, range.addr, range.length, access).ok_or(EINVAL)?;
             let state = mr.state.lock();
             match &state.mapping {
                 // A clone made inside the section that found the region:
@@ -540,14 +651,16 @@ pub(crate) fn fast_register(
     if mr.pd_id() != pd {
         return Err(KeyError::WrongPd);
     }
-    {
-        let mut state = mr.state.lock();
-        if !matches!(state.mapping, MrMapping::FastReg { .. }) {
-            return Err(KeyError::NoRegion);
-        }
-        state.access = access;
-        state.change();
+    let mut state = mr.state.lock();
+    // A valid region is invalidated before it is registered again (as on
+    // hardware): only then have the copies under its old key ended.
+    if !matches!(state.mapping, MrMapping::FastReg { .. }) || mr.valid.load(Ordering::Acquire) {
+        return Err(KeyError::NoRegion);
     }
+    state.access = access;
+    state.change();
+    // Key and validity change under the lock, which `Span::check` holds
+    // while it looks at them and the generation.
     mr.key.store(key, Ordering::Release);
     mr.valid.store(true, Ordering::Release);
     Ok(())
@@ -584,10 +697,15 @@ pub(crate) fn invalidate(
         if !matches!(state.mapping, MrMapping::FastReg { .. }) {
             return Err(KeyError::NoRegion);
         }
-        // Spans checked before the invalidation reach nothing after it.
+        // Spans checked before the invalidation reach nothing after it,
+        // and none is checked after it (see `Span::check`).
         state.change();
+        mr.valid.store(false, Ordering::Release);
     }
-    mr.valid.store(false, Ordering::Release);
+    // The consumer may free the pages once this completes: copies that
+    // reached them before the change end first. No copy is counted in
+    // an invalid region, so the count only falls.
+    mr.wait_for_copies();
     Ok(())
 }
 
@@ -765,7 +883,7 @@ pub(crate) fn remote_region<'g>(
         if mr.pd_id() != pd {
             return None;
         }
-        return Span::check(mr, va, len, access);
+        return Span::check(mr, rkey, va, len, access);
     }
     let mw = lookup_mw(dev, guard, rkey)?;
     if mw.pd_id() != pd {
@@ -790,7 +908,7 @@ pub(crate) fn remote_region<'g>(
     } else {
         0
     };
-    Span::check(mr, va, len, through)
+    Span::check(mr, binding.mr_key, va, len, through)
 }
 
 /// The first address of what remote key `rkey` names for `qp`: a

@@ -16,7 +16,7 @@ use crate::kapi::rdma::rxe_abi::queue::Queue;
 use crate::kapi::rdma::rxe_abi::wqe::{self, Sge};
 use crate::kapi::rdma::{Device, KernelMemory};
 use crate::kapi::shared::SharedRange;
-use crate::memory::{lookup_mr, Fault, Span, Unreachable};
+use crate::memory::{lookup_mr, Fault, Reached, Span, Unreachable};
 
 pub(crate) use crate::kapi::rdma::access::LOCAL_WRITE;
 
@@ -88,8 +88,9 @@ pub(crate) enum CopyError {
 }
 
 /// The first `want` bytes of `range`, or all of it if it is shorter.
-fn at_most<'g>(range: SharedRange<'g>, want: usize) -> Option<SharedRange<'g>> {
-    range.sub(0, want.min(range.len()))
+fn at_most(range: Reached<'_>, want: usize) -> Option<Reached<'_>> {
+    let len = want.min(range.len());
+    range.first(len)
 }
 
 /// Where byte `at` of a local extent is.
@@ -110,7 +111,7 @@ impl<'a> Extent<'a> {
         at: u64,
         want: usize,
         access: u32,
-    ) -> Result<SharedRange<'g>, Unreachable>
+    ) -> Result<Reached<'g>, Unreachable>
     where
         'a: 'g,
     {
@@ -119,7 +120,8 @@ impl<'a> Extent<'a> {
                 let at = usize::try_from(at).map_err(|_| Unreachable::Denied)?;
                 let left = data.len().checked_sub(at).filter(|l| *l > 0);
                 let left = left.ok_or(Unreachable::Denied)?;
-                return data.sub(at, want.min(left)).ok_or(Unreachable::Denied);
+                let range = data.sub(at, want.min(left)).ok_or(Unreachable::Denied)?;
+                return Ok(Reached::unheld(range));
             }
             Self::Pieces(pieces) => {
                 let mut at = usize::try_from(at).map_err(|_| Unreachable::Denied)?;
@@ -128,7 +130,8 @@ impl<'a> Extent<'a> {
                         Some(after) => at = after,
                         None => {
                             let left = piece.len() - at;
-                            return piece.sub(at, want.min(left)).ok_or(Unreachable::Denied);
+                            let range = piece.sub(at, want.min(left));
+                            return range.map(Reached::unheld).ok_or(Unreachable::Denied);
                         }
                     }
                 }
@@ -136,7 +139,7 @@ impl<'a> Extent<'a> {
             }
             Self::Region(span) => (*span, at, want),
             Self::Local { .. } => match self.local(guard, at, want, access) {
-                Some(LocalPiece::Kernel(range)) => return Ok(range),
+                Some(LocalPiece::Kernel(range)) => return Ok(Reached::unheld(range)),
                 Some(LocalPiece::Region(span, want)) => (span, 0, want),
                 None => return Err(Unreachable::Denied),
             },
@@ -192,7 +195,7 @@ impl<'a> Extent<'a> {
             return None;
         }
         let left32 = u32::try_from(left).ok()?;
-        let span = Span::check(mr, addr, left32, access)?;
+        let span = Span::check(mr, sge.lkey(), addr, left32, access)?;
         Some(LocalPiece::Region(span, want.min(left as usize)))
     }
 }
@@ -227,7 +230,8 @@ pub(crate) fn first_absent(
         if !mr.on_demand() || mr.pd_id() != *pd {
             continue;
         }
-        let fault = Span::check(mr, sge.addr(), here, access).and_then(|span| span.first_absent());
+        let fault = Span::check(mr, sge.lkey(), sge.addr(), here, access)
+            .and_then(|span| span.first_absent());
         if fault.is_some() {
             return fault;
         }
@@ -270,22 +274,26 @@ pub(crate) fn copy(
         // Either side may be pages a process writes meanwhile, and they may
         // overlap (one region read and written): `copy_from` is a move
         // that allows both. `to` is no longer than `from`.
-        let from = from.sub(0, step).ok_or(CopyError::Source)?;
-        to.copy_from(&from).map_err(|_| CopyError::Destination)?;
+        let piece = from.sub(0, step).ok_or(CopyError::Source)?;
+        to.copy_from(&piece).map_err(|_| CopyError::Destination)?;
         done += step as u64;
+        // In the reverse order of their making (see `Reached`).
+        drop(to);
+        drop(from);
     }
     Ok(())
 }
 
 /// Calls `f` with each contiguous piece of bytes `at..at + len` of `src`
 /// in order (each within one page for page-backed memory), without
-/// touching them; stops at the first error `f` returns.
+/// touching them; stops at the first error `f` returns. A piece is
+/// reachable only while `f` runs (see [`Reached`]).
 pub(crate) fn for_each_piece<'g, E>(
     guard: &'g RcuReadGuard,
     src: &Extent<'g>,
     at: u64,
     len: u32,
-    mut f: impl FnMut(SharedRange<'g>) -> Result<(), E>,
+    mut f: impl FnMut(&Reached<'g>) -> Result<(), E>,
 ) -> Result<(), PieceError<E>> {
     let mut done = 0u64;
     let len = u64::from(len);
@@ -299,7 +307,7 @@ pub(crate) fn for_each_piece<'g, E>(
         if n == 0 {
             return Err(PieceError::Source);
         }
-        f(from).map_err(PieceError::Piece)?;
+        f(&from).map_err(PieceError::Piece)?;
         done += n as u64;
     }
     Ok(())

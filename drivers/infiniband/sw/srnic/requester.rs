@@ -47,6 +47,8 @@ pub(crate) mod local_status {
     pub(crate) const SUCCESS: u32 = 0;
     pub(crate) const PROTECTION: u32 = 1;
     pub(crate) const UNSUPPORTED: u32 = 2;
+    /// A READ longer than one request may ask for.
+    pub(crate) const TOO_LONG: u32 = 3;
 }
 
 use crate::kapi::rdma::access::send::{
@@ -126,6 +128,11 @@ pub(crate) struct Requester {
 /// never dropped there.
 const WINDOW: i32 = 512;
 const _: () = assert!((WINDOW as u32) < crate::wire::STEERED_MAX);
+/// The most response packets one READ may ask for: with a window of other
+/// packets outstanding before it, its PSNs stay within half the PSN
+/// space, the farthest apart two PSNs can be told in order. Only a READ
+/// of nearly 2 GiB at a 256-byte MTU needs more.
+const MAX_READ_PACKETS: u32 = (crate::pure::psn::SPACE / 2) - WINDOW as u32;
 /// The window is never cut below this many packets.
 const MIN_WINDOW: i32 = 4;
 /// A long message asks for an acknowledgement every so many packets, so
@@ -314,6 +321,19 @@ fn start_message(
             state.requester.index = this.work.geometry().next(index);
             completer::retire(qp, state, upcalls);
             Start::Done
+        }
+        opcode::RDMA_READ
+            if !packets_for(wqe.length(), state.segment_bytes())
+                .is_some_and(|packets| packets <= MAX_READ_PACKETS) =>
+        {
+            // Failed in its turn, after the WQEs before it; the requester
+            // stays here, so nothing after it goes out.
+            wqe.set_status(local_status::TOO_LONG);
+            wqe.set_state(wqe_state::DONE);
+            if wqe::write_send(&this.work, index, wqe).is_ok() {
+                completer::retire(qp, state, upcalls);
+            }
+            Start::Wait
         }
         opcode::RDMA_READ
         | opcode::ATOMIC_CMP_AND_SWP

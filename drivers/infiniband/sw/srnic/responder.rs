@@ -22,7 +22,7 @@ use crate::kapi::rdma::rxe_abi::wqe::RecvCopy;
 use crate::kapi::rdma::verbs::{QpState, WcOpcode, WcStatus};
 use crate::kapi::rdma::Qp;
 use crate::kapi::shared::{SharedRange, SharedWord};
-use crate::memory::{self, remote_region, remote_start, Fault, Span, Unreachable};
+use crate::memory::{self, remote_region, remote_start, Fault, Reached, Span, Unreachable};
 use crate::outbox::answer_of;
 use crate::payload::{self, CopyError, Extent, SgeList};
 use crate::pure::aeth::{NakCode, Syndrome};
@@ -1115,14 +1115,15 @@ enum TargetError {
 }
 
 /// The eight bytes at `va` behind `rkey` as one atomic word, if the key
-/// grants `access` and the memory is 8-byte aligned.
+/// grants `access` and the memory is 8-byte aligned; the word is reachable
+/// while the [`Reached`] returned with it lives.
 fn atomic_target<'g>(
     qp: &Qp<SrnicDevice>,
     guard: &'g RcuReadGuard,
     rkey: u32,
     va: u64,
     access: u32,
-) -> core::result::Result<SharedWord<'g>, TargetError> {
+) -> core::result::Result<(SharedWord<'g>, Reached<'g>), TargetError> {
     let span = remote_region(qp, guard, rkey, va, 8, access)
         .ok_or(TargetError::Refused(NakCode::RemoteAccess))?;
     let range = span.translate(guard, 0).map_err(|e| match e {
@@ -1131,7 +1132,8 @@ fn atomic_target<'g>(
     })?;
     // The owning process and copies into the region may access these bytes
     // meanwhile; `SharedWord` uses the kernel's atomics, which allow that.
-    SharedWord::at(&range).ok_or(TargetError::Refused(NakCode::InvalidRequest))
+    let word = SharedWord::at(&range).ok_or(TargetError::Refused(NakCode::InvalidRequest))?;
+    Ok((word, range))
 }
 
 /// RDMA ATOMIC WRITE: eight bytes stored in one go at an aligned target
@@ -1158,8 +1160,8 @@ fn atomic_write<'a>(
     if state.attrs.qp_access_flags & REMOTE_WRITE == 0 {
         return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
     }
-    let cell = match atomic_target(qp, guard, reth.rkey, reth.va, REMOTE_WRITE) {
-        Ok(cell) => cell,
+    let (cell, _reached) = match atomic_target(qp, guard, reth.rkey, reth.va, REMOTE_WRITE) {
+        Ok(target) => target,
         Err(TargetError::Refused(code)) => return refuse(qp, state, psn, code, upcalls),
         Err(TargetError::Absent(fault)) => return wait_for_page(qp, state, psn, fault),
     };
@@ -1277,8 +1279,8 @@ fn atomic<'a>(
     if state.attrs.qp_access_flags & REMOTE_ATOMIC == 0 {
         return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
     }
-    let cell = match atomic_target(qp, guard, request.rkey, request.va, REMOTE_ATOMIC) {
-        Ok(cell) => cell,
+    let (cell, reached) = match atomic_target(qp, guard, request.rkey, request.va, REMOTE_ATOMIC) {
+        Ok(target) => target,
         Err(TargetError::Refused(code)) => return refuse(qp, state, psn, code, upcalls),
         Err(TargetError::Absent(fault)) => return wait_for_page(qp, state, psn, fault),
     };
@@ -1287,6 +1289,7 @@ fn atomic<'a>(
     } else {
         cell.fetch_add(request.swap_add)
     };
+    drop(reached);
     let resp = &mut state.responder;
     if let Some(answers) = resp.answers.as_deref_mut() {
         if answers.atomics.is_full() {

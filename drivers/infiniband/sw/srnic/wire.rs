@@ -845,8 +845,9 @@ fn icrc_over(engine: &Crc32Engine, ip: &[u8], head: &[u8]) -> Result<Icrc, IcrcE
 /// An skb with the transport headers of `hdr` in its linear part and the
 /// payload as page fragments of the sender's memory, which the skb holds
 /// references on until it is sent: no copy. `None` if the memory cannot be
-/// referenced so (inline data, kernel memory outside the page map) or is in
-/// too many pieces; the caller copies instead.
+/// referenced so (inline data, kernel memory outside the page map, a
+/// fast-registration region) or is in too many pieces; the caller copies
+/// instead.
 fn fragmented(
     guard: &RcuReadGuard,
     packet: &Packet<'_>,
@@ -874,8 +875,13 @@ fn fragmented(
         packet.payload_at,
         hdr.payload_len as u32,
         |piece| {
+            // A fast-registration region's pages may be freed once it is
+            // invalidated, while the skb still holds them: copied.
+            if piece.is_held() {
+                return Err(());
+            }
             // Page by page: a region's piece may span several.
-            let mut rest = piece;
+            let mut rest = **piece;
             while !rest.is_empty() {
                 let (here, after) = rest.split_at(rest.first_page_len()).ok_or(())?;
                 if pieces == MAX_PIECES {
@@ -892,7 +898,7 @@ fn fragmented(
         Ok(()) => Ok(Some(skb)),
         Err(PieceError::Source) => Err(SendError::Source),
         Err(PieceError::Absent(fault)) => Err(SendError::Absent(fault)),
-        // Not page-backed, or too many pieces: copy instead.
+        // Not page-backed, held, or too many pieces: copy instead.
         Err(PieceError::Piece(())) => Ok(None),
     }
 }
@@ -923,7 +929,7 @@ fn copied(
             source,
             packet.payload_at,
             as_u32(payload_len)?,
-            |piece| skb.put_copy(&piece),
+            |piece| skb.put_copy(piece),
         )
         .map_err(|e| match e {
             PieceError::Source => SendError::Source,
