@@ -448,7 +448,7 @@ impl<T: LinkDriver> LinkOps<T> {
         src_net: *mut bindings::net,
         raw: *mut bindings::net_device,
         tb: *mut *mut bindings::nlattr,
-        _data: *mut *mut bindings::nlattr,
+        data: *mut *mut bindings::nlattr,
         extack: *mut bindings::netlink_ext_ack,
     ) -> c_int {
         // SAFETY: the core calls `newlink` with RTNL held.
@@ -531,8 +531,48 @@ impl<T: LinkDriver> LinkOps<T> {
         // (whose end runs the destructor) can have started.
         unsafe { bindings::srnic_netdev_set_destructor(raw, Some(Self::destructor)) };
         // SAFETY: registered with initialised data, valid under RTNL.
-        T::link_registered(&rtnl, unsafe { EtherDevice::from_raw(raw) });
-        0
+        let dev = unsafe { EtherDevice::<T>::from_raw(raw) };
+        T::link_registered(&rtnl, dev);
+        match Self::configure_new(&rtnl, dev, data, &mut ack) {
+            Ok(()) => 0,
+            Err(err) => {
+                // As `dellink` would: the core frees the netdev once it is
+                // unregistered (`free_netdev` defers to that).
+                T::link_deleted(&rtnl, dev);
+                // SAFETY: registered under the RTNL we hold.
+                unsafe { bindings::unregister_netdevice_queue(raw, core::ptr::null_mut()) };
+                err.to_errno()
+            }
+        }
+    }
+
+    /// Applies the driver's attributes of an `ip link add` request to the
+    /// link it made (as `ip link set` would), then checks the MTU the
+    /// request gave, which the core set against the widest range the
+    /// driver allows, against what the link carries now.
+    fn configure_new(
+        rtnl: &RtnlGuard,
+        dev: &EtherDevice<T>,
+        data: *mut *mut bindings::nlattr,
+        ack: &mut ExtAck,
+    ) -> Result {
+        if T::POLICY.is_some() && !data.is_null() {
+            // The core parsed `data` against the ops' policy, for this
+            // call.
+            let change = LinkChange {
+                data,
+                _request: PhantomData,
+            };
+            T::change_link(rtnl, dev, &change, ack)?;
+        }
+        let mtu = dev.as_netdev().mtu();
+        T::change_mtu(dev, mtu).inspect_err(|_| {
+            ack.message(format_args!(
+                "{}: an MTU of {} is more than this link carries",
+                T::KIND,
+                mtu
+            ));
+        })
     }
 
     /// # Safety

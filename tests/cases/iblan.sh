@@ -438,7 +438,9 @@ bonded_lans() {
 
 # second_lan: a second LAN on the same fabric, `lan5` on every node made
 # with `ip link add ... type iblan` (LAN 5, LID = node number): bad
-# addresses are refused with the reason and leave nothing behind; `ip -d
+# addresses and an MTU above datagram mode's are refused with the reason
+# and leave nothing behind; a LAN added with `mode connected` starts in
+# it; `ip -d
 # link` shows the kind and the parent; the default is the next free LAN;
 # pings work within LAN 5; LAN 5's broadcasts never reach LAN 0; b
 # deletes its lan5 under traffic both ways, then is refused a LID a holds
@@ -455,6 +457,14 @@ second_lan() {
 	must_fail 'is not an iblan netdev' ip link add link eth0 name bad0 type iblan
 	must_fail 'give the parent' ip link add name bad0 type iblan
 	! ip link show bad0 > /dev/null 2>&1 || fail "$kind: a refused ip link add left bad0 behind"
+	must_fail 'an MTU of 9001 is more than this link carries' ip link add link iblan0 name bad0 mtu 9001 type iblan
+	! ip link show bad0 > /dev/null 2>&1 || fail "$kind: a refused ip link add left bad0 behind"
+	# The mode at ip link add, as IPoIB takes it: connected from the
+	# start, with its MTU.
+	must env IP_LIB_DIR="$SRNIC_TOP/out/progs" ip link add link iblan0 name lan9 type iblan mode connected
+	expect_eq "$(cat /sys/class/net/lan9/mode) $(cat /sys/class/net/lan9/mtu)" "connected 65520" \
+		"$kind: the mode and MTU of a LAN added in connected mode"
+	must ip link del lan9
 	must ip link add link iblan0 name lan5 address "$v:05:00:0$me" type iblan
 	must_fail 'LAN 5 .*has a netdev on this port already' ip link add link iblan0 name bad0 address "$v:05:00:09" type iblan
 	! ip link show bad0 > /dev/null 2>&1 || fail "$kind: a refused ip link add left bad0 behind"

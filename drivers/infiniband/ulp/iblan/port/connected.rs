@@ -591,9 +591,10 @@ impl LanDev {
     /// what keeps each alive meanwhile (a connection leaves the table under
     /// it, and is destroyed after); their frames are built there and
     /// handed up after it is released, as the stack may transmit at once.
-    pub(super) fn poll_links(&self, dev: &EtherDevice<LanDev>, budget: u32) -> u32 {
+    /// Returns the work done, and whether some is left.
+    pub(super) fn poll_links(&self, dev: &EtherDevice<LanDev>, budget: u32) -> (u32, bool) {
         if !self.links_pending.swap(false, Ordering::AcqRel) {
-            return 0;
+            return (0, false);
         }
         let mut frames = Frames::default();
         let mut done = 0;
@@ -634,9 +635,8 @@ impl LanDev {
         }
         if more {
             self.links_pending.store(true, Ordering::Release);
-            return budget;
         }
-        done
+        (done, more)
     }
 
     /// Takes up to `budget` completions of `link` to the peer with LID

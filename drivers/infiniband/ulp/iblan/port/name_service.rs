@@ -218,6 +218,8 @@ impl LanDev {
             self.count(Stat::NsAdded);
             // A newcomer learns of this node now, not at the next period.
             self.announce_soon.store(true, Ordering::Relaxed);
+        } else {
+            self.count(Stat::NsTableFull);
         }
     }
 

@@ -42,6 +42,7 @@ pub(super) const STAT_NAMES: &[&CStr] = &[
     c_str!("ns_lid_conflicts"),
     c_str!("ns_lid_changes"),
     c_str!("ns_inbox_drops"),
+    c_str!("ns_table_full_drops"),
     c_str!("cm_offers_refused"),
     c_str!("cm_malformed_drops"),
     c_str!("cm_offers_sent"),
@@ -59,6 +60,9 @@ pub(super) const STAT_NAMES: &[&CStr] = &[
     c_str!("ns_peers"),
     c_str!("ns_lid"),
 ];
+
+// One name per counter, then the peer count and the LID.
+const _: () = assert!(STAT_NAMES.len() == Stat::Count as usize + 2);
 
 /// `ethtool -S` names of each transmit queue's values, shown as
 /// `tx_queue_<N>_<name>`, in the order of [`TxQueue::stats`].
@@ -103,6 +107,7 @@ pub(super) enum Stat {
     NsConflicts,
     NsLidChanges,
     NsInboxDrops,
+    NsTableFull,
     CmOffersRefused,
     CmMalformed,
     CmOffersSent,
