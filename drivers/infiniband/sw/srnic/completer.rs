@@ -596,7 +596,6 @@ fn retire_local(
         local_status::SUCCESS => WcStatus::Success,
         _ if wqe.opcode() == opcode::BIND_MW => WcStatus::MemoryWindowBindError,
         local_status::PROTECTION => WcStatus::LocalProtectionError,
-        local_status::TOO_LONG => WcStatus::LocalLengthError,
         _ => WcStatus::LocalQpOperationError,
     };
     complete_oldest(qp, state, wqe, status, upcalls);

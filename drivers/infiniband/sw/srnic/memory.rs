@@ -694,7 +694,9 @@ pub(crate) fn invalidate(
     }
     {
         let mut state = mr.state.lock();
-        if !matches!(state.mapping, MrMapping::FastReg { .. }) {
+        // Again under the lock: a registration under a new key may have
+        // come between the lookup and here, which this key must not end.
+        if !matches!(state.mapping, MrMapping::FastReg { .. }) || !mr.is_named_by(key) {
             return Err(KeyError::NoRegion);
         }
         // Spans checked before the invalidation reach nothing after it,

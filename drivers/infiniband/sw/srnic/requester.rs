@@ -47,8 +47,6 @@ pub(crate) mod local_status {
     pub(crate) const SUCCESS: u32 = 0;
     pub(crate) const PROTECTION: u32 = 1;
     pub(crate) const UNSUPPORTED: u32 = 2;
-    /// A READ longer than one request may ask for.
-    pub(crate) const TOO_LONG: u32 = 3;
 }
 
 use crate::kapi::rdma::access::send::{
@@ -326,12 +324,11 @@ fn start_message(
             if !packets_for(wqe.length(), state.segment_bytes())
                 .is_some_and(|packets| packets <= MAX_READ_PACKETS) =>
         {
-            // Failed in its turn, after the WQEs before it; the requester
-            // stays here, so nothing after it goes out.
-            wqe.set_status(local_status::TOO_LONG);
-            wqe.set_state(wqe_state::DONE);
-            if wqe::write_send(&this.work, index, wqe).is_ok() {
-                completer::retire(qp, state, upcalls);
+            // Failed in its turn, once the WQEs before it have completed
+            // (the requester runs again after each answer); it waits here
+            // until then, so nothing after it goes out.
+            if state.sq.consumer == index {
+                completer::fail_local(qp, state, wqe, WcStatus::LocalLengthError, upcalls);
             }
             Start::Wait
         }
