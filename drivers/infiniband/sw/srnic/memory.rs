@@ -339,6 +339,17 @@ impl<'g> Reached<'g> {
         Self { range, hold: None }
     }
 
+    /// The bytes, for as long as this value is borrowed: the borrow
+    /// checker keeps a range from outliving the hold.
+    pub(crate) fn bytes(&self) -> SharedRange<'_> {
+        self.range
+    }
+
+    /// Their number.
+    pub(crate) fn len(&self) -> usize {
+        self.range.len()
+    }
+
     /// Whether the bytes are a copy under way in a fast-registration
     /// region: usable only while this value lives.
     pub(crate) fn is_held(&self) -> bool {
@@ -352,14 +363,6 @@ impl<'g> Reached<'g> {
             range,
             hold: self.hold,
         })
-    }
-}
-
-impl<'g> core::ops::Deref for Reached<'g> {
-    type Target = SharedRange<'g>;
-
-    fn deref(&self) -> &SharedRange<'g> {
-        &self.range
     }
 }
 

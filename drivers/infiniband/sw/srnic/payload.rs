@@ -274,8 +274,10 @@ pub(crate) fn copy(
         // Either side may be pages a process writes meanwhile, and they may
         // overlap (one region read and written): `copy_from` is a move
         // that allows both. `to` is no longer than `from`.
-        let piece = from.sub(0, step).ok_or(CopyError::Source)?;
-        to.copy_from(&piece).map_err(|_| CopyError::Destination)?;
+        let piece = from.bytes().sub(0, step).ok_or(CopyError::Source)?;
+        to.bytes()
+            .copy_from(&piece)
+            .map_err(|_| CopyError::Destination)?;
         done += step as u64;
         // In the reverse order of their making (see `Reached`).
         drop(to);

@@ -1114,26 +1114,29 @@ enum TargetError {
     Absent(Fault),
 }
 
-/// The eight bytes at `va` behind `rkey` as one atomic word, if the key
-/// grants `access` and the memory is 8-byte aligned; the word is reachable
-/// while the [`Reached`] returned with it lives.
+/// The eight bytes at `va` behind `rkey`, if the key grants `access`; see
+/// [`atomic_word`].
 fn atomic_target<'g>(
     qp: &Qp<SrnicDevice>,
     guard: &'g RcuReadGuard,
     rkey: u32,
     va: u64,
     access: u32,
-) -> core::result::Result<(SharedWord<'g>, Reached<'g>), TargetError> {
+) -> core::result::Result<Reached<'g>, TargetError> {
     let span = remote_region(qp, guard, rkey, va, 8, access)
         .ok_or(TargetError::Refused(NakCode::RemoteAccess))?;
-    let range = span.translate(guard, 0).map_err(|e| match e {
+    span.translate(guard, 0).map_err(|e| match e {
         Unreachable::Denied => TargetError::Refused(NakCode::RemoteAccess),
         Unreachable::Absent(fault) => TargetError::Absent(fault),
-    })?;
-    // The owning process and copies into the region may access these bytes
-    // meanwhile; `SharedWord` uses the kernel's atomics, which allow that.
-    let word = SharedWord::at(&range).ok_or(TargetError::Refused(NakCode::InvalidRequest))?;
-    Ok((word, range))
+    })
+}
+
+/// The target's bytes as one atomic word, while it is borrowed, if they
+/// are 8-byte aligned. The owning process and copies into the region may
+/// access them meanwhile; `SharedWord` uses the kernel's atomics, which
+/// allow that.
+fn atomic_word<'r>(target: &'r Reached<'_>) -> Option<SharedWord<'r>> {
+    SharedWord::at(&target.bytes())
 }
 
 /// RDMA ATOMIC WRITE: eight bytes stored in one go at an aligned target
@@ -1160,10 +1163,13 @@ fn atomic_write<'a>(
     if state.attrs.qp_access_flags & REMOTE_WRITE == 0 {
         return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
     }
-    let (cell, _reached) = match atomic_target(qp, guard, reth.rkey, reth.va, REMOTE_WRITE) {
+    let target = match atomic_target(qp, guard, reth.rkey, reth.va, REMOTE_WRITE) {
         Ok(target) => target,
         Err(TargetError::Refused(code)) => return refuse(qp, state, psn, code, upcalls),
         Err(TargetError::Absent(fault)) => return wait_for_page(qp, state, psn, fault),
+    };
+    let Some(cell) = atomic_word(&target) else {
+        return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
     };
     let mut value = [0u8; 8];
     let staging = Extent::Inline(SharedRange::from_mut_slice(&mut value));
@@ -1279,17 +1285,21 @@ fn atomic<'a>(
     if state.attrs.qp_access_flags & REMOTE_ATOMIC == 0 {
         return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
     }
-    let (cell, reached) = match atomic_target(qp, guard, request.rkey, request.va, REMOTE_ATOMIC) {
+    let target = match atomic_target(qp, guard, request.rkey, request.va, REMOTE_ATOMIC) {
         Ok(target) => target,
         Err(TargetError::Refused(code)) => return refuse(qp, state, psn, code, upcalls),
         Err(TargetError::Absent(fault)) => return wait_for_page(qp, state, psn, fault),
+    };
+    let Some(cell) = atomic_word(&target) else {
+        return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
     };
     let original = if packet.hdr.info.operation == Operation::CompareSwap {
         cell.compare_exchange(request.compare, request.swap_add)
     } else {
         cell.fetch_add(request.swap_add)
     };
-    drop(reached);
+    // The region may be invalidated from here on.
+    drop(target);
     let resp = &mut state.responder;
     if let Some(answers) = resp.answers.as_deref_mut() {
         if answers.atomics.is_full() {

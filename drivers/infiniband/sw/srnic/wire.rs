@@ -881,7 +881,7 @@ fn fragmented(
                 return Err(());
             }
             // Page by page: a region's piece may span several.
-            let mut rest = **piece;
+            let mut rest = piece.bytes();
             while !rest.is_empty() {
                 let (here, after) = rest.split_at(rest.first_page_len()).ok_or(())?;
                 if pieces == MAX_PIECES {
@@ -929,7 +929,7 @@ fn copied(
             source,
             packet.payload_at,
             as_u32(payload_len)?,
-            |piece| skb.put_copy(piece),
+            |piece| skb.put_copy(&piece.bytes()),
         )
         .map_err(|e| match e {
             PieceError::Source => SendError::Source,
