@@ -10,7 +10,9 @@
 # sent or long done, READ responses and atomic acknowledgements nobody
 # asked for) hits a live QP: each is counted in rejected_answers, none
 # starts the requester (requester_runs) or makes the device send, and the
-# QP then answers a READ of the whole region. The kernel stays clean.
+# QP then answers a READ of the whole region. Last, a READ longer than a
+# message may be (2^31 + 1 bytes) is NAKed as an invalid request. The
+# kernel stays clean.
 # It runs SRNIC_CASE_FUZZ_SECONDS (default 60) seconds; `make fuzz-guest
 # FUZZ_SECONDS=N` runs it longer, SRNIC_CASE_FUZZ_SEED replays a seed.
 # timeout: 300

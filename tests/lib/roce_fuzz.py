@@ -679,6 +679,24 @@ class Fuzzer:
                           f"{delta['sent_packets']} packets")
         self.counts["forged_answers"] = flood
 
+    def too_long_reth(self):
+        """On a new QP, a READ of 2^31 + 1 bytes of rw, longer than a
+        message may be: an invalid-request NAK, whatever its region grants
+        (its response would outnumber the PSNs that tell new requests from
+        old ones), where a check of the range alone would say remote
+        access."""
+        self.new_qp()
+        rw_va, _, rw_key = self.regions["rw"]
+        raw = bth(0x0C, self.qpn, self.epsn) + struct.pack("!QII", rw_va, rw_key, (1 << 31) + 1)
+        self.send(raw)
+        got = self.answers(ANSWER_WAIT, lambda g: any(a["opcode"] == 0x11 for a in g))
+        naks = [a.get("syndrome", 0) for a in got if a["opcode"] == 0x11]
+        if naks != [0x61]:
+            raise Failure(f"a READ of 2^31 + 1 bytes was answered with AETH syndromes "
+                          f"{[hex(n) for n in naks]}; expected one NAK invalid request (0x61)")
+        self.alive = False
+        print("a READ of 2^31 + 1 bytes: NAK invalid request", flush=True)
+
     def final_read(self, same_qp=False):
         """One READ of all of rw, on a new QP (or the live one): every byte
         the model knows must be there."""
@@ -704,6 +722,7 @@ class Fuzzer:
             self.forged_answers()
             # The QP the forged answers hit still serves its peer.
             known = self.final_read(same_qp=True)
+            self.too_long_reth()
             line = self.ask("quit")
             bye = self.target_line()
             if not line.startswith("ok"):
