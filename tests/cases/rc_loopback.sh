@@ -1,6 +1,7 @@
 # The RC transport between QPs of one srnic device (loopback, no wire):
 # every opcode with its data checked and every error path (verbs_user rc),
-# one 256 MiB READ with a WRITE behind it (verbs_user bigread), regions
+# one 256 MiB READ with a WRITE behind it and a READ too long for the PSN
+# space at a 256-byte MTU refused (verbs_user bigread), regions
 # paged on demand across munmap/mmap, fork and an unmapped range
 # (verbs_user odp),
 # the port counters moving, ibv_rc_pingpong with sizes below, at and far above the path MTU, with
@@ -33,6 +34,15 @@ done
 # run (no run, RCU read section or softirq copies all of it), the rest from
 # the responder's own work; a WRITE posted behind it completes after it.
 step "verbs_user bigread"
+# The long READ's peer: eth0's link-local address with its last byte
+# XORed with 0x5a (as verbs_user makes it from the GID), a permanent
+# neighbour that nothing answers for.
+link_local=$(ip -6 addr show dev eth0 scope link | awk '/inet6/ { sub("/.*", "", $2); print $2; exit }')
+peer=$(python3 -c 'import ipaddress, sys
+a = bytearray(ipaddress.IPv6Address(sys.argv[1]).packed)
+a[15] ^= 0x5a
+print(ipaddress.IPv6Address(bytes(a)))' "$link_local")
+must ip -6 neigh replace "$peer" lladdr 52:54:00:00:00:99 dev eth0 nud permanent
 must timeout 300 "$SRNIC_TOP/out/progs/verbs_user" srnic0 bigread
 
 # Memory paged on demand: a WRITE lands in the pages mapped at the time,

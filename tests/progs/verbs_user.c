@@ -1500,6 +1500,83 @@ static void events_test(void)
  * pieces, a bounded number per run (the requester's, then the responder's
  * own work): a READ of 256 MiB takes hundreds of runs, and the WRITE
  * posted behind it has its ACK wait behind the last piece. */
+/* A READ whose response needs more PSNs than half the PSN space leaves
+ * minus the send window (2^31 bytes at a 256-byte path MTU) cannot be
+ * told apart from older PSNs: it fails with IBV_WC_LOC_LEN_ERR, the QP
+ * goes to ERR and the READ behind it is flushed, with no packet sent. The
+ * peer is over the wire: this link-local GID with another last byte, whose
+ * MAC follows from it (no neighbour to resolve, and nothing answers
+ * there). The READ lands in an implicit on-demand region, so nothing is
+ * pinned. */
+static long long port_counter(const char *counter);
+
+static void longread_test(void)
+{
+	struct ibv_cq *cq = make_cq(16);
+	struct ibv_qp_init_attr init = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &init);
+
+	if (!qp)
+		FAIL("longread: ibv_create_qp: %s", strerror(errno));
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS))
+		FAIL("longread: modify to INIT: %s", strerror(errno));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_256;
+	a.dest_qp_num = 0x11;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = gid;
+	a.ah_attr.grh.dgid.raw[15] ^= 0x5a;
+	a.ah_attr.grh.sgid_index = gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		FAIL("longread: modify to RTR: %s", strerror(errno));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.max_rd_atomic = 4;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+		FAIL("longread: modify to RTS: %s", strerror(errno));
+	struct ibv_mr *all = ibv_reg_mr(pd, NULL, SIZE_MAX,
+					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+
+	if (!all)
+		FAIL("longread: ibv_reg_mr(NULL, SIZE_MAX) ON_DEMAND: %s", strerror(errno));
+	long long sent = port_counter("sent_packets");
+	struct ibv_sge big = { .addr = 1ull << 32, .length = 1u << 31, .lkey = all->lkey };
+	struct ibv_sge small = { .addr = 1ull << 32, .length = 8, .lkey = all->lkey };
+	struct ibv_send_wr behind = { .wr_id = 2, .sg_list = &small, .num_sge = 1,
+				      .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &big, .num_sge = 1, .next = &behind,
+				  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	wr.wr.rdma.remote_addr = behind.wr.rdma.remote_addr = 0x10000;
+	wr.wr.rdma.rkey = behind.wr.rdma.rkey = 0x1234;
+	if (ibv_post_send(qp, &wr, &bad))
+		FAIL("longread: ibv_post_send: %s", strerror(errno));
+	rc_expect(cq, 1, IBV_WC_LOC_LEN_ERR, IBV_WC_RDMA_READ,
+		  "a READ of 2^31 bytes at a 256-byte MTU over the wire");
+	rc_expect(cq, 2, IBV_WC_WR_FLUSH_ERR, IBV_WC_RDMA_READ, "the READ behind it");
+	CHECK(port_counter("sent_packets") == sent,
+	      "longread: no packet was sent (sent_packets %lld -> %lld)", sent,
+	      port_counter("sent_packets"));
+	ibv_destroy_qp(qp);
+	ibv_dereg_mr(all);
+	ibv_destroy_cq(cq);
+}
+
 static void bigread_test(void)
 {
 	struct rc_side a, b;
@@ -1895,8 +1972,10 @@ int main(int argc, char **argv)
 		rc_data_test();
 		rc_error_test();
 	}
-	else if (!strcmp(argv[2], "bigread"))
+	else if (!strcmp(argv[2], "bigread")) {
 		bigread_test();
+		longread_test();
+	}
 	else if (!strcmp(argv[2], "odp"))
 		odp_test();
 	else if (!strcmp(argv[2], "events"))
