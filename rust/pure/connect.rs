@@ -40,8 +40,15 @@ pub const OFFER_TRIES: u8 = 4;
 /// How long an accepter waits for the CONFIRM or a first frame.
 pub const ACCEPT_TIMEOUT_MS: u64 = 2000;
 /// After a failed or refused attempt, or a connection that broke, the
-/// pair keeps UD this long before it tries again.
+/// pair keeps UD this long before it tries again; twice as long after each
+/// further failure in a row, up to [`MAX_HOLD_DOWN_DOUBLINGS`] times, so a
+/// peer that connects and then never takes a frame holds a transmit queue
+/// a few seconds per ten minutes, not per ten seconds. A connection that
+/// delivers a frame starts the count over.
 pub const HOLD_DOWN_MS: u64 = 10_000;
+/// The longest hold-down is [`HOLD_DOWN_MS`] times two to this (about 10
+/// minutes).
+pub const MAX_HOLD_DOWN_DOUBLINGS: u8 = 6;
 /// Frames over a connection are at most this long (an Ethernet header, a
 /// VLAN tag and the largest MTU of connected mode).
 pub const MAX_CONNECTED_FRAME: u32 = 65520 + 14 + 4;
@@ -295,6 +302,8 @@ pub struct Connection {
     lan: u8,
     /// Whether this side's offer wins over the peer's.
     wins: bool,
+    /// Failures since a connection last delivered a frame.
+    failures: u8,
 }
 
 impl Connection {
@@ -305,7 +314,22 @@ impl Connection {
             max_frame,
             lan,
             wins,
+            failures: 0,
         }
+    }
+
+    /// When the next attempt may start after a failure at `now_ms`; counts
+    /// the failure.
+    fn hold_down(&mut self, now_ms: u64) -> u64 {
+        let doublings = self.failures.min(MAX_HOLD_DOWN_DOUBLINGS);
+        self.failures = self.failures.saturating_add(1);
+        now_ms.saturating_add(HOLD_DOWN_MS << doublings)
+    }
+
+    /// A frame sent over the connection reached the peer: the next
+    /// failure holds the pair down for [`HOLD_DOWN_MS`] again.
+    pub fn delivered(&mut self) {
+        self.failures = 0;
     }
 
     /// Where it stands.
@@ -460,7 +484,7 @@ impl Connection {
                 if msg.your_qpn == qpn =>
             {
                 self.state = State::Idle {
-                    not_before_ms: now_ms.saturating_add(HOLD_DOWN_MS),
+                    not_before_ms: self.hold_down(now_ms),
                 };
                 Action::Destroy(qpn)
             }
@@ -493,7 +517,7 @@ impl Connection {
                 if tries >= OFFER_TRIES {
                     // No answer: an older node, or one gone.
                     self.state = State::Idle {
-                        not_before_ms: now_ms.saturating_add(HOLD_DOWN_MS),
+                        not_before_ms: self.hold_down(now_ms),
                     };
                     return Action::Destroy(qpn);
                 }
@@ -509,7 +533,7 @@ impl Connection {
                 if now_ms.saturating_sub(since_ms) >= ACCEPT_TIMEOUT_MS =>
             {
                 self.state = State::Idle {
-                    not_before_ms: now_ms.saturating_add(HOLD_DOWN_MS),
+                    not_before_ms: self.hold_down(now_ms),
                 };
                 Action::Destroy(qpn)
             }
@@ -522,7 +546,7 @@ impl Connection {
     pub fn fail(&mut self, now_ms: u64) -> Action {
         let qpn = self.qpn();
         self.state = State::Idle {
-            not_before_ms: now_ms.saturating_add(HOLD_DOWN_MS),
+            not_before_ms: self.hold_down(now_ms),
         };
         qpn.map_or(Action::None, Action::Destroy)
     }
@@ -532,6 +556,7 @@ impl Connection {
     pub fn close(&mut self) -> Action {
         let qpn = self.qpn();
         self.state = State::Idle { not_before_ms: 0 };
+        self.failures = 0;
         qpn.map_or(Action::None, Action::Destroy)
     }
 }

@@ -299,3 +299,31 @@ fn the_lower_gid_wins() {
     assert!(!offer_wins(&high, &low));
     assert!(!offer_wins(&low, &low));
 }
+
+#[test]
+fn failures_in_a_row_hold_the_pair_down_longer_until_a_frame_is_delivered() {
+    let mut conn = Connection::new(MAX, 3, true);
+    let not_before = |conn: &Connection| match conn.state() {
+        State::Idle { not_before_ms } => not_before_ms,
+        state => panic!("not idle: {state:?}"),
+    };
+    let mut now = 1_000;
+    for doublings in 0..=MAX_HOLD_DOWN_DOUBLINGS + 2 {
+        assert_eq!(conn.want(now), Action::CreateQp);
+        conn.fail(now);
+        let hold = HOLD_DOWN_MS << doublings.min(MAX_HOLD_DOWN_DOUBLINGS);
+        assert_eq!(not_before(&conn), now + hold, "failure {doublings}");
+        assert_eq!(conn.want(now + hold - 1), Action::None);
+        now += hold;
+    }
+    // A delivered frame starts the count over.
+    conn.delivered();
+    conn.fail(now);
+    assert_eq!(not_before(&conn), now + HOLD_DOWN_MS);
+    // So does leaving connected mode.
+    conn.fail(now);
+    assert_eq!(not_before(&conn), now + 2 * HOLD_DOWN_MS);
+    conn.close();
+    conn.fail(now);
+    assert_eq!(not_before(&conn), now + HOLD_DOWN_MS);
+}

@@ -84,6 +84,9 @@ pub(super) struct RcLink {
     got_frame: AtomicBool,
     /// A work request failed (not flushed): the connection is broken.
     failed: AtomicBool,
+    /// A send completed without error since the ticker last looked: the
+    /// peer takes frames (its hold-down count starts over).
+    delivered: AtomicBool,
     /// The largest frame the peer takes, from its OFFER or ACCEPT.
     peer_max_frame: AtomicU32,
     /// A transmit queue stopped for want of room on it: its send
@@ -232,12 +235,17 @@ impl LanDev {
                     continue;
                 };
                 let gid = entry.peer.gid;
-                let (failed, got_frame) = entry.peer.rc.as_ref().map_or((false, false), |l| {
-                    (
-                        l.failed.load(Ordering::Acquire) || l.stalled(now),
-                        l.got_frame.load(Ordering::Acquire),
-                    )
-                });
+                let (failed, got_frame, delivered) =
+                    entry.peer.rc.as_ref().map_or((false, false, false), |l| {
+                        (
+                            l.failed.load(Ordering::Acquire) || l.stalled(now),
+                            l.got_frame.load(Ordering::Acquire),
+                            l.delivered.swap(false, Ordering::Relaxed),
+                        )
+                    });
+                if delivered {
+                    entry.conn.delivered();
+                }
                 let offered = entry.offered_max_frame;
                 let mut action = if failed {
                     self.count(Stat::CmFailed);
@@ -377,6 +385,7 @@ impl LanDev {
                 ready: AtomicBool::new(false),
                 got_frame: AtomicBool::new(false),
                 failed: AtomicBool::new(false),
+                delivered: AtomicBool::new(false),
                 peer_max_frame: AtomicU32::new(MAX_CONNECTED_FRAME),
                 queue_stopped: AtomicBool::new(false),
                 last_progress_ms: AtomicU64::new(0),
@@ -682,7 +691,9 @@ impl LanDev {
         let flushed = wc.flushed();
         match link.qp.complete(wc) {
             RcCompletion::Sent(ok) => {
-                if !ok && !flushed {
+                if ok {
+                    link.delivered.store(true, Ordering::Relaxed);
+                } else if !flushed {
                     self.link_broke(link);
                 }
                 link.last_progress_ms.store(now_ms(), Ordering::Relaxed);
