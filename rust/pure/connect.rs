@@ -326,8 +326,9 @@ impl Connection {
         now_ms.saturating_add(HOLD_DOWN_MS << doublings)
     }
 
-    /// A frame sent over the connection reached the peer: the next
-    /// failure holds the pair down for [`HOLD_DOWN_MS`] again.
+    /// The connection has delivered frames for a while (the driver
+    /// decides how long proves it): the next failure holds the pair down
+    /// for [`HOLD_DOWN_MS`] again.
     pub fn delivered(&mut self) {
         self.failures = 0;
     }
@@ -414,6 +415,16 @@ impl Connection {
     pub fn receive(&mut self, msg: &ConnectMessage, accepting: bool, now_ms: u64) -> Action {
         match (msg.op, self.state) {
             (Op::Offer, _) if !accepting => Action::Send(self.message(Op::Refuse, 0, 0, msg.qpn)),
+            // Held down after failures in a row: the peer's offers wait
+            // too, or a peer that breaks every connection would get one
+            // per its own hold-down. Not refused: two sides held down
+            // would answer each other's offers and double each other's
+            // hold-down.
+            (Op::Offer, State::Idle { not_before_ms })
+                if self.failures > 1 && now_ms < not_before_ms =>
+            {
+                Action::None
+            }
             (Op::Offer, State::Idle { .. }) => Action::CreateAndAccept {
                 peer_qpn: msg.qpn,
                 peer_psn: msg.psn,

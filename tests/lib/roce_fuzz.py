@@ -689,7 +689,10 @@ class Fuzzer:
         rw_va, _, rw_key = self.regions["rw"]
         raw = bth(0x0C, self.qpn, self.epsn) + struct.pack("!QII", rw_va, rw_key, (1 << 31) + 1)
         self.send(raw)
-        got = self.answers(ANSWER_WAIT, lambda g: any(a["opcode"] == 0x11 for a in g))
+        got = self.answers(5.0, lambda g: any(a["opcode"] == 0x11 for a in g))
+        self.history.append(f"psn {self.epsn:#08x} {raw[:28].hex()} -> "
+                            + " ".join(f"{a['opcode']:#x}/{a['psn']:#x}/{a.get('syndrome', 0):#x}"
+                                       for a in got))
         naks = [a.get("syndrome", 0) for a in got if a["opcode"] == 0x11]
         if naks != [0x61]:
             raise Failure(f"a READ of 2^31 + 1 bytes was answered with AETH syndromes "

@@ -1504,10 +1504,10 @@ static void events_test(void)
  * minus the send window (2^31 bytes at a 256-byte path MTU) cannot be
  * told apart from older PSNs: it fails with IBV_WC_LOC_LEN_ERR, the QP
  * goes to ERR and the READ behind it is flushed, with no packet sent. The
- * peer is over the wire: this link-local GID with another last byte, whose
- * MAC follows from it (no neighbour to resolve, and nothing answers
- * there). The READ lands in an implicit on-demand region, so nothing is
- * pinned. */
+ * peer is over the wire: this link-local GID with another last byte, a
+ * permanent neighbour the test script makes (a RoCEv2 GID is resolved
+ * through the neighbour table; nothing answers there). The READ lands in
+ * an implicit on-demand region, so nothing is pinned. */
 static long long port_counter(const char *counter);
 
 static void longread_test(void)

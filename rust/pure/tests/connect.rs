@@ -316,13 +316,28 @@ fn failures_in_a_row_hold_the_pair_down_longer_until_a_frame_is_delivered() {
         assert_eq!(conn.want(now + hold - 1), Action::None);
         now += hold;
     }
-    // A delivered frame starts the count over.
+    // Held down after failures in a row, the peer's offers wait too.
+    let offer = ConnectMessage {
+        op: Op::Offer,
+        qpn: 7,
+        psn: 1,
+        your_qpn: 0,
+        max_frame: MAX,
+        lan: 3,
+    };
+    assert_eq!(conn.receive(&offer, true, now - 1), Action::None);
+    // A connection that delivered starts the count over.
     conn.delivered();
     conn.fail(now);
     assert_eq!(not_before(&conn), now + HOLD_DOWN_MS);
-    // So does leaving connected mode.
+    // After one failure the peer's offer is taken at once.
+    assert!(matches!(
+        conn.receive(&offer, true, now + 1),
+        Action::CreateAndAccept { .. }
+    ));
     conn.fail(now);
     assert_eq!(not_before(&conn), now + 2 * HOLD_DOWN_MS);
+    // Leaving connected mode starts it over too.
     conn.close();
     conn.fail(now);
     assert_eq!(not_before(&conn), now + HOLD_DOWN_MS);

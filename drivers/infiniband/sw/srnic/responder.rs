@@ -1163,6 +1163,15 @@ fn atomic_write<'a>(
     if state.attrs.qp_access_flags & REMOTE_WRITE == 0 {
         return refuse(qp, state, psn, NakCode::RemoteAccess, upcalls);
     }
+    // The value first: the target is held (interrupts off, for a
+    // fast-registration region) only for the store.
+    let mut value = [0u8; 8];
+    let staging = Extent::Inline(SharedRange::from_mut_slice(&mut value));
+    match payload::copy(guard, source, packet.payload_at, &staging, 0, 8) {
+        Ok(()) => {}
+        Err(CopyError::Absent(fault)) => return wait_for_page(qp, state, psn, fault),
+        Err(_) => return Reply::SourceFault,
+    }
     let target = match atomic_target(qp, guard, reth.rkey, reth.va, REMOTE_WRITE) {
         Ok(target) => target,
         Err(TargetError::Refused(code)) => return refuse(qp, state, psn, code, upcalls),
@@ -1171,14 +1180,8 @@ fn atomic_write<'a>(
     let Some(cell) = atomic_word(&target) else {
         return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
     };
-    let mut value = [0u8; 8];
-    let staging = Extent::Inline(SharedRange::from_mut_slice(&mut value));
-    match payload::copy(guard, source, packet.payload_at, &staging, 0, 8) {
-        Ok(()) => {}
-        Err(CopyError::Absent(fault)) => return wait_for_page(qp, state, psn, fault),
-        Err(_) => return Reply::SourceFault,
-    }
     cell.store(u64::from_ne_bytes(value));
+    drop(target);
     let resp = &mut state.responder;
     resp.psn = psn.next();
     resp.msn = resp.msn.wrapping_add(1);

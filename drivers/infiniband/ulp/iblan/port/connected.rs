@@ -49,6 +49,10 @@ const RX_HEAD: usize = 256;
 /// one for it, for good; a peer that is only slow completes a send well
 /// within this.
 const LINK_STALL_MS: u64 = 5000;
+/// How long a connection delivers frames before its pair's hold-down
+/// count starts over: a peer that takes a frame or two per connection and
+/// then stalls stays held down longer and longer.
+const LINK_PROVEN_MS: u64 = 30_000;
 /// The largest MTU of connected mode, as IPoIB's.
 pub(super) const MTU_MAX_CONNECTED: u32 = 65520;
 
@@ -85,8 +89,11 @@ pub(super) struct RcLink {
     /// A work request failed (not flushed): the connection is broken.
     failed: AtomicBool,
     /// A send completed without error since the ticker last looked: the
-    /// peer takes frames (its hold-down count starts over).
+    /// peer takes frames (after `LINK_PROVEN_MS`, its hold-down count
+    /// starts over).
     delivered: AtomicBool,
+    /// When the connection was made (`now_ms`).
+    made_ms: u64,
     /// The largest frame the peer takes, from its OFFER or ACCEPT.
     peer_max_frame: AtomicU32,
     /// A transmit queue stopped for want of room on it: its send
@@ -235,15 +242,15 @@ impl LanDev {
                     continue;
                 };
                 let gid = entry.peer.gid;
-                let (failed, got_frame, delivered) =
+                let (failed, got_frame, proven) =
                     entry.peer.rc.as_ref().map_or((false, false, false), |l| {
-                        (
-                            l.failed.load(Ordering::Acquire) || l.stalled(now),
-                            l.got_frame.load(Ordering::Acquire),
-                            l.delivered.swap(false, Ordering::Relaxed),
-                        )
+                        let failed = l.failed.load(Ordering::Acquire) || l.stalled(now);
+                        let proven = !failed
+                            && now.saturating_sub(l.made_ms) >= LINK_PROVEN_MS
+                            && l.delivered.swap(false, Ordering::Relaxed);
+                        (failed, l.got_frame.load(Ordering::Acquire), proven)
                     });
-                if delivered {
+                if proven {
                     entry.conn.delivered();
                 }
                 let offered = entry.offered_max_frame;
@@ -386,6 +393,7 @@ impl LanDev {
                 got_frame: AtomicBool::new(false),
                 failed: AtomicBool::new(false),
                 delivered: AtomicBool::new(false),
+                made_ms: now_ms(),
                 peer_max_frame: AtomicU32::new(MAX_CONNECTED_FRAME),
                 queue_stopped: AtomicBool::new(false),
                 last_progress_ms: AtomicU64::new(0),
