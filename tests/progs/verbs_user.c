@@ -787,7 +787,10 @@ struct rc_side {
 	struct ibv_mr *mr;
 };
 
-static void rc_modify(struct ibv_qp *qp, uint32_t dest, int access, int rnr_retry)
+/* Takes `qp` to RTS, connected to QP `dest` at `dgid` over a path MTU of
+ * `mtu`. */
+static void rc_modify_to(struct ibv_qp *qp, uint32_t dest, int access, int rnr_retry,
+			 enum ibv_mtu mtu, const union ibv_gid *dgid)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = access };
@@ -797,13 +800,13 @@ static void rc_modify(struct ibv_qp *qp, uint32_t dest, int access, int rnr_retr
 		FAIL("modify to INIT: %s", strerror(errno));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
+	a.path_mtu = mtu;
 	a.dest_qp_num = dest;
 	a.rq_psn = 0x123456;
 	a.max_dest_rd_atomic = 4;
 	a.min_rnr_timer = 1; /* 10 us */
 	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
+	a.ah_attr.grh.dgid = *dgid;
 	a.ah_attr.grh.sgid_index = gid_index;
 	a.ah_attr.grh.hop_limit = 1;
 	a.ah_attr.port_num = 1;
@@ -820,6 +823,12 @@ static void rc_modify(struct ibv_qp *qp, uint32_t dest, int access, int rnr_retr
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
 		FAIL("modify to RTS: %s", strerror(errno));
+}
+
+/* Takes `qp` to RTS, connected to QP `dest` of this device. */
+static void rc_modify(struct ibv_qp *qp, uint32_t dest, int access, int rnr_retry)
+{
+	rc_modify_to(qp, dest, access, rnr_retry, IBV_MTU_1024, &gid);
 }
 
 /* A side whose receives complete on `recv_cq` (NULL: on its own CQ). */
@@ -1521,34 +1530,10 @@ static void longread_test(void)
 
 	if (!qp)
 		FAIL("longread: ibv_create_qp: %s", strerror(errno));
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	union ibv_gid peer = gid;
 
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			  IBV_QP_ACCESS_FLAGS))
-		FAIL("longread: modify to INIT: %s", strerror(errno));
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_256;
-	a.dest_qp_num = 0x11;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = gid;
-	a.ah_attr.grh.dgid.raw[15] ^= 0x5a;
-	a.ah_attr.grh.sgid_index = gid_index;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		FAIL("longread: modify to RTR: %s", strerror(errno));
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.max_rd_atomic = 4;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
-		FAIL("longread: modify to RTS: %s", strerror(errno));
+	peer.raw[15] ^= 0x5a;
+	rc_modify_to(qp, 0x11, 0, 0, IBV_MTU_256, &peer);
 	struct ibv_mr *all = ibv_reg_mr(pd, NULL, SIZE_MAX,
 					IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
 
