@@ -1114,6 +1114,23 @@ enum TargetError {
     Absent(Fault),
 }
 
+impl TargetError {
+    /// The answer to the request at `psn`: the NAK, or an RNR NAK while
+    /// the page is faulted in.
+    fn answer<'a>(
+        self,
+        qp: &Qp<SrnicDevice>,
+        state: &mut QpInner,
+        psn: Psn,
+        upcalls: &mut Upcalls,
+    ) -> Reply<'a> {
+        match self {
+            Self::Refused(code) => refuse(qp, state, psn, code, upcalls),
+            Self::Absent(fault) => wait_for_page(qp, state, psn, fault),
+        }
+    }
+}
+
 /// The eight bytes at `va` behind `rkey`, if the key grants `access`; see
 /// [`atomic_word`].
 fn atomic_target<'g>(
@@ -1174,8 +1191,7 @@ fn atomic_write<'a>(
     }
     let target = match atomic_target(qp, guard, reth.rkey, reth.va, REMOTE_WRITE) {
         Ok(target) => target,
-        Err(TargetError::Refused(code)) => return refuse(qp, state, psn, code, upcalls),
-        Err(TargetError::Absent(fault)) => return wait_for_page(qp, state, psn, fault),
+        Err(e) => return e.answer(qp, state, psn, upcalls),
     };
     let Some(cell) = atomic_word(&target) else {
         return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
@@ -1290,8 +1306,7 @@ fn atomic<'a>(
     }
     let target = match atomic_target(qp, guard, request.rkey, request.va, REMOTE_ATOMIC) {
         Ok(target) => target,
-        Err(TargetError::Refused(code)) => return refuse(qp, state, psn, code, upcalls),
-        Err(TargetError::Absent(fault)) => return wait_for_page(qp, state, psn, fault),
+        Err(e) => return e.answer(qp, state, psn, upcalls),
     };
     let Some(cell) = atomic_word(&target) else {
         return refuse(qp, state, psn, NakCode::InvalidRequest, upcalls);
