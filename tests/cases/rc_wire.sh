@@ -8,7 +8,8 @@
 # them a burst at a time and sends a refused list again. VM b's eth0 runs
 # fraglist GRO, so it receives srnic's packets as lists merged by the
 # stack. A writer hands the IP stack its packets as lists (one output
-# call for many packets).
+# call for many packets). Behind a slow queue, posts leave their messages
+# to the run the next acknowledgement starts, and none is left behind.
 # vms: 2
 # timeout: 900
 load_srnic
@@ -86,6 +87,29 @@ for test in "ib_write_bw -s 65536 -n 200" "ib_read_bw -s 65536 -n 200" "ib_send_
 		echo "eth0 $(ethtool -k eth0 | grep '^scatter-gather:'); zero_copy_packets $zero_copy"
 	fi
 done
+
+step "ib_send_bw -s 2048 -n 2000 through a 4 Mbit/s queue: posts left to acknowledgements"
+# VM b's packets queue behind netem at 4 Mbit/s, so that more than two
+# acknowledgement intervals are in flight: a post then leaves its message
+# to the requester run the next acknowledgement starts
+# (posts_left_to_answers), and every message must still go out, or
+# perftest waits for its completions until it is killed. The QPs'
+# timeout is 2 s (-u 19), above the queue's delay (128 messages of 2
+# packets, about 0.6 s), so a timeout would mean a message left waiting.
+if [ "$SRNIC_VM" = b ]; then
+	must modprobe sch_netem
+	must tc qdisc replace dev eth0 root netem rate 4mbit
+fi
+left_before=$(counter_of srnic0 posts_left_to_answers) timeouts_before=$(counter_of srnic0 timeouts)
+run_pair perftest timeout 120 ib_send_bw -s 2048 -n 2000 -u 19 -d srnic0 -x 1 -F
+if [ "$SRNIC_VM" = b ]; then
+	must tc qdisc del dev eth0 root
+	left=$(( $(counter_of srnic0 posts_left_to_answers) - left_before ))
+	timeouts=$(( $(counter_of srnic0 timeouts) - timeouts_before ))
+	echo "posts_left_to_answers $left, timeouts $timeouts"
+	[ "$left" -gt 0 ] || fail "no post was left to an acknowledgement with a queue's worth in flight (posts_left_to_answers 0)"
+	[ "$timeouts" = 0 ] || fail "$timeouts retransmission timeouts while posts waited for acknowledgements; expected none (a 2 s timeout, a queue of about 0.6 s)"
+fi
 
 # Memory paged on demand on both sides (--odp): no page is pinned, the
 # transport faults them in as it first needs them (the requester before a

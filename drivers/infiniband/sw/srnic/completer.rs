@@ -499,6 +499,7 @@ pub(crate) fn check_timeout(qp: &Qp<SrnicDevice>) -> bool {
     let this: &SrnicQp = qp;
     let mut upcalls = Upcalls::default();
     let mut resent = false;
+    let mut unsent = false;
     let running = {
         let mut state = this.state.lock();
         // Only RC waits for answers (UC and UD complete once sent).
@@ -510,6 +511,9 @@ pub(crate) fn check_timeout(qp: &Qp<SrnicDevice>) -> bool {
         if quiet {
             false
         } else {
+            // WQEs a post left to an answer (`requester::answer_will_send`)
+            // go out within a tick even if every answer is lost.
+            unsent = state.requester.index != state.sq.producer;
             // Each fruitless resend doubles the wait (a peer that is slow
             // to answer is not made slower by a flood of resends).
             let backoff = state
@@ -568,7 +572,7 @@ pub(crate) fn check_timeout(qp: &Qp<SrnicDevice>) -> bool {
     };
     upcalls.run(qp);
     this.after_upcalls(qp);
-    if resent {
+    if resent || unsent {
         crate::requester::run(qp);
     }
     running

@@ -92,9 +92,13 @@ pub(crate) enum Counter {
     /// Packets built with their payload as page fragments of the sender's
     /// memory (not copied): never for a device without scatter-gather.
     ZeroCopyPackets,
+    /// Posts from user space whose messages were left to the requester run
+    /// an acknowledgement on its way starts (see
+    /// `requester::answer_will_send`).
+    PostsLeftToAnswers,
 }
 
-const COUNT: usize = Counter::ZeroCopyPackets as usize + 1;
+const COUNT: usize = Counter::PostsLeftToAnswers as usize + 1;
 
 const DESCS: [CounterDesc; COUNT] = [
     CounterDesc::new(kernel::c_str!("sent_packets")),
@@ -139,6 +143,7 @@ const DESCS: [CounterDesc; COUNT] = [
     CounterDesc::new(kernel::c_str!("steer_drops")),
     CounterDesc::new(kernel::c_str!("tail_probes")),
     CounterDesc::new(kernel::c_str!("zero_copy_packets")),
+    CounterDesc::new(kernel::c_str!("posts_left_to_answers")),
 ];
 
 /// The names the core shows.

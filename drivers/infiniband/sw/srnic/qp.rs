@@ -647,6 +647,7 @@ impl SrnicQp {
         let this: &SrnicQp = qp;
         let limits = this.limits();
         let mut upcalls = Upcalls::default();
+        let mut left_to_answer = false;
         let result = (|| {
             let mut state = this.state.lock();
             let qp_state = state.attrs.state;
@@ -714,11 +715,16 @@ impl SrnicQp {
                 }
                 sq.producer = geometry.next(index);
             }
+            left_to_answer = crate::requester::answer_will_send(qp, &state);
             Ok(())
         })();
         upcalls.run(qp);
         this.schedule_sweep(qp);
-        crate::requester::run_after_post(qp);
+        if left_to_answer {
+            qp.device().counters.inc(Counter::PostsLeftToAnswers);
+        } else {
+            crate::requester::run_after_post(qp);
+        }
         result
     }
 

@@ -988,6 +988,36 @@ pub(crate) fn run_after_post(qp: &Qp<SrnicDevice>) {
     }
 }
 
+/// Packets unacknowledged from which a user post on the wire leaves its
+/// WQEs to the run that the next acknowledgement starts
+/// ([`answer_will_send`]): two acknowledgement intervals, so that the wire
+/// stays busy with what is in flight until that run.
+const CORK_IN_FLIGHT: i32 = 2 * ACK_EVERY as i32;
+
+/// Whether the WQEs just posted to `qp` may wait for the requester run an
+/// acknowledgement on its way will start (`run_after_answer`, which sees
+/// them under the lock it takes the answer under), rather than go out in
+/// the post's own run. On a paced wire every run ends in a list handed to
+/// the device and its doorbell; a process that posts one message per call
+/// would ring it per message. Only while enough packets are in flight
+/// that an answer is asked for and due: a post to an idle QP, a latency
+/// test's, or one behind a resend or an RNR wait runs at once. Two
+/// answers at least are due (one is asked for every `ACK_EVERY` packets);
+/// should all be lost, the retransmission timer's next tick
+/// (`completer::check_timeout`, which a QP without a timeout has not)
+/// sends these WQEs.
+pub(crate) fn answer_will_send(qp: &Qp<SrnicDevice>, state: &QpInner) -> bool {
+    let req = &state.requester;
+    qp.qp_type() == QpType::Rc
+        && state.attrs.timeout != 0
+        && state.attrs.state == QpState::Rts
+        && state.path().1 == transport::Hop::Wire
+        && req.rnr_until.is_none()
+        && !req.psn.is_before(req.sent_end)
+        && req.acked.is_before(req.asked_end)
+        && req.psn.distance_from(req.acked) >= CORK_IN_FLIGHT
+}
+
 /// Runs the requester after an answer from the wire moved its state (the
 /// window, the read depth, a resend). With bottom halves off (the wire's
 /// softirq) the run is left to the QP's own work, if there is anything
