@@ -512,8 +512,8 @@ pub(crate) fn check_timeout(qp: &Qp<SrnicDevice>) -> bool {
             false
         } else {
             // WQEs a post left to an answer (`requester::answer_will_send`)
-            // go out within a tick even if every answer is lost.
-            unsent = state.requester.index != state.sq.producer;
+            // that no run has looked at since go out now.
+            unsent = state.requester.left_to_answer;
             // Each fruitless resend doubles the wait (a peer that is slow
             // to answer is not made slower by a flood of resends).
             let backoff = state

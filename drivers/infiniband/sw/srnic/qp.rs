@@ -685,6 +685,7 @@ impl SrnicQp {
                 this.fail(qp, &mut state, &mut upcalls);
                 return Ok(());
             }
+            let posted_from = state.sq.producer;
             while state.sq.producer != end {
                 let sq = &mut state.sq;
                 let index = sq.producer;
@@ -715,7 +716,8 @@ impl SrnicQp {
                 }
                 sq.producer = geometry.next(index);
             }
-            left_to_answer = crate::requester::answer_will_send(qp, &state);
+            left_to_answer = state.sq.producer != posted_from
+                && crate::requester::answer_will_send(qp, &mut state);
             Ok(())
         })();
         upcalls.run(qp);

@@ -116,6 +116,10 @@ pub(crate) struct Requester {
     pub(crate) asked_end: Psn,
     /// The tail was probed since the last progress.
     pub(crate) probed: bool,
+    /// A post left WQEs to the run an answer starts
+    /// ([`answer_will_send`]) and no run has looked at the queue since:
+    /// the retransmission timer's tick runs the requester if this stays.
+    pub(crate) left_to_answer: bool,
 }
 
 /// Packets sent and not yet acknowledged, at most. A window is sent per
@@ -227,6 +231,8 @@ pub(crate) fn next_packet<'a>(
 ) -> Next<'a> {
     let this: &'a SrnicQp = qp;
     let mut state = this.state.lock();
+    // This run sees every WQE posted so far.
+    state.requester.left_to_answer = false;
     loop {
         if !may_send(&mut state) {
             return Next::Wait;
@@ -997,25 +1003,29 @@ const CORK_IN_FLIGHT: i32 = 2 * ACK_EVERY as i32;
 /// Whether the WQEs just posted to `qp` may wait for the requester run an
 /// acknowledgement on its way will start (`run_after_answer`, which sees
 /// them under the lock it takes the answer under), rather than go out in
-/// the post's own run. On a paced wire every run ends in a list handed to
-/// the device and its doorbell; a process that posts one message per call
-/// would ring it per message. Only while enough packets are in flight
-/// that an answer is asked for and due: a post to an idle QP, a latency
-/// test's, or one behind a resend or an RNR wait runs at once. Two
-/// answers at least are due (one is asked for every `ACK_EVERY` packets);
-/// should all be lost, the retransmission timer's next tick
-/// (`completer::check_timeout`, which a QP without a timeout has not)
-/// sends these WQEs.
-pub(crate) fn answer_will_send(qp: &Qp<SrnicDevice>, state: &QpInner) -> bool {
+/// the post's own run; if so, notes it for the retransmission timer. On a
+/// paced wire every run ends in a list handed to the device and its
+/// doorbell; a process that posts one message per call would ring it per
+/// message. Only while enough packets are in flight that answers are
+/// asked for: a post to an idle QP, a latency test's, or one behind a
+/// resend or an RNR wait runs at once. An answer may still start no run
+/// (lost, or refused: an ACK that cannot pass a READ whose response was
+/// lost), so the timer's next tick (`completer::check_timeout`, which a
+/// QP without a timeout has not) runs the requester while the note stays.
+pub(crate) fn answer_will_send(qp: &Qp<SrnicDevice>, state: &mut QpInner) -> bool {
     let req = &state.requester;
-    qp.qp_type() == QpType::Rc
+    let left = qp.qp_type() == QpType::Rc
         && state.attrs.timeout != 0
         && state.attrs.state == QpState::Rts
-        && state.path().1 == transport::Hop::Wire
+        && state.peer == transport::Hop::Wire
         && req.rnr_until.is_none()
         && !req.psn.is_before(req.sent_end)
         && req.acked.is_before(req.asked_end)
-        && req.psn.distance_from(req.acked) >= CORK_IN_FLIGHT
+        && req.psn.distance_from(req.acked) >= CORK_IN_FLIGHT;
+    if left {
+        state.requester.left_to_answer = true;
+    }
+    left
 }
 
 /// Runs the requester after an answer from the wire moved its state (the
