@@ -685,39 +685,44 @@ impl SrnicQp {
                 this.fail(qp, &mut state, &mut upcalls);
                 return Ok(());
             }
-            let posted_from = state.sq.producer;
+            let mut posted_bytes = 0u64;
             while state.sq.producer != end {
                 let sq = &mut state.sq;
                 let index = sq.producer;
                 let Some(user) = &sq.user else { break };
-                if let Err(err) =
-                    wqe::fetch_user_send(&this.work, user, index, qp.qp_type(), &limits)
-                {
-                    pr_warn_ratelimited!(
-                        "{}: QP {}: invalid send WQE ({:?})\n",
-                        qp.device().name(),
-                        qp.qp_num(),
-                        err
-                    );
-                    // The bad WQE completes in error, the rest flush.
-                    let wr_id = wqe::send_summary(&this.work, index)
-                        .map(|s| s.wr_id)
-                        .unwrap_or(0);
-                    if index == sq.consumer {
-                        let wc =
-                            qp.completion(wr_id, WcStatus::LocalQpOperationError, WcOpcode::Send);
-                        upcalls.send.merge(SrnicCq::push(qp.send_cq(), &wc, false));
-                        sq.consumer = geometry.next(index);
-                        sq.producer = sq.consumer;
-                        user.set_consumer(sq.consumer);
+                let fetched = wqe::fetch_user_send(&this.work, user, index, qp.qp_type(), &limits);
+                let length = match fetched {
+                    Ok(length) => length,
+                    Err(err) => {
+                        pr_warn_ratelimited!(
+                            "{}: QP {}: invalid send WQE ({:?})\n",
+                            qp.device().name(),
+                            qp.qp_num(),
+                            err
+                        );
+                        // The bad WQE completes in error, the rest flush.
+                        let wr_id = wqe::send_summary(&this.work, index)
+                            .map(|s| s.wr_id)
+                            .unwrap_or(0);
+                        if index == sq.consumer {
+                            let wc = qp.completion(
+                                wr_id,
+                                WcStatus::LocalQpOperationError,
+                                WcOpcode::Send,
+                            );
+                            upcalls.send.merge(SrnicCq::push(qp.send_cq(), &wc, false));
+                            sq.consumer = geometry.next(index);
+                            sq.producer = sq.consumer;
+                            user.set_consumer(sq.consumer);
+                        }
+                        this.fail(qp, &mut state, &mut upcalls);
+                        return Ok(());
                     }
-                    this.fail(qp, &mut state, &mut upcalls);
-                    return Ok(());
-                }
+                };
+                posted_bytes = posted_bytes.saturating_add(u64::from(length));
                 sq.producer = geometry.next(index);
             }
-            left_to_answer = state.sq.producer != posted_from
-                && crate::requester::answer_will_send(qp, &mut state);
+            left_to_answer = crate::requester::answer_will_send(qp, &mut state, posted_bytes);
             Ok(())
         })();
         upcalls.run(qp);

@@ -1000,21 +1000,34 @@ pub(crate) fn run_after_post(qp: &Qp<SrnicDevice>) {
 /// stays busy with what is in flight until that run.
 const CORK_IN_FLIGHT: i32 = 2 * ACK_EVERY as i32;
 
+/// The most bytes a post may add and still leave its messages to an
+/// answer's run ([`answer_will_send`]): a quarter of a list at the
+/// 1024-byte path MTU of a 1500-byte wire.
+const CORK_MAX_POSTED: u64 = 16 * 1024;
+
 /// Whether the WQEs just posted to `qp` may wait for the requester run an
 /// acknowledgement on its way will start (`run_after_answer`, which sees
 /// them under the lock it takes the answer under), rather than go out in
 /// the post's own run; if so, notes it for the retransmission timer. On a
 /// paced wire every run ends in a list handed to the device and its
 /// doorbell; a process that posts one message per call would ring it per
-/// message. Only while enough packets are in flight that answers are
-/// asked for: a post to an idle QP, a latency test's, or one behind a
-/// resend or an RNR wait runs at once. An answer may still start no run
+/// message. Only for short messages (`posted_bytes`, the post's, at most
+/// [`CORK_MAX_POSTED`]: a longer one fills a list of its own, and a SEND
+/// is better copied by a poller itself, see `copies_in_poster`), and only
+/// while enough packets are in flight that answers are asked for: a post
+/// to an idle QP, a latency test's, or one behind a resend or an RNR wait
+/// runs at once. An answer may still start no run
 /// (lost, or refused: an ACK that cannot pass a READ whose response was
 /// lost), so the timer's next tick (`completer::check_timeout`, which a
 /// QP without a timeout has not) runs the requester while the note stays.
-pub(crate) fn answer_will_send(qp: &Qp<SrnicDevice>, state: &mut QpInner) -> bool {
+pub(crate) fn answer_will_send(
+    qp: &Qp<SrnicDevice>,
+    state: &mut QpInner,
+    posted_bytes: u64,
+) -> bool {
     let req = &state.requester;
-    let left = qp.qp_type() == QpType::Rc
+    let left = (1..=CORK_MAX_POSTED).contains(&posted_bytes)
+        && qp.qp_type() == QpType::Rc
         && state.attrs.timeout != 0
         && state.attrs.state == QpState::Rts
         && state.peer == transport::Hop::Wire

@@ -263,14 +263,15 @@ pub fn write_flush_marker(queue: &Queue, index: u32, wr: &SendWr<'_>) -> Result 
 
 /// Moves the user's send WQE in slot `index` of `user` into the same slot
 /// of `work` and validates the copy; the copy is then normalised (lengths
-/// recomputed, transport state cleared) for the requester.
+/// recomputed, transport state cleared) for the requester. Returns the
+/// message's length (the SGEs' sum, or the inline bytes).
 pub fn fetch_user_send(
     work: &Queue,
     user: &Queue,
     index: u32,
     qp_type: QpType,
     limits: &SendLimits,
-) -> core::result::Result<(), WqeError> {
+) -> core::result::Result<u32, WqeError> {
     work.copy_slot(index, user, index)
         .map_err(|_| WqeError::TooManySges)?;
     let mut wqe: bindings::rxe_send_wqe = work.read(index, 0).map_err(|_| WqeError::TooManySges)?;
@@ -371,7 +372,8 @@ pub fn fetch_user_send(
         _ => wqe.iova = 0,
     }
     work.write(index, 0, &wqe)
-        .map_err(|_| WqeError::TooManySges)
+        .map_err(|_| WqeError::TooManySges)?;
+    Ok(total)
 }
 
 /// The most SGEs a WQE may have (the device's `max_sge`).
