@@ -193,6 +193,13 @@ impl LanDev {
     }
 
     pub(super) fn add_peer(&self, a: &Announcement, now: u64) {
+        // Checked before the AH is made: a LAN with more nodes than the
+        // table holds would otherwise make and destroy one for every
+        // announcement of a node that does not fit.
+        if self.peers.lock().is_full() {
+            self.count(Stat::NsTableFull);
+            return;
+        }
         let Ok(ah) = Ah::new(&self.pd, self.port, self.sgid_index, &a.gid, 1) else {
             return;
         };
@@ -211,8 +218,8 @@ impl LanDev {
             want_rc: false,
             offered_max_frame: crate::pure::connect::MAX_CONNECTED_FRAME,
         };
-        // A full table gives the entry back, dropped here (process
-        // context, outside the lock).
+        // A table that filled since the check gives the entry back,
+        // dropped here (process context, outside the lock).
         let inserted = self.peers.lock().insert(entry);
         if inserted.is_ok() {
             self.count(Stat::NsAdded);

@@ -168,6 +168,11 @@ impl PeerTable {
         }
     }
 
+    /// Whether every slot holds a peer.
+    pub(super) fn is_full(&self) -> bool {
+        self.slots.iter().all(Option::is_some)
+    }
+
     /// Adds `entry`; a full table gives it back.
     pub(super) fn insert(&mut self, entry: PeerEntry) -> core::result::Result<(), PeerEntry> {
         match self.slots.iter_mut().find(|s| s.is_none()) {
