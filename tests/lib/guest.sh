@@ -46,8 +46,8 @@ expect_match() {
 }
 
 # Starting a process costs a quarter of a second or more in the test VM
-# (TCG, debug kernel), so the polling helpers below use shell builtins and
-# start one process per round, busybox's static sleep.
+# (TCG, debug kernel), so the polling helpers below use shell builtins
+# and nap without starting one.
 
 # uptime_s: whole seconds since boot.
 uptime_s() {
@@ -76,6 +76,30 @@ listening_cm() {
 	rdma res show cm_id | grep LISTEN | grep -q "src-addr-port $1\|:$1 "
 }
 
+# nap: sleep 0.2 s without starting a process. A script's napper
+# (tests/progs/napper.c) answers each byte on fd 8 with a newline on fd 9
+# 0.2 s later: a VM that polls at a barrier then idles instead of
+# starting a sleep five times a second on the host cores the other VMs
+# work on. Without a napper (fds closed, or it is gone: the read ends
+# with EOF) a nap is a busybox sleep.
+nap() {
+	{ echo >&8 && read -r _ <&9; } 2>/dev/null || {
+		exec 8>&- 9<&-
+		busybox sleep 0.2
+	}
+}
+
+# Start this script's napper, in a subshell so that it is not one of the
+# script's jobs (a bare `wait` would wait for it for good). ASK is opened
+# read-write: with a reader of its own the script's write never raises
+# SIGPIPE, and should napper be gone the read of DONE ends with EOF and
+# the nap falls back. Its output goes nowhere: guest-init waits for the
+# end of the script's.
+if [ -x "$SRNIC_TOP/out/progs/napper" ] && busybox mkfifo /run/nap.ask /run/nap.done 2>/dev/null; then
+	("$SRNIC_TOP/out/progs/napper" /run/nap.ask /run/nap.done < /dev/null > /dev/null 2>&1 &)
+	exec 8<> /run/nap.ask 9< /run/nap.done
+fi
+
 # wait_until SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
 wait_until() {
 	read -r _up _ < /proc/uptime
@@ -84,7 +108,7 @@ wait_until() {
 	until "$@" >/dev/null 2>&1; do
 		read -r _up _ < /proc/uptime
 		[ "${_up%.*}" -lt "$_deadline" ] || return 1
-		busybox sleep 0.2
+		nap
 	done
 }
 

@@ -1,24 +1,41 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * iblan_offer DEVICE PEER_GID PEER_QPN QKEY LAN: sends an iblan connected
- * mode OFFER (rust/pure/connect.rs) from a UD QP of its own to a LAN
- * port's QP, as a node in connected mode would: again every 250 ms, four
- * at most (datagrams may be lost), and waits up to 3 s in all for the
- * answer. Prints "refused" and the offers sent, and exits 0, when a
- * REFUSE naming this QP comes back; fails otherwise. The sending port's GID is its first
- * valid link-local RoCEv2 GID, the one iblan itself sends from, so the
- * receiver knows the sender as its node's iblan peer.
+ * iblan_peer DEVICE PEER_GID PEER_QPN QKEY LAN offer
+ * iblan_peer DEVICE PEER_GID PEER_QPN QKEY LAN announce COUNT FIRST_LID
+ *
+ * Speaks to a LAN port's QP from a UD QP of its own, as another iblan node
+ * would. The sending port's GID is its first valid link-local RoCEv2 GID,
+ * the one iblan itself sends from, so the receiver knows the sender as its
+ * node's iblan peer.
+ *
+ * offer: sends a connected mode OFFER (rust/pure/connect.rs) again every
+ * 250 ms, four at most (datagrams may be lost), and waits up to 3 s in
+ * all for the answer. Prints "refused" and the offers sent, and exits 0,
+ * when a REFUSE naming this QP comes back; fails otherwise.
+ *
+ * announce: sends the announcements (rust/pure/lan.rs) of COUNT nodes
+ * that do not exist, LIDs FIRST_LID on, each with a link-local GID and a
+ * node GUID of its own, 20 ms apart, and prints "announced COUNT" once
+ * all are sent.
+ * Sends to such a GID go nowhere: they are for the receiver's peer table.
  */
 #include <arpa/inet.h>
 #include "progs.h"
 
 #define CONNECT_LEN 24
+#define ANNOUNCE_LEN 48
 #define GRH_LEN 40
 
 static void put32(uint8_t *at, uint32_t value)
 {
 	value = htonl(value);
 	memcpy(at, &value, 4);
+}
+
+static void put16(uint8_t *at, uint16_t value)
+{
+	value = htons(value);
+	memcpy(at, &value, 2);
 }
 
 static uint32_t get32(const uint8_t *at)
@@ -45,6 +62,67 @@ static int link_local_gid(struct ibv_context *ctx)
 	FAIL("no link-local RoCEv2 GID on port 1");
 }
 
+/*
+ * Announces COUNT made-up nodes to PEER_QPN, one at a time through MSG (a
+ * registered buffer of ANNOUNCE_LEN bytes): node i has LID FIRST_LID + i,
+ * QP 0x100 + i, node GUID 0x02990000000000XX and the link-local GID of
+ * MAC 02:99:00:00:XX:XX.
+ */
+static int send_announcements(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr,
+			      struct ibv_ah *ah, uint32_t peer_qpn, uint32_t qkey, int lan,
+			      int count, unsigned long first_lid, uint8_t *msg)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)msg, .length = ANNOUNCE_LEN, .lkey = mr->lkey };
+	struct ibv_send_wr wr = { 0 }, *bad_wr;
+	struct ibv_wc wc;
+	double deadline;
+	int i, n;
+
+	if (first_lid < 1 || first_lid + count - 1 > 0xbfff)
+		FAIL("LIDs %#lx to %#lx are not all unicast LIDs", first_lid, first_lid + count - 1);
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = peer_qpn;
+	wr.wr.ud.remote_qkey = qkey;
+	for (i = 0; i < count; i++) {
+		memset(msg, 0, ANNOUNCE_LEN);
+		memcpy(msg, "IBLN", 4);
+		msg[4] = 1; /* version; no flags */
+		msg[6] = lan;
+		put16(msg + 8, first_lid + i);
+		put32(msg + 10, 0x100 + i);
+		put32(msg + 14, qkey);
+		put32(msg + 18, 0x02990000);
+		put32(msg + 22, i);
+		/* fe80::0099:00ff:fe00:XXXX, from MAC 02:99:00:00:XX:XX. */
+		msg[26] = 0xfe;
+		msg[27] = 0x80;
+		msg[35] = 0x99;
+		msg[37] = 0xff;
+		msg[38] = 0xfe;
+		msg[40] = i >> 8;
+		msg[41] = i;
+		put32(msg + 42, 1);
+		if (ibv_post_send(qp, &wr, &bad_wr))
+			FAIL("ibv_post_send");
+		/* The send queue has one entry: wait for it (3 s at most). */
+		deadline = now() + 3;
+		while ((n = ibv_poll_cq(cq, 1, &wc)) == 0 && now() < deadline)
+			usleep(1000);
+		if (n <= 0 || wc.status != IBV_WC_SUCCESS)
+			FAIL("announcement %d: %s", i,
+			     n < 0 ? "ibv_poll_cq" : n == 0 ? "no completion within 3 s" :
+			     ibv_wc_status_str(wc.status));
+		/* The receiver's name service takes 16 at a time. */
+		usleep(20000);
+	}
+	printf("announced %d\n", count);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device **list;
@@ -56,7 +134,7 @@ int main(int argc, char **argv)
 	struct ibv_send_wr swr = { 0 }, *bad_swr;
 	struct ibv_recv_wr rwr = { 0 }, *bad_rwr;
 	struct ibv_wc wc;
-	static uint8_t buf[GRH_LEN + 64 + CONNECT_LEN];
+	static uint8_t buf[GRH_LEN + 64 + ANNOUNCE_LEN];
 	uint8_t *offer = buf + GRH_LEN + 64;
 	uint32_t peer_qpn, qkey;
 	struct ibv_pd *pd;
@@ -65,10 +143,14 @@ int main(int argc, char **argv)
 	struct ibv_mr *mr;
 	struct ibv_ah *ah;
 	double deadline, next_offer;
-	int i, n, offers = 0, in_flight = 0, lan;
+	int i, n, offers = 0, in_flight = 0, lan, announce;
 
-	if (argc != 6)
-		FAIL("usage: iblan_offer DEVICE PEER_GID PEER_QPN QKEY LAN");
+	if (argc == 7 && !strcmp(argv[6], "offer"))
+		announce = 0;
+	else if (argc == 9 && !strcmp(argv[6], "announce") && atoi(argv[7]) > 0)
+		announce = atoi(argv[7]);
+	else
+		FAIL("usage: iblan_peer DEVICE PEER_GID PEER_QPN QKEY LAN offer|announce COUNT FIRST_LID");
 	peer_qpn = strtoul(argv[3], NULL, 0);
 	qkey = strtoul(argv[4], NULL, 0);
 	lan = atoi(argv[5]);
@@ -114,6 +196,10 @@ int main(int argc, char **argv)
 	ah = ibv_create_ah(pd, &ah_attr);
 	if (!ah)
 		FAIL("ibv_create_ah: %s", strerror(errno));
+
+	if (announce > 0)
+		return send_announcements(qp, cq, mr, ah, peer_qpn, qkey, lan, announce,
+					  strtoul(argv[8], NULL, 0), offer);
 
 	/* The answer lands after the GRH area. */
 	sge.addr = (uintptr_t)buf;
