@@ -62,6 +62,19 @@ static int link_local_gid(struct ibv_context *ctx)
 	FAIL("no link-local RoCEv2 GID on port 1");
 }
 
+/* WR: a signalled SEND of SGE through AH to QPN with QKEY. */
+static void ud_send(struct ibv_send_wr *wr, struct ibv_sge *sge, struct ibv_ah *ah, uint32_t qpn,
+		    uint32_t qkey)
+{
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = IBV_WR_SEND;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->wr.ud.ah = ah;
+	wr->wr.ud.remote_qpn = qpn;
+	wr->wr.ud.remote_qkey = qkey;
+}
+
 /*
  * Announces COUNT made-up nodes to PEER_QPN, one at a time through MSG (a
  * registered buffer of ANNOUNCE_LEN bytes): node i has LID FIRST_LID + i,
@@ -80,13 +93,7 @@ static int send_announcements(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_m
 
 	if (first_lid < 1 || first_lid + count - 1 > 0xbfff)
 		FAIL("LIDs %#lx to %#lx are not all unicast LIDs", first_lid, first_lid + count - 1);
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.ud.ah = ah;
-	wr.wr.ud.remote_qpn = peer_qpn;
-	wr.wr.ud.remote_qkey = qkey;
+	ud_send(&wr, &sge, ah, peer_qpn, qkey);
 	for (i = 0; i < count; i++) {
 		memset(msg, 0, ANNOUNCE_LEN);
 		memcpy(msg, "IBLN", 4);
@@ -223,13 +230,7 @@ int main(int argc, char **argv)
 	struct ibv_sge send_sge = {
 		.addr = (uintptr_t)offer, .length = CONNECT_LEN, .lkey = mr->lkey,
 	};
-	swr.sg_list = &send_sge;
-	swr.num_sge = 1;
-	swr.opcode = IBV_WR_SEND;
-	swr.send_flags = IBV_SEND_SIGNALED;
-	swr.wr.ud.ah = ah;
-	swr.wr.ud.remote_qpn = peer_qpn;
-	swr.wr.ud.remote_qkey = qkey;
+	ud_send(&swr, &send_sge, ah, peer_qpn, qkey);
 	deadline = now() + 3;
 	next_offer = now();
 	while (now() < deadline) {
