@@ -610,6 +610,11 @@ second_lan() {
 connected_mode() {
 	step "$kind: connected mode between a and b, c in datagram mode"
 	refused_before=$(stat cm_offers_refused)
+	# a and b switch together: one in connected mode for long while the
+	# other is not yet offers, is refused, and may offer again across
+	# the other's offer, so that b saw two connections come up (once, with
+	# b ten seconds ahead of a).
+	barrier "$kind.cm-switch" 3
 	case $me in
 	1) must env IP_LIB_DIR="$SRNIC_TOP/out/progs" ip link set iblan0 type iblan mode connected ;;
 	2) must sh -c "echo connected > /sys/class/net/iblan0/mode" ;;
