@@ -358,6 +358,11 @@ bool srnic_mod_delayed_work(struct delayed_work *work, unsigned long delay_ms)
 	return mod_delayed_work(system_wq, work, msecs_to_jiffies(delay_ms));
 }
 
+bool srnic_queue_delayed_work(struct delayed_work *work, unsigned long delay_ms)
+{
+	return queue_delayed_work(system_wq, work, msecs_to_jiffies(delay_ms));
+}
+
 u64 srnic_jiffies_ms(void)
 {
 	return jiffies64_to_msecs(get_jiffies_64());

@@ -66,6 +66,7 @@ int srnic_ulp_ipv6_mc_leave(struct net_device *ndev, const u8 *group);
 
 /* Delayed work on the system workqueue (rust/kapi/work.rs). */
 bool srnic_mod_delayed_work(struct delayed_work *work, unsigned long delay_ms);
+bool srnic_queue_delayed_work(struct delayed_work *work, unsigned long delay_ms);
 u64 srnic_jiffies_ms(void);
 
 /* skbs a ULP transmits (rust/kapi/skb.rs). */

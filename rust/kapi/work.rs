@@ -158,17 +158,32 @@ impl<T: HasDelayedWork> DelayedWork<T> {
     /// Runs the work after `delay_ms` (again: the new delay replaces a
     /// pending one). Before [`Self::init`], does nothing and says so.
     pub fn schedule(&self, delay_ms: u64) -> bool {
+        self.arm(delay_ms, true)
+    }
+
+    /// Runs the work after `delay_ms` unless a run is already pending, which
+    /// keeps its own delay: a periodic re-arm at the end of a run must not
+    /// postpone a run that something asked for during it. Before
+    /// [`Self::init`], does nothing and says so.
+    pub fn schedule_unless_pending(&self, delay_ms: u64) -> bool {
+        self.arm(delay_ms, false)
+    }
+
+    fn arm(&self, delay_ms: u64, replace_pending: bool) -> bool {
         if !self.is_ready() {
             return false;
         }
+        let delay_ms = delay_ms.try_into().unwrap_or(usize::MAX);
+        let raw = self.raw.get();
         // SAFETY: ready, so initialised (type invariant); the owner was pinned at `init` and
         // cancels the work in its `Drop` before it goes (the trait's contract), and nothing
         // schedules from then on (`Drop` holds the only reference).
         unsafe {
-            bindings::srnic_mod_delayed_work(
-                self.raw.get(),
-                delay_ms.try_into().unwrap_or(usize::MAX),
-            )
+            if replace_pending {
+                bindings::srnic_mod_delayed_work(raw, delay_ms)
+            } else {
+                bindings::srnic_queue_delayed_work(raw, delay_ms)
+            }
         };
         true
     }

@@ -244,6 +244,8 @@ pub enum State {
         psn: u32,
         /// The peer's QP.
         peer_qpn: u32,
+        /// The peer's first PSN.
+        peer_psn: u32,
         /// When the ACCEPT went first.
         since_ms: u64,
     },
@@ -253,6 +255,10 @@ pub enum State {
         qpn: u32,
         /// The peer's QP.
         peer_qpn: u32,
+        /// The peer's first PSN: with its QP, what tells a late copy of
+        /// its offer from a new offer of a peer that started over and got
+        /// the same QP number.
+        peer_psn: u32,
         /// The largest frame the peer takes over it.
         peer_max_frame: u32,
     },
@@ -397,7 +403,13 @@ impl Connection {
     }
 
     /// The QP [`Action::CreateAndAccept`] connected: answer the offer.
-    pub fn accepted(&mut self, qpn: u32, psn: u32, peer_qpn: u32, now_ms: u64) -> Action {
+    pub fn accepted(
+        &mut self,
+        qpn: u32,
+        psn: u32,
+        (peer_qpn, peer_psn): (u32, u32),
+        now_ms: u64,
+    ) -> Action {
         if !matches!(self.state, State::Idle { .. }) {
             return Action::Destroy(qpn);
         }
@@ -405,6 +417,7 @@ impl Connection {
             qpn,
             psn,
             peer_qpn,
+            peer_psn,
             since_ms: now_ms,
         };
         Action::Send(self.message(Op::Accept, qpn, psn, peer_qpn))
@@ -437,6 +450,7 @@ impl Connection {
                     qpn,
                     psn,
                     peer_qpn: msg.qpn,
+                    peer_psn: msg.psn,
                     since_ms: now_ms,
                 };
                 Action::ConnectAndSend {
@@ -450,9 +464,23 @@ impl Connection {
             (
                 Op::Offer,
                 State::Accepted {
-                    qpn, psn, peer_qpn, ..
+                    qpn,
+                    psn,
+                    peer_qpn,
+                    peer_psn,
+                    ..
                 },
-            ) if peer_qpn == msg.qpn => Action::Send(self.message(Op::Accept, qpn, psn, peer_qpn)),
+            ) if (peer_qpn, peer_psn) == (msg.qpn, msg.psn) => {
+                Action::Send(self.message(Op::Accept, qpn, psn, peer_qpn))
+            }
+            // A late copy of the offer we are up with (a retry that our
+            // ACCEPT overtook): the connection stands.
+            (
+                Op::Offer,
+                State::Up {
+                    peer_qpn, peer_psn, ..
+                },
+            ) if (peer_qpn, peer_psn) == (msg.qpn, msg.psn) => Action::None,
             // The peer started over (it tore its side down): so do we; its
             // next offer finds this side idle.
             (Op::Offer, State::Accepted { qpn, .. } | State::Up { qpn, .. }) => {
@@ -463,6 +491,7 @@ impl Connection {
                 self.state = State::Up {
                     qpn,
                     peer_qpn: msg.qpn,
+                    peer_psn: msg.psn,
                     peer_max_frame: msg.max_frame,
                 };
                 Action::ConnectAndSend {
@@ -479,12 +508,19 @@ impl Connection {
             {
                 Action::Send(self.message(Op::Confirm, qpn, 0, peer_qpn))
             }
-            (Op::Confirm, State::Accepted { qpn, peer_qpn, .. })
-                if msg.your_qpn == qpn && msg.qpn == peer_qpn =>
-            {
+            (
+                Op::Confirm,
+                State::Accepted {
+                    qpn,
+                    peer_qpn,
+                    peer_psn,
+                    ..
+                },
+            ) if msg.your_qpn == qpn && msg.qpn == peer_qpn => {
                 self.state = State::Up {
                     qpn,
                     peer_qpn,
+                    peer_psn,
                     peer_max_frame: msg.max_frame,
                 };
                 Action::None
@@ -507,10 +543,17 @@ impl Connection {
     /// A frame arrived over this side's QP: on the accepter, the offerer
     /// is up, so this side is too (its CONFIRM may be lost).
     pub fn frame_received(&mut self, peer_max_frame: u32) {
-        if let State::Accepted { qpn, peer_qpn, .. } = self.state {
+        if let State::Accepted {
+            qpn,
+            peer_qpn,
+            peer_psn,
+            ..
+        } = self.state
+        {
             self.state = State::Up {
                 qpn,
                 peer_qpn,
+                peer_psn,
                 peer_max_frame,
             };
         }

@@ -602,23 +602,35 @@ second_lan() {
 }
 
 # connected_mode: a and b put iblan0 in connected mode (a with ip link,
-# b through sysfs), c stays in datagram mode. a's first unicast to b asks
-# for a connection, which comes up on both sides; 60000-byte pings and a
+# b through sysfs), c stays in datagram mode. b goes first, and a, still
+# in datagram mode, refuses b's offer. a's first unicast to b then asks
+# for a connection, which comes up once on both sides; 60000-byte pings and a
 # file over TCP cross it whole (checked by its SHA-256); a's unicast to c
 # gets c's refusal and goes over UD; b going back to datagram mode tells a,
 # whose connection closes, and ping still reaches b over UD.
 connected_mode() {
-	step "$kind: connected mode between a and b, c in datagram mode"
+	step "$kind: connected mode between a and b, b first; c in datagram mode"
 	refused_before=$(stat cm_offers_refused)
-	# a and b switch together: one in connected mode for long while the
-	# other is not yet offers, is refused, and may offer again across
-	# the other's offer, so that b saw two connections come up (once, with
-	# b ten seconds ahead of a).
+	closed_before=$(stat cm_connections_closed)
+	# b switches first and pings a, still in datagram mode: a refuses b's
+	# offer, and the ping goes over UD. Once b has let its offer go, a
+	# switches: one connection comes up, not a second after a working
+	# first was torn down (a late copy of an offer and a postponed tick
+	# once did that here). b's refusal is its first failure, which holds
+	# its own offers back but not a's.
 	barrier "$kind.cm-switch" 3
-	case $me in
-	1) must env IP_LIB_DIR="$SRNIC_TOP/out/progs" ip link set iblan0 type iblan mode connected ;;
-	2) must sh -c "echo connected > /sys/class/net/iblan0/mode" ;;
-	esac
+	if [ "$me" = 2 ]; then
+		must sh -c "echo connected > /sys/class/net/iblan0/mode"
+		must ping -c 1 -W 5 10.1.0.1
+		wait_until 20 sh -c "[ \$(ethtool -S iblan0 | awk '\$1 == \"cm_connections_closed:\" { print \$2 }') -gt $closed_before ]" ||
+			{ ethtool -S iblan0; fail "$kind: b did not let its refused offer go"; }
+	fi
+	if [ "$me" = 1 ]; then
+		wait_until 20 sh -c "[ \$(ethtool -S iblan0 | awk '\$1 == \"cm_offers_refused:\" { print \$2 }') -gt $refused_before ]" ||
+			{ ethtool -S iblan0; fail "$kind: a, in datagram mode, did not refuse b's offer"; }
+	fi
+	barrier "$kind.cm-b-refused" 3
+	[ "$me" != 1 ] || must env IP_LIB_DIR="$SRNIC_TOP/out/progs" ip link set iblan0 type iblan mode connected
 	if [ "$me" != 3 ]; then
 		expect_eq "$(cat /sys/class/net/iblan0/mode)" connected "$kind: iblan0's sysfs mode"
 		expect_eq "$(cat /sys/class/net/iblan0/mtu)" 65520 "$kind: iblan0's MTU in connected mode"
@@ -631,7 +643,8 @@ connected_mode() {
 	1)
 		# The first unicast goes over UD and asks for the connection.
 		must ping -c 1 -W 5 10.1.0.2
-		wait_until 20 sh -c '[ "$(ethtool -S iblan0 | awk "\$1 == \"cm_connections_up:\" { print \$2 }")" -ge 1 ]' ||
+		# Each try pings again: a unicast is what asks for a connection.
+		wait_until 20 sh -c 'ping -c 1 -W 1 10.1.0.2 > /dev/null; [ "$(ethtool -S iblan0 | awk "\$1 == \"cm_connections_up:\" { print \$2 }")" -ge 1 ]' ||
 			{ ethtool -S iblan0; fail "$kind: no connection to b came up"; }
 		must ping -c 3 -W 5 -s 60000 -M do 10.1.0.2
 		[ "$(stat tx_connected_frames)" -ge 3 ] || fail "$kind: the big pings did not go over the connection"
@@ -683,8 +696,14 @@ s.sendall(open("/tmp/cm.bin", "rb").read()); s.close()' || fail "$kind: sending 
 		fi
 	fi
 	barrier "$kind.cm-data" 3
+	if [ "$me" != 3 ]; then
+		# A second one would mean a working first was torn down: the
+		# handshake's counters say which way.
+		up=$(stat cm_connections_up)
+		[ "$up" = 1 ] || ethtool -S iblan0 | grep '^ *cm_'
+		expect_eq "$up" 1 "$kind: connections that came up on node $me"
+	fi
 	if [ "$me" = 2 ]; then
-		expect_eq "$(stat cm_connections_up)" 1 "$kind: connections that came up on b"
 		must sh -c "echo datagram > /sys/class/net/iblan0/mode"
 		expect_eq "$(cat /sys/class/net/iblan0/mtu)" 9000 "$kind: b's MTU back in datagram mode"
 		ethtool -k iblan0 | grep -q '^scatter-gather: off' || fail "$kind: scatter-gather stays on in datagram mode"

@@ -1321,10 +1321,10 @@ fn connect(data: &[u8]) {
                 live.push(next_qpn);
                 conn.offer(next_qpn, 0, now)
             }
-            Action::CreateAndAccept { peer_qpn, .. } => {
+            Action::CreateAndAccept { peer_qpn, peer_psn } => {
                 next_qpn += 1;
                 live.push(next_qpn);
-                conn.accepted(next_qpn, 0, peer_qpn, now)
+                conn.accepted(next_qpn, 0, (peer_qpn, peer_psn), now)
             }
             other => other,
         };

@@ -115,9 +115,9 @@ impl Side {
             }
             Action::Send(msg) => vec![msg],
             Action::ConnectAndSend { then, .. } => vec![then],
-            Action::CreateAndAccept { peer_qpn, .. } => {
+            Action::CreateAndAccept { peer_qpn, peer_psn } => {
                 let qpn = self.new_qp();
-                let next = self.conn.accepted(qpn, 9, peer_qpn, now);
+                let next = self.conn.accepted(qpn, 9, (peer_qpn, peer_psn), now);
                 self.act(next, now)
             }
             Action::Destroy(qpn) => {
@@ -279,6 +279,37 @@ fn a_peer_that_starts_over_is_followed() {
     // b drops its side on the new offer; the retry finds it idle.
     run(&mut a2, &mut b2, (true, false), |_| false, 500);
     assert!(connected(&a2, &b2), "{:?} {:?}", a2.conn, b2.conn);
+}
+
+#[test]
+fn a_late_copy_of_the_offer_leaves_the_connection_standing() {
+    let (mut a, mut b) = (Side::new(true, 100), Side::new(false, 200));
+    run(&mut a, &mut b, (true, false), |_| false, 100);
+    assert!(connected(&a, &b));
+    // a's second offer went out before our ACCEPT reached it, and
+    // arrives after the connection came up on both sides.
+    let late = ConnectMessage {
+        psn: 7,
+        ..offer(a.conn.qpn().expect("a has a QP"))
+    };
+    assert_eq!(b.receive(late, 200), vec![]);
+    assert!(connected(&a, &b), "{:?} {:?}", a.conn, b.conn);
+}
+
+#[test]
+fn a_peer_that_started_over_with_its_old_qp_number_is_followed() {
+    let (mut a, mut b) = (Side::new(true, 100), Side::new(false, 200));
+    run(&mut a, &mut b, (true, false), |_| false, 100);
+    assert!(connected(&a, &b));
+    // a's device was made again and numbered its new QP as the old one,
+    // with another first PSN: b lets the old connection go.
+    let again = ConnectMessage {
+        psn: 8,
+        ..offer(a.conn.qpn().expect("a has a QP"))
+    };
+    assert_eq!(b.receive(again, 200), vec![]);
+    assert_eq!(b.conn.state(), State::Idle { not_before_ms: 0 });
+    assert!(b.live_qps.is_empty());
 }
 
 #[test]

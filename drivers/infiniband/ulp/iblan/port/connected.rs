@@ -214,14 +214,18 @@ impl LanDev {
     }
 
     /// The ticker's part: handshake messages, retries and timeouts, broken
-    /// connections, and connections the transmit path asked for.
-    pub(super) fn run_connections(&self, now: u64) {
+    /// connections, and connections the transmit path asked for. The time
+    /// is read afresh for each message and each peer: making and
+    /// connecting QPs sleeps, and the handshake's timers count from when
+    /// its messages go.
+    pub(super) fn run_connections(&self) {
         loop {
             // Not in the loop's head: the guard would live through the body.
             let next = self.cm_inbox.lock().pop();
             let Some((gid, message)) = next else {
                 break;
             };
+            let now = now_ms();
             let accepting = self.connected_mode();
             let action = self.with_connection(&gid, |entry| {
                 if message.op == Op::Offer {
@@ -231,11 +235,12 @@ impl LanDev {
                 self.step(entry, |conn| conn.receive(&message, accepting, now))
             });
             match action {
-                Some(action) => self.act(&gid, action, now),
+                Some(action) => self.act(&gid, action),
                 None => self.count(Stat::CmUnknownPeer),
             }
         }
         for at in 0..MAX_PEERS {
+            let now = now_ms();
             let step = {
                 let mut peers = self.peers.lock();
                 let Some(entry) = peers.get_mut(at) else {
@@ -275,7 +280,7 @@ impl LanDev {
             };
             let (gid, action) = step;
             if action != Action::None {
-                self.act(&gid, action, now);
+                self.act(&gid, action);
             }
         }
     }
@@ -289,7 +294,7 @@ impl LanDev {
     }
 
     /// Does what the handshake of the peer `gid` asks. Process context.
-    fn act(&self, gid: &[u8; 16], action: Action, now: u64) {
+    fn act(&self, gid: &[u8; 16], action: Action) {
         match action {
             Action::None => {}
             Action::Send(message) => {
@@ -300,16 +305,19 @@ impl LanDev {
             }
             Action::CreateQp => {
                 let Ok(link) = self.new_link(gid) else {
-                    self.fail_connection(gid, now);
+                    self.fail_connection(gid);
                     return;
                 };
                 let (qpn, psn) = (link.qp.qp_num(), link.qp.first_psn());
+                // Making the QP may have slept: the offer's retries count
+                // from when it goes.
+                let now = now_ms();
                 let next = self.publish(gid, link, |conn| conn.offer(qpn, psn, now));
                 if matches!(next, Some(Action::Send(_))) {
                     self.count(Stat::CmOffersSent);
                 }
                 if let Some(next) = next {
-                    self.act(gid, next, now);
+                    self.act(gid, next);
                 }
             }
             Action::CreateAndAccept { peer_qpn, peer_psn } => {
@@ -318,16 +326,20 @@ impl LanDev {
                     Ok(link)
                 });
                 let Ok(link) = link else {
-                    self.fail_connection(gid, now);
+                    self.fail_connection(gid);
                     return;
                 };
                 let (qpn, psn) = (link.qp.qp_num(), link.qp.first_psn());
-                let next = self.publish(gid, link, |conn| conn.accepted(qpn, psn, peer_qpn, now));
+                // Making and connecting the QP may sleep: the wait for
+                // the CONFIRM starts when the ACCEPT goes, not with the run.
+                let now = now_ms();
+                let peer = (peer_qpn, peer_psn);
+                let next = self.publish(gid, link, |conn| conn.accepted(qpn, psn, peer, now));
                 if matches!(next, Some(Action::Send(_))) {
                     self.count(Stat::CmAccepted);
                 }
                 if let Some(next) = next {
-                    self.act(gid, next, now);
+                    self.act(gid, next);
                 }
             }
             Action::ConnectAndSend {
@@ -349,7 +361,7 @@ impl LanDev {
                 };
                 if self.connect_link(&link, peer_qpn, peer_psn).is_err() {
                     drop(link);
-                    self.fail_connection(gid, now);
+                    self.fail_connection(gid);
                     return;
                 }
                 // Closed meanwhile (datagram mode, the peer gone): the
@@ -366,7 +378,8 @@ impl LanDev {
     }
 
     /// A connection attempt or connection with the peer `gid` failed.
-    fn fail_connection(&self, gid: &[u8; 16], now: u64) {
+    fn fail_connection(&self, gid: &[u8; 16]) {
+        let now = now_ms();
         self.count(Stat::CmFailed);
         if let Some(Action::Destroy(qpn)) = self.with_connection(gid, |e| e.conn.fail(now)) {
             self.unpublish(gid, Some(qpn));

@@ -122,14 +122,16 @@ impl LanDev {
         }
         self.age_peers(now);
         self.release_retired();
-        self.run_connections(now);
+        self.run_connections();
         self.settle_lid();
         self.follow_port();
         let last = self.last_announce_ms.load(Ordering::Relaxed);
         if self.announce_soon.swap(false, Ordering::AcqRel) || now >= last + ANNOUNCE_EVERY_MS {
             self.send_announcement(false);
         }
-        self.ticker.schedule(TICK_MS);
+        // A kick during this run (a handshake message, a frame asking for
+        // a connection) stands: the period must not postpone it by a tick.
+        self.ticker.schedule_unless_pending(TICK_MS);
     }
 
     pub(super) fn take_announcement(&self, a: &Announcement, now: u64) {
