@@ -281,33 +281,35 @@ fn a_peer_that_starts_over_is_followed() {
     assert!(connected(&a2, &b2), "{:?} {:?}", a2.conn, b2.conn);
 }
 
-#[test]
-fn a_late_copy_of_the_offer_leaves_the_connection_standing() {
+/// A pair connected on a's offer, and b's answer to another offer of a's
+/// QP number with first PSN `psn` (a's QPs start at PSN 7).
+fn offer_again_once_up(psn: u32) -> (Side, Side, Vec<ConnectMessage>) {
     let (mut a, mut b) = (Side::new(true, 100), Side::new(false, 200));
     run(&mut a, &mut b, (true, false), |_| false, 100);
     assert!(connected(&a, &b));
-    // a's second offer went out before our ACCEPT reached it, and
-    // arrives after the connection came up on both sides.
-    let late = ConnectMessage {
-        psn: 7,
+    let again = ConnectMessage {
+        psn,
         ..offer(a.conn.qpn().expect("a has a QP"))
     };
-    assert_eq!(b.receive(late, 200), vec![]);
+    let answer = b.receive(again, 200);
+    (a, b, answer)
+}
+
+#[test]
+fn a_late_copy_of_the_offer_leaves_the_connection_standing() {
+    // a's second offer went out before our ACCEPT reached it, and
+    // arrives after the connection came up on both sides.
+    let (a, b, answer) = offer_again_once_up(7);
+    assert_eq!(answer, vec![]);
     assert!(connected(&a, &b), "{:?} {:?}", a.conn, b.conn);
 }
 
 #[test]
 fn a_peer_that_started_over_with_its_old_qp_number_is_followed() {
-    let (mut a, mut b) = (Side::new(true, 100), Side::new(false, 200));
-    run(&mut a, &mut b, (true, false), |_| false, 100);
-    assert!(connected(&a, &b));
     // a's device was made again and numbered its new QP as the old one,
     // with another first PSN: b lets the old connection go.
-    let again = ConnectMessage {
-        psn: 8,
-        ..offer(a.conn.qpn().expect("a has a QP"))
-    };
-    assert_eq!(b.receive(again, 200), vec![]);
+    let (_, b, answer) = offer_again_once_up(8);
+    assert_eq!(answer, vec![]);
     assert_eq!(b.conn.state(), State::Idle { not_before_ms: 0 });
     assert!(b.live_qps.is_empty());
 }
