@@ -186,7 +186,7 @@ impl OpcodeInfo {
 
     /// Whether this is the first or a middle packet of a message of
     /// several with payload (a SEND, WRITE or READ response on a
-    /// connection): a bulk transfer, where more of the message follows.
+    /// connection), where more of the message follows.
     pub const fn continues_message(&self) -> bool {
         matches!(self.position, Position::First | Position::Middle)
             && matches!(

@@ -23,6 +23,7 @@ pub mod mtu;
 pub mod outbox;
 pub mod psn;
 pub mod ring;
+pub mod steer;
 pub mod wr;
 
 /// `bytes` split at `at`, or `None` if it is shorter: `split_at_checked`,

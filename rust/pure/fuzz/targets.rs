@@ -21,6 +21,7 @@ use srnic_pure::mtu::{active_mtu_for_netdev, ROCEV2_MAX_OVERHEAD};
 use srnic_pure::outbox::{Answer, Burst, Entry, Outbox, PendingRead, BURST, MAX_READS};
 use srnic_pure::psn::{packets_for, Psn};
 use srnic_pure::ring::RingGeometry;
+use srnic_pure::steer::{may_steer, Runs, TAKEN_HERE};
 use srnic_pure::wr::{self, QpType, SendLimits};
 use srnic_pure::{guid, mcast};
 use std::collections::VecDeque;
@@ -41,6 +42,7 @@ pub const TARGETS: &[(&str, Target, usize)] = &[
     ("lan_reassembly", lan_reassembly, 1024),
     ("fdb", fdb_target, 1024),
     ("connect", connect, 512),
+    ("steer", steer_target, 512),
 ];
 
 fn parse_error_code(e: ParseError) -> u64 {
@@ -1349,5 +1351,54 @@ fn action_code(action: &Action) -> u64 {
         Action::ConnectAndSend { .. } => 3,
         Action::CreateAndAccept { .. } => 4,
         Action::Destroy(_) => 5,
+    }
+}
+
+/// Any run of opcodes, each with a note of whether this side sent a
+/// request: the state follows a model of it, never overflows, survives
+/// the trip through its atomic word, and asks for the note only at the
+/// start or the one packet of a SEND or WRITE.
+fn steer_target(data: &[u8]) {
+    use headers::{Operation, Position};
+    let mut runs = Runs::default();
+    // The model: packets of the peer's request under way, and whether it
+    // answers one of ours.
+    let (mut packets, mut answers) = (0u32, false);
+    for pair in data.chunks(2) {
+        let (opcode, sent) = (pair[0], pair.get(1).is_some_and(|b| b & 1 != 0));
+        let info = headers::opcode_info(opcode);
+        let mut asked = false;
+        let steer = may_steer(info, &mut runs, || {
+            asked = true;
+            sent
+        });
+        assert_eq!(Runs::from_bits(runs.to_bits()), runs);
+        let kind = info.map(|i| (i.operation, i.position));
+        let expected = match kind {
+            Some((Operation::ReadResponse, p)) => matches!(p, Position::First | Position::Middle),
+            Some((Operation::Send | Operation::Write, Position::First)) => {
+                (packets, answers) = (1, sent);
+                !sent
+            }
+            Some((Operation::Send | Operation::Write, Position::Middle)) => {
+                packets += 1;
+                !answers || packets > u32::from(TAKEN_HERE)
+            }
+            Some((Operation::Send | Operation::Write, _)) => {
+                (packets, answers) = (0, false);
+                false
+            }
+            _ => false,
+        };
+        let asks = matches!(
+            kind,
+            Some((
+                Operation::Send | Operation::Write,
+                Position::First | Position::Only
+            ))
+        );
+        assert_eq!(steer, expected, "opcode {opcode:#x}");
+        assert_eq!(asked, asks, "opcode {opcode:#x}");
+        hit(1, u64::from(steer) | u64::from(asked) << 1);
     }
 }

@@ -85,4 +85,5 @@ fuzz_tests!(
     outbox,
     lan_datagram,
     lan_reassembly,
+    steer,
 );

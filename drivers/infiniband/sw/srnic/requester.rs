@@ -246,7 +246,11 @@ pub(crate) fn next_packet<'a>(
         };
         if state.requester.sent == 0 {
             match start_message(qp, &mut state, guard, index, &mut wqe, upcalls) {
-                Start::Send => {}
+                Start::Send => {
+                    if answered_by_a_message(wqe.opcode()) {
+                        this.steered_count.note_request();
+                    }
+                }
                 Start::Done => continue,
                 Start::Wait => return Next::Wait,
             }
@@ -298,6 +302,20 @@ enum Start {
     Done,
     /// Not yet: a fence or the limit of outstanding READs and atomics.
     Wait,
+}
+
+/// Whether the peer's next SEND or WRITE answers a request of this opcode,
+/// as in a ping-pong (`wire::steer`). A READ's or an atomic's answer is
+/// its response.
+fn answered_by_a_message(opcode: u32) -> bool {
+    matches!(
+        opcode,
+        opcode::SEND
+            | opcode::SEND_WITH_IMM
+            | opcode::SEND_WITH_INV
+            | opcode::RDMA_WRITE
+            | opcode::RDMA_WRITE_WITH_IMM
+    )
 }
 
 /// Executes a local operation (invalidate, fast registration, window

@@ -42,10 +42,11 @@ use crate::pure::headers::opcode::RC_FLUSH;
 use crate::pure::headers::{self, pad_for, Transport, BTH_LEN, ICRC_LEN};
 use crate::pure::icrc::{rxe_flush_icrc, Icrc, IcrcError, IPV4_HEADER_LEN, UDP_HEADER_LEN};
 use crate::pure::split_checked;
+use crate::pure::steer::Runs;
 use crate::pure::wr::QpType;
 use crate::qp::SrnicQp;
 use crate::transport::{self, Hop, Packet};
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -1011,10 +1012,21 @@ const STEERED_COUNT_BATCH: i32 = 32;
 pub(crate) type DeviceSteered = ApproximateCount<STEERED_COUNT_BATCH>;
 
 /// One QP's steered packets not yet through, and its share of its
-/// device's count, which it gives back when the QP goes.
+/// device's count, which it gives back when the QP goes; with the two
+/// hints that decide which of its packets are bulk (`pure::steer`).
 pub(crate) struct SteeredCount {
     pending: AtomicU32,
     device: Arc<DeviceSteered>,
+    /// Where the peer's request under way stands (`pure::steer::Runs`).
+    /// A hint, kept without a lock: a QP's packets arriving on two CPUs
+    /// at once may miscount it, which moves only where a packet is taken.
+    /// (Such packets race to the QP's lock whatever is counted here, as
+    /// they always did: the transport puts them in order, or asks for
+    /// them again.)
+    runs: AtomicU32,
+    /// This side's requester sent a request since the peer's last message
+    /// began: the peer's next one answers it.
+    sent_request: AtomicBool,
 }
 
 impl SteeredCount {
@@ -1022,7 +1034,35 @@ impl SteeredCount {
         Self {
             pending: AtomicU32::new(0),
             device: dev.steered.clone(),
+            runs: AtomicU32::new(0),
+            sent_request: AtomicBool::new(false),
         }
+    }
+
+    /// The requester starts a request. Written only when it changes: a
+    /// stream's poster would otherwise write a line the receive path reads
+    /// once per message.
+    pub(crate) fn note_request(&self) {
+        if !self.sent_request.load(Ordering::Relaxed) {
+            self.sent_request.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the packet of `info` may be taken on another CPU, by where
+    /// the peer's message under way stands (`pure::steer::may_steer`).
+    fn may_steer(&self, info: Option<headers::OpcodeInfo>) -> bool {
+        let bits = self.runs.load(Ordering::Relaxed);
+        let mut runs = Runs::from_bits(bits);
+        let sent = || {
+            self.sent_request.load(Ordering::Relaxed)
+                && self.sent_request.swap(false, Ordering::Relaxed)
+        };
+        let steer = crate::pure::steer::may_steer(info, &mut runs, sent);
+        // Written only when it changed: the line is shared with `pending`.
+        if runs.to_bits() != bits {
+            self.runs.store(runs.to_bits(), Ordering::Relaxed);
+        }
+        steer
     }
 
     /// Packets steered and not yet through.
@@ -1056,13 +1096,15 @@ impl Drop for SteeredCount {
 }
 
 /// Hands `skb` to the receive work of the QP it is for, on another CPU,
-/// if it is part of a bulk transfer (a first or middle packet of a
-/// message on a connection), or if packets steered before it are still
-/// waiting, so that it cannot overtake them; gives it back to be taken
-/// here otherwise. Steering lets this CPU (on a veth, the sender's) go on
-/// while another copies the payload into memory and answers; a message of
-/// one packet stays here, where its latency is least. The headers read
-/// here are only a hint: the receive work checks the whole packet.
+/// if it is part of a bulk transfer (a first or middle packet of a message
+/// of several on a connection, but for the first few packets of a SEND or
+/// WRITE that answers one of ours: `pure::steer`), or if packets steered
+/// before it are still waiting, so that it cannot overtake them; gives it
+/// back to be taken here otherwise. Steering lets this CPU (on a veth, the
+/// sender's) go on while another copies the payload into memory and
+/// answers; a one-packet message, and a short answer, is taken here,
+/// where its latency is least, unless packets before it wait. The headers
+/// read here are only a hint: the receive work checks the whole packet.
 fn steer<'g>(
     dev: &Device<SrnicDevice>,
     guard: &'g RcuReadGuard,
@@ -1083,12 +1125,12 @@ fn steer<'g>(
     }
     let this: &SrnicQp = qp;
     let count = &this.steered_count;
+    // Followed for every packet, so that a message's place is known when
+    // its steered packets have drained.
+    let bulk = count.may_steer(headers::opcode_info(bth.opcode));
     let waiting = count.pending() != 0;
-    if !waiting {
-        let bulk = headers::opcode_info(bth.opcode).is_some_and(|info| info.continues_message());
-        if !bulk || !other_cpus_online() {
-            return Some((skb, Some(qp)));
-        }
+    if !waiting && (!bulk || !other_cpus_online()) {
+        return Some((skb, Some(qp)));
     }
     if this.steered.len() >= STEERED_MAX || !count.charge() {
         if !waiting {
