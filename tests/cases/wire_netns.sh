@@ -69,7 +69,8 @@ done
 # receiving side steers to the QP's receive work on the other vCPU. A
 # ping-pong of 4 KiB WRITEs (four packets each) is not steered: each
 # message answers the other side's and is taken whole where it arrives
-# (the rule for streams would steer 3 of every 4 packets, 1200 here).
+# (under the rule for streams all 1600 packets were: the first three of
+# each message, and the last behind them).
 steered_before=$(($(counter_of srnic0 steered_packets) + $(counter_of srnic1 steered_packets)))
 naks_before=$(($(counter_of srnic0 sequence_naks_sent) + $(counter_of srnic1 sequence_naks_sent)))
 for run in "$b4 $a4 ib_send_bw -c UC -s 4096 -n 200" "$b6 $a6 ib_write_bw -c UC -s 65536 -n 200" \
