@@ -104,9 +104,10 @@ for run in "$b4 $a4 ib_send_bw -c UC -s 4096 -n 200" "$b6 $a6 ib_write_bw -c UC 
 	cat /tmp/client.out
 	case $test in
 	ib_write_lat*)
-		# The first message of each side finds no request of its own
-		# before it: a stream's, 3 packets; a few more may queue
-		# behind those.
+		# The client writes first, so the server's first incoming
+		# message finds no request of its own and is a stream's (its 3
+		# first packets, and the last behind them); every later one
+		# answers.
 		run_steered=$(($(counter_of srnic0 steered_packets) + $(counter_of srnic1 steered_packets) - run_steered_before))
 		echo "$test: $run_steered packets steered"
 		[ "$run_steered" -lt 100 ] ||
