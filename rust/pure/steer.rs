@@ -56,9 +56,7 @@ pub fn may_steer(
     };
     match info.operation {
         Operation::Send | Operation::Write => {}
-        Operation::ReadResponse => {
-            return matches!(info.position, Position::First | Position::Middle)
-        }
+        Operation::ReadResponse => return info.continues_message(),
         _ => return false,
     }
     match info.position {
