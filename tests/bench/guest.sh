@@ -387,6 +387,10 @@ perftest_args() {
 	args+=(-F -p "$port" -n "$(iters "$test" "$size" "$qps")")
 	[ "$test" = atomic_bw ] || args+=(-s "$size")
 	[ "$qps" -le 1 ] || args+=(-q "$qps")
+	# The table takes perftest's average, never its peak, which perftest
+	# works out after the run (up to 20000 iterations) in time quadratic
+	# in them: seconds of a TCG vCPU per row, in the profile's window too.
+	case $test in *_bw*) args+=(-N) ;; esac
 }
 
 # parse TEST SIZE FILE: the figure of perftest's result line. Latency:
