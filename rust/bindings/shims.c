@@ -517,14 +517,24 @@ void srnic_qp_work_exit(int cpu)
 	atomic_dec(per_cpu_ptr(&srnic_qp_works_running, cpu));
 }
 
-/* Whether handing QP qpn's work over from here would gain no CPU: it
- * would run on this one, or on one that runs a QP's work already (a
- * hint: it may change at once). */
-bool srnic_qp_work_cpu_busy(u32 qpn)
+/* Whether a process here should copy QP qpn's large packet itself: the
+ * QP is this CPU's own, so its work would have to take another CPU, and
+ * that CPU runs a QP's work already (a hint: it may change at once). A
+ * QP whose own CPU is another one is always handed there, busy or not:
+ * the QPs of one process then divide between the poster's CPU and the
+ * others by their numbers, rather than the poster copying for every QP
+ * but the one the other CPU happens to run. */
+bool srnic_qp_copy_in_poster(u32 qpn)
 {
-	int cpu = srnic_qp_work_cpu(qpn);
+	int home = srnic_qp_home_cpu(qpn);
+	int cpu;
 
-	return cpu == WORK_CPU_UNBOUND || cpu == raw_smp_processor_id() ||
+	if (home == WORK_CPU_UNBOUND)
+		return true;
+	if (home != raw_smp_processor_id())
+		return false;
+	cpu = srnic_next_online_cpu(home);
+	return cpu == home ||
 	       atomic_read(per_cpu_ptr(&srnic_qp_works_running, cpu)) > 0;
 }
 

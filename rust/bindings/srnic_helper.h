@@ -179,7 +179,7 @@ void srnic_init_delayed_work(struct delayed_work *dwork, work_func_t fn);
 bool srnic_schedule_delayed_work(struct delayed_work *dwork, unsigned int msecs);
 struct delayed_work *srnic_to_delayed_work(struct work_struct *work);
 void srnic_qp_work_soon(struct delayed_work *dwork, u32 qpn);
-bool srnic_qp_work_cpu_busy(u32 qpn);
+bool srnic_qp_copy_in_poster(u32 qpn);
 int srnic_qp_work_enter(void);
 void srnic_qp_work_exit(int cpu);
 bool srnic_qp_work_after(struct delayed_work *dwork, u32 qpn, unsigned int msecs);

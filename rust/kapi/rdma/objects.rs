@@ -362,7 +362,7 @@ impl<T: Driver> Qp<T> {
     /// Called only by the kernel for the timer, work item or page walk of an
     /// object of this device that it was set up for.
     unsafe extern "C" fn work_cb(work: *mut bindings::work_struct) {
-        // Counted while it runs, for `work_cpu_busy`.
+        // Counted while it runs, for `copy_in_poster`.
         // SAFETY: no precondition: adds one to this CPU's count.
         let cpu = unsafe { bindings::srnic_qp_work_enter() };
         // SAFETY: only a QP's work item runs this; it is the `work` field of
@@ -390,13 +390,16 @@ impl<T: Driver> Qp<T> {
         unsafe { bindings::srnic_qp_work_soon(self.work.get(), self.qp_num()) };
     }
 
-    /// Whether [`Qp::run_work_soon`] called here would gain no CPU: the
-    /// work would run on this CPU, or on one that runs a QP's work
-    /// already. A hint, which may be out of date at once.
-    pub fn work_cpu_busy(&self) -> bool {
+    /// Whether a process here had better do the QP's copying itself than
+    /// hand it to [`Qp::run_work_soon`]: this CPU is the QP's own, so the
+    /// work would take another CPU, and that one runs a QP's work already.
+    /// A QP whose own CPU is another one is handed there, busy or not, so
+    /// that a process's QPs divide between the CPUs by their numbers. A
+    /// hint, which may be out of date at once.
+    pub fn copy_in_poster(&self) -> bool {
         // SAFETY: no precondition: reads the CPU masks and the per-CPU
         // counts of running QP works only.
-        unsafe { bindings::srnic_qp_work_cpu_busy(self.qp_num()) }
+        unsafe { bindings::srnic_qp_copy_in_poster(self.qp_num()) }
     }
 
     /// Runs [`Driver::qp_work`] on the QP's own CPU after `msecs`

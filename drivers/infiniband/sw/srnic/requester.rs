@@ -891,7 +891,8 @@ const POST_BUDGET: Budget = Budget {
 /// call, in which a SEND it polls for (`copies_in_poster`) is copied whole
 /// up to 4 MiB, rather than handing the rest of a large one to the QP's
 /// work, which would compete with the poller again; so is any large
-/// packet when the CPU its work would take is busy with another QP's.
+/// packet of a QP whose own CPU is the poster's when the CPU its work
+/// would take is busy with another QP's (`Qp::copy_in_poster`).
 const DOORBELL_BUDGET: Budget = Budget {
     bytes: 4 * 1024 * 1024,
     copies_if_work_busy: true,
@@ -933,10 +934,11 @@ fn run_within(qp: &Qp<SrnicDevice>, mut budget: Budget) {
             let packet = match next {
                 Next::Send(packet) => packet,
                 Next::Wait => break,
-                Next::LeaveToWork if budget.copies_if_work_busy && qp.work_cpu_busy() => {
-                    // Handing the packet over would gain no CPU (the QPs
-                    // of one process then copy on both CPUs, the poster's
-                    // and the work's): the process copies it itself.
+                Next::LeaveToWork if budget.copies_if_work_busy && qp.copy_in_poster() => {
+                    // The QP is this CPU's, and handing the packet over
+                    // would gain no CPU: the process copies it itself. The
+                    // QPs of one process then copy on both CPUs, this
+                    // one's here and the others' in their works.
                     budget.copies_if_work_busy = false;
                     budget.packet_bytes = u32::MAX;
                     budget.packets += 1;
