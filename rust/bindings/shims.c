@@ -517,13 +517,14 @@ void srnic_qp_work_exit(int cpu)
 	atomic_dec(per_cpu_ptr(&srnic_qp_works_running, cpu));
 }
 
-/* Whether a process here should copy QP qpn's large packet itself: the
- * QP is this CPU's own, so its work would have to take another CPU, and
- * that CPU runs a QP's work already (a hint: it may change at once). A
- * QP whose own CPU is another one is always handed there, busy or not:
- * the QPs of one process then divide between the poster's CPU and the
- * others by their numbers, rather than the poster copying for every QP
- * but the one the other CPU happens to run. */
+/* Whether a process (task context, not a worker) here should copy QP
+ * qpn's large packet itself: the QP is this CPU's own, so its work would
+ * have to take another CPU, and that CPU runs a QP's work already, or
+ * there is none, or the QP's CPU has gone offline (a hint: it may change
+ * at once). A QP whose own CPU is another one is always handed there,
+ * busy or not: the QPs of one process then divide between the poster's
+ * CPU and the others by their numbers, rather than the poster copying
+ * for every QP but the one the other CPU happens to run. */
 bool srnic_qp_copy_in_poster(u32 qpn)
 {
 	int home = srnic_qp_home_cpu(qpn);

@@ -856,7 +856,8 @@ pub(crate) struct Budget {
     /// The largest payload one packet of this run may carry.
     pub(crate) packet_bytes: u32,
     /// A process's own system call: a packet over `packet_bytes` is
-    /// copied here after all if handing it over would gain no CPU.
+    /// copied here after all if the QP is this CPU's own and the CPU its
+    /// work would take is busy (`Qp::copy_in_poster`).
     copies_if_work_busy: bool,
 }
 
