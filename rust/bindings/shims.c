@@ -461,43 +461,48 @@ struct delayed_work *srnic_to_delayed_work(struct work_struct *work)
 	return to_delayed_work(work);
 }
 
-/*
- * The CPU of QP number qpn: QPs spread over the online CPUs. One that has
- * gone offline since it was picked leaves the choice to the workqueue.
- */
-static int srnic_qp_home_cpu(u32 qpn)
+/* Which CPU takes a QP's work is decided in Rust (pure/placement.rs);
+ * these queue it there. cpu is a CPU number or WORK_CPU_UNBOUND. */
+void srnic_mod_delayed_work_on(int cpu, struct delayed_work *dwork)
 {
-	int cpu = cpumask_local_spread(qpn % num_online_cpus(), NUMA_NO_NODE);
-
-	return cpu_online(cpu) ? cpu : WORK_CPU_UNBOUND;
+	mod_delayed_work_on(cpu, system_wq, dwork, 0);
 }
 
-/* The online CPU after @cpu, or @cpu if it is the only one. */
-static int srnic_next_online_cpu(int cpu)
+bool srnic_queue_delayed_work_on(int cpu, struct delayed_work *dwork, unsigned int msecs)
 {
-	int next = cpumask_next(cpu, cpu_online_mask);
-
-	if (next >= nr_cpu_ids)
-		next = cpumask_first(cpu_online_mask);
-	return next < nr_cpu_ids ? next : cpu;
+	return queue_delayed_work_on(cpu, system_wq, dwork, msecs_to_jiffies(msecs));
 }
 
-/* Where srnic_qp_work_soon() runs QP qpn's work if called here: a
- * process that hands its QP's sending over goes on polling where it is,
- * so if that is the QP's CPU, the work takes another. */
-static int srnic_qp_work_cpu(u32 qpn)
+bool srnic_queue_highpri_work_on(int cpu, struct work_struct *work)
 {
-	int cpu = srnic_qp_home_cpu(qpn);
-
-	if (in_task() && !(current->flags & PF_WQ_WORKER) &&
-	    cpu == raw_smp_processor_id())
-		cpu = srnic_next_online_cpu(cpu);
-	return cpu;
+	return queue_work_on(cpu, system_highpri_wq, work);
 }
 
-void srnic_qp_work_soon(struct delayed_work *dwork, u32 qpn)
+int srnic_work_cpu_unbound(void)
 {
-	mod_delayed_work_on(srnic_qp_work_cpu(qpn), system_wq, dwork, 0);
+	return WORK_CPU_UNBOUND;
+}
+
+bool srnic_cpu_online(unsigned int cpu)
+{
+	return cpu < nr_cpu_ids && cpu_online(cpu);
+}
+
+/* The first online CPU after @cpu, nr_cpu_ids or above if none. */
+unsigned int srnic_next_online_cpu_after(unsigned int cpu)
+{
+	return cpumask_next(cpu, cpu_online_mask);
+}
+
+unsigned int srnic_first_online_cpu(void)
+{
+	return cpumask_first(cpu_online_mask);
+}
+
+/* A process's own context: task context, and not a workqueue worker. */
+bool srnic_in_process(void)
+{
+	return in_task() && !(current->flags & PF_WQ_WORKER);
 }
 
 /* QP works running on each CPU, so that a process about to hand a copy
@@ -517,32 +522,11 @@ void srnic_qp_work_exit(int cpu)
 	atomic_dec(per_cpu_ptr(&srnic_qp_works_running, cpu));
 }
 
-/* Whether a process (task context, not a worker) here should copy QP
- * qpn's large packet itself: the QP is this CPU's own, so its work would
- * have to take another CPU, and that CPU runs a QP's work already, or
- * there is none, or the QP's CPU has gone offline (a hint: it may change
- * at once). A QP whose own CPU is another one is always handed there,
- * busy or not: the QPs of one process then divide between the poster's
- * CPU and the others by their numbers, rather than the poster copying
- * for every QP but the one the other CPU happens to run. */
-bool srnic_qp_copy_in_poster(u32 qpn)
+int srnic_qp_works_running_on(unsigned int cpu)
 {
-	int home = srnic_qp_home_cpu(qpn);
-	int cpu;
-
-	if (home == WORK_CPU_UNBOUND)
-		return true;
-	if (home != raw_smp_processor_id())
-		return false;
-	cpu = srnic_next_online_cpu(home);
-	return cpu == home ||
-	       atomic_read(per_cpu_ptr(&srnic_qp_works_running, cpu)) > 0;
-}
-
-bool srnic_qp_work_after(struct delayed_work *dwork, u32 qpn, unsigned int msecs)
-{
-	return queue_delayed_work_on(srnic_qp_home_cpu(qpn), system_wq, dwork,
-				     msecs_to_jiffies(msecs));
+	if (cpu >= nr_cpu_ids)
+		return 0;
+	return atomic_read(per_cpu_ptr(&srnic_qp_works_running, cpu));
 }
 
 void srnic_init_work(struct work_struct *work, work_func_t fn)
@@ -560,24 +544,6 @@ bool srnic_other_cpus_online(void)
 	return num_online_cpus() > 1;
 }
 
-/*
- * Queues a QP's receive work on a CPU other than this one: the QP's own
- * CPU, or, if that is this one, the next online CPU. Received bulk is
- * copied there while this CPU goes on with what it was doing (often the
- * sending side of the same transfer). High priority: it is the
- * receive path's work, which would otherwise run in a softirq.
- */
-void srnic_qp_receive_work(struct work_struct *work, u32 qpn)
-{
-	int this_cpu = raw_smp_processor_id();
-	int cpu = srnic_qp_home_cpu(qpn);
-
-	if (cpu == this_cpu || cpu == WORK_CPU_UNBOUND)
-		cpu = srnic_next_online_cpu(this_cpu);
-	if (cpu >= nr_cpu_ids || !cpu_online(cpu))
-		cpu = WORK_CPU_UNBOUND;
-	queue_work_on(cpu, system_highpri_wq, work);
-}
 
 bool srnic_irqs_disabled(void)
 {
@@ -1115,6 +1081,20 @@ void srnic_init_csd(call_single_data_t *csd, void (*fn)(void *), void *info)
 int srnic_this_cpu(void)
 {
 	return smp_processor_id();
+}
+
+/* This CPU's number, which may be stale at once: for hints and for slots
+ * whose owner checks itself. */
+int srnic_raw_this_cpu(void)
+{
+	return raw_smp_processor_id();
+}
+
+/* The running task, or NULL when not in task context (an interrupt's
+ * `current` is the task it interrupted). */
+void *srnic_task_here(void)
+{
+	return in_task() ? current : NULL;
 }
 
 void srnic_preempt_disable(void)

@@ -20,6 +20,7 @@
 // unused, as a library's users do), and an unused private item is an error.
 #![allow(unreachable_pub)]
 
+pub mod cpu;
 pub mod crc;
 pub mod debugfs;
 pub mod ether;

@@ -21,6 +21,7 @@ pub mod lan;
 pub mod mcast;
 pub mod mtu;
 pub mod outbox;
+pub mod placement;
 pub mod psn;
 pub mod ring;
 pub mod steer;

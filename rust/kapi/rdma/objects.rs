@@ -12,7 +12,9 @@ use super::table::{Listable, Listing};
 use super::umem::KernelMemory;
 use super::verbs::{WcOpcode, WcStatus, WorkCompletion};
 use crate::bindings;
+use crate::kapi::cpu;
 use crate::kapi::irq::IrqEvent;
+use crate::pure::placement;
 use crate::pure::wr::QpType;
 use core::ops::Deref;
 use kernel::alloc::KVec;
@@ -350,11 +352,25 @@ impl<T: Driver> Qp<T> {
     /// Runs [`Driver::qp_receive_work`] soon on a CPU other than this one
     /// (the QP's own, or the next online CPU if that is this one); a run
     /// already pending serves.
+    /// High priority: it is the receive path's work, which would
+    /// otherwise run in a softirq.
     pub fn run_receive_work_elsewhere(&self) {
+        let target = placement::receive_cpu(
+            cpu::home_of(self.qp_num()),
+            cpu::this_cpu_hint(),
+            cpu::next_online,
+            cpu::is_online,
+        );
         // SAFETY: initialised at creation, cancelled before the data
         // drops; as for `run_work_soon`, a `&Qp` exists only while the QP
-        // may still be found.
-        unsafe { bindings::srnic_qp_receive_work(self.receive_work.get(), self.qp_num()) };
+        // may still be found. A CPU that went offline since it was picked
+        // is no harm: the workqueue runs an offline CPU's works elsewhere.
+        unsafe {
+            bindings::srnic_queue_highpri_work_on(
+                cpu::for_workqueue(target),
+                self.receive_work.get(),
+            )
+        };
     }
 
     /// # Safety
@@ -364,7 +380,7 @@ impl<T: Driver> Qp<T> {
     unsafe extern "C" fn work_cb(work: *mut bindings::work_struct) {
         // Counted while it runs, for `copy_in_poster`.
         // SAFETY: no precondition: adds one to this CPU's count.
-        let cpu = unsafe { bindings::srnic_qp_work_enter() };
+        let entered_on = unsafe { bindings::srnic_qp_work_enter() };
         // SAFETY: only a QP's work item runs this; it is the `work` field of
         // a `Qp<T>` whose data lives until the work is cancelled.
         unsafe {
@@ -374,7 +390,7 @@ impl<T: Driver> Qp<T> {
             T::qp_work(qp);
         }
         // SAFETY: takes back the one added above, from the CPU it went to.
-        unsafe { bindings::srnic_qp_work_exit(cpu) };
+        unsafe { bindings::srnic_qp_work_exit(entered_on) };
     }
 
     /// Runs [`Driver::qp_work`] as soon as possible on the QP's own CPU
@@ -386,8 +402,14 @@ impl<T: Driver> Qp<T> {
         // A `&Qp` reaches the driver only from the core's calls and from
         // the driver's own lookups, which `Driver::destroy_qp` ends before
         // the work is cancelled.
+        let target = placement::work_cpu(
+            cpu::home_of(self.qp_num()),
+            cpu::this_cpu_hint(),
+            cpu::in_process(),
+            cpu::next_online,
+        );
         // SAFETY: initialised at creation, cancelled before the data drops.
-        unsafe { bindings::srnic_qp_work_soon(self.work.get(), self.qp_num()) };
+        unsafe { bindings::srnic_mod_delayed_work_on(cpu::for_workqueue(target), self.work.get()) };
     }
 
     /// Whether a process here had better do the QP's copying itself than
@@ -397,16 +419,22 @@ impl<T: Driver> Qp<T> {
     /// that a process's QPs divide between the CPUs by their numbers. A
     /// hint, which may be out of date at once.
     pub fn copy_in_poster(&self) -> bool {
-        // SAFETY: no precondition: reads the CPU masks and the per-CPU
-        // counts of running QP works only.
-        unsafe { bindings::srnic_qp_copy_in_poster(self.qp_num()) }
+        placement::copy_in_poster(
+            cpu::home_of(self.qp_num()),
+            cpu::this_cpu_hint(),
+            cpu::next_online,
+            // SAFETY: no precondition: reads a per-CPU count; any number
+            // is accepted.
+            |cpu| unsafe { bindings::srnic_qp_works_running_on(cpu) } > 0,
+        )
     }
 
     /// Runs [`Driver::qp_work`] on the QP's own CPU after `msecs`
     /// milliseconds, unless a run is already pending.
     pub fn run_work_after(&self, msecs: u32) {
+        let target = cpu::for_workqueue(cpu::home_of(self.qp_num()));
         // SAFETY: as in `run_work_soon`.
-        unsafe { bindings::srnic_qp_work_after(self.work.get(), self.qp_num(), msecs) };
+        unsafe { bindings::srnic_queue_delayed_work_on(target, self.work.get(), msecs) };
     }
 
     /// The QP's transport type.

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The CPUs as work placement sees them (`pure::placement` decides): a
+//! moment's view of the online mask, which may change at once. Callers
+//! use it for hints and give the workqueue any CPU that may have gone.
+
+use crate::bindings;
+
+/// The online CPU after `cpu`, wrapping around; `cpu` itself if it is the
+/// only one.
+pub fn next_online(cpu: u32) -> u32 {
+    // SAFETY: no preconditions: reads the online mask.
+    let cpus = unsafe { bindings::srnic_nr_cpu_ids() };
+    // SAFETY: as above; any value is accepted.
+    let next = unsafe { bindings::srnic_next_online_cpu_after(cpu) };
+    if next < cpus {
+        return next;
+    }
+    // SAFETY: as above.
+    let first = unsafe { bindings::srnic_first_online_cpu() };
+    if first < cpus {
+        first
+    } else {
+        cpu
+    }
+}
+
+/// Whether `cpu` is online now.
+pub fn is_online(cpu: u32) -> bool {
+    // SAFETY: no preconditions: out-of-range numbers read as offline.
+    unsafe { bindings::srnic_cpu_online(cpu) }
+}
+
+/// The CPU this code runs on, which may change at once unless preemption
+/// is off: a hint.
+pub fn this_cpu_hint() -> u32 {
+    // SAFETY: no preconditions.
+    unsafe { bindings::srnic_raw_this_cpu() as u32 }
+}
+
+/// Whether this is a process's own context: a task, not an interrupt, a
+/// softirq or a workqueue's worker.
+pub fn in_process() -> bool {
+    // SAFETY: no preconditions: reads the preempt count and task flags.
+    unsafe { bindings::srnic_in_process() }
+}
+
+/// The CPU that object number `number` (a QP's) calls its own: objects
+/// spread over the online CPUs as the kernel spreads a device's queues.
+/// `None` if it is offline by now.
+pub fn home_of(number: u32) -> Option<u32> {
+    // SAFETY: no preconditions.
+    let online = unsafe { bindings::srnic_num_online_cpus() };
+    let index = number.checked_rem(online).unwrap_or(0);
+    // SAFETY: no preconditions; -1 is NUMA_NO_NODE.
+    let cpu = unsafe { bindings::cpumask_local_spread(index, -1) };
+    is_online(cpu).then_some(cpu)
+}
+
+/// The workqueue's CPU argument for `cpu`: `None` lets it choose.
+pub fn for_workqueue(cpu: Option<u32>) -> i32 {
+    match cpu.and_then(|cpu| i32::try_from(cpu).ok()) {
+        Some(cpu) => cpu,
+        // SAFETY: no preconditions: a constant.
+        None => unsafe { bindings::srnic_work_cpu_unbound() },
+    }
+}
