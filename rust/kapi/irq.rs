@@ -12,12 +12,21 @@
 //! handler delivers the queued events. An event queued while the vector is
 //! already raised rides on that interrupt (coalescing). With `threadirqs`
 //! the handler runs in the IRQ's thread, whose priority `chrt` sets.
+//!
+//! A task that produces completions in a bounded run (a QP's work copying
+//! a batch of messages) may hold the interrupts it would raise until the
+//! run ends ([`SoftVectors::hold_raises`]), as an RNIC's interrupt
+//! moderation does: a consumer waiting for events then wakes once per run,
+//! not once per message, and a vector on another CPU costs one IPI per
+//! run.
 
 use crate::bindings;
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::ptr::null_mut;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 use kernel::ffi::{c_int, c_uint};
 use kernel::prelude::*;
 use kernel::str::{CStr, CString};
@@ -69,6 +78,37 @@ pub fn remove() -> Result {
     // cleared now.
     unsafe { bindings::srnic_cpuhp_remove_multi_state(state) };
     Ok(())
+}
+
+/// The interrupts a task's raises owe, sent when it drops
+/// ([`SoftVectors::hold_raises`]). Not `Send`: the hold names the task
+/// that made it.
+#[must_use = "raises are held only until the guard drops"]
+pub struct HeldRaises<'a> {
+    set: &'a SoftVectors,
+    /// The CPU whose holder slot this guard filled, if it did.
+    slot: Option<usize>,
+    _this_task: core::marker::PhantomData<*mut ()>,
+}
+
+impl Drop for HeldRaises<'_> {
+    fn drop(&mut self) {
+        let Some(cpu) = self.slot else {
+            return;
+        };
+        if let Some(holder) = self.set.inner.holders.get(cpu) {
+            holder.task.store(null_mut(), Ordering::Release);
+        }
+        // Every interrupt owed, this task's and any other holder's:
+        // cheaper than tracking whose. Read before the swap, so that a
+        // vector nobody owes stays a shared cache line; this task always
+        // reads its own stores.
+        for vector in self.set.inner.vectors.iter() {
+            if vector.owed.load(Ordering::Relaxed) && vector.owed.swap(false, Ordering::AcqRel) {
+                vector.kick();
+            }
+        }
+    }
 }
 
 /// Something a vector delivers: a node the raiser links into the vector's
@@ -123,10 +163,15 @@ struct Vector {
     calls_in_flight: AtomicU32,
     /// Events raised and not yet delivered.
     queue: Opaque<bindings::llist_head>,
+    /// A holder of raises ([`HeldRaises`]) queued the first of the events
+    /// now queued and owes the interrupt; its drop (or any holder's) sends
+    /// it.
+    owed: AtomicBool,
     requested: AtomicBool,
     /// Events delivered.
     delivered: AtomicU64,
-    /// Events that found the vector already raised and rode along.
+    /// Events that found the vector already raised, or its interrupt
+    /// owed by a holder, and rode along.
     coalesced: AtomicU64,
     /// Handler runs begun and ended. The IRQ core runs one handler of an
     /// IRQ at a time, so when `ended` reaches a value `begun` had, every
@@ -145,7 +190,8 @@ impl Vector {
     fn interrupt(&self, cpu: c_int) -> bool {
         self.calls_in_flight.fetch_add(1, Ordering::AcqRel);
         // SAFETY: the call is initialised (`SoftVectors`' type invariant).
-        // Only the raiser that found the queue empty sends it, and a call
+        // Only the raiser that found the queue empty sends it (or the one
+        // that took over the interrupt a holder owed), and a call
         // still pending (-EBUSY) is one whose run takes the new event too.
         let ret = unsafe { bindings::smp_call_function_single_async(cpu, self.call.get()) };
         if ret == 0 {
@@ -157,6 +203,23 @@ impl Vector {
             return true;
         }
         false
+    }
+
+    /// Has the vector's CPU handle its queue: an IPI, or a self-interrupt
+    /// when that is this CPU (or it cannot be interrupted). Any context.
+    fn kick(&self) {
+        // With preemption off no CPU can go offline between reading the
+        // affinity and interrupting it.
+        // SAFETY: balanced below; the IRQ is mapped while the vector exists
+        // (`SoftVectors`' type invariant), and so is its work.
+        unsafe {
+            bindings::srnic_preempt_disable();
+            let cpu = bindings::srnic_irq_effective_cpu(self.irq);
+            if cpu == bindings::srnic_this_cpu() || !self.interrupt(cpu) {
+                bindings::irq_work_queue(self.work.get());
+            }
+            bindings::srnic_preempt_enable();
+        }
     }
 
     /// Waits until no interrupt of the vector is raised or handled.
@@ -200,6 +263,17 @@ struct Inner {
     fwnode: *mut bindings::fwnode_handle,
     domain: *mut bindings::irq_domain,
     vectors: KVec<Pin<KBox<Vector>>>,
+    /// By CPU number: who holds raises there ([`SoftVectors::hold_raises`]).
+    holders: KVec<Holder>,
+}
+
+/// A CPU's holder of raises, on a cache line of its own: each CPU's is
+/// written on every hold.
+#[repr(align(64))]
+struct Holder {
+    /// The task whose raises on the CPU are held, or null. Compared,
+    /// never followed.
+    task: AtomicPtr<c_void>,
 }
 
 // SAFETY: the raw pointers are the set's own domain objects, used only to
@@ -435,6 +509,7 @@ impl SoftVectors {
                     fwnode: null_mut(),
                     domain: null_mut(),
                     vectors: KVec::new(),
+                    holders: KVec::new(),
                 },
             }),
             GFP_KERNEL,
@@ -456,6 +531,17 @@ impl SoftVectors {
             return Err(ENOMEM);
         }
         inner.vectors.reserve(count as usize, GFP_KERNEL)?;
+        // SAFETY: no preconditions.
+        let cpus = unsafe { bindings::srnic_nr_cpu_ids() };
+        inner.holders.reserve(cpus as usize, GFP_KERNEL)?;
+        for _ in 0..cpus {
+            inner.holders.push(
+                Holder {
+                    task: AtomicPtr::new(null_mut()),
+                },
+                GFP_KERNEL,
+            )?;
+        }
         for index in 0..count {
             // SAFETY: `index` is below the domain's size.
             let irq = unsafe {
@@ -475,6 +561,7 @@ impl SoftVectors {
                         call: Opaque::uninit(),
                         calls_in_flight: AtomicU32::new(0),
                         queue: Opaque::new(bindings::llist_head::default()),
+                        owed: AtomicBool::new(false),
                         requested: AtomicBool::new(false),
                         delivered: AtomicU64::new(0),
                         coalesced: AtomicU64::new(0),
@@ -575,33 +662,88 @@ impl SoftVectors {
         // been clear, is on no queue; the queue is a valid llist head.
         let was_empty = unsafe { bindings::srnic_llist_add(event.node.get(), vector.queue.get()) };
         if !was_empty {
-            // The vector is raised already; its handler takes this too.
+            // The vector is raised already (or owed by a holder); its
+            // handler takes this too.
             vector.coalesced.fetch_add(1, Ordering::Relaxed);
+            // Someone not holding does not wait for a holder's run to
+            // end (a holder preempted by this raiser would keep its event
+            // until it runs again): it sends the interrupt owed, once.
+            if vector.owed.load(Ordering::Relaxed)
+                && !self.held_here()
+                && vector.owed.swap(false, Ordering::AcqRel)
+            {
+                vector.kick();
+            }
             return;
         }
-        // With preemption off no CPU can go offline between reading the
-        // affinity and interrupting it.
-        // SAFETY: balanced below; the IRQ is mapped while the set exists
-        // (type invariant).
-        unsafe {
-            bindings::srnic_preempt_disable();
-            let cpu = bindings::srnic_irq_effective_cpu(vector.irq);
-            if cpu == bindings::srnic_this_cpu() || !vector.interrupt(cpu) {
-                bindings::irq_work_queue(vector.work.get());
-            }
-            bindings::srnic_preempt_enable();
+        if self.held_here() {
+            // Sent when the holder's run ends; raises until then, from
+            // any CPU, find the queue taken and ride along.
+            vector.owed.store(true, Ordering::Release);
+            return;
+        }
+        vector.kick();
+    }
+
+    /// Whether the caller is a task whose raises on this CPU are held.
+    fn held_here(&self) -> bool {
+        // SAFETY: no preconditions; null outside task context, so that an
+        // interrupt never defers its raise to the task it interrupted.
+        let task = unsafe { bindings::srnic_task_here() };
+        if task.is_null() {
+            return false;
+        }
+        // A task that moves to another CPU right after this read still
+        // finds its own slot: it is the one that set it.
+        // SAFETY: no preconditions.
+        let cpu = unsafe { bindings::srnic_raw_this_cpu() };
+        self.inner
+            .holders
+            .get(cpu as usize)
+            .is_some_and(|holder| holder.task.load(Ordering::Relaxed) == task)
+    }
+
+    /// Holds the interrupts that this task's raises on this CPU would send
+    /// until the guard drops, which sends each one once. Events still
+    /// reach their queues at once; a raise by anyone not holding sends an
+    /// owed interrupt at once, and other holders' raises ride along, so
+    /// every event is delivered after the drop at the latest. Hold only
+    /// across a run of bounded length that never waits for an event's
+    /// delivery, nor for a lock whose holder may: [`Self::quiesce`], which
+    /// a CQ's destruction calls, may wait for the drop. A CPU held by
+    /// another task, or a hold within a hold on the same CPU, holds
+    /// nothing.
+    pub fn hold_raises(&self) -> HeldRaises<'_> {
+        // SAFETY: no preconditions.
+        let task = unsafe { bindings::srnic_task_here() };
+        // SAFETY: no preconditions.
+        let cpu = unsafe { bindings::srnic_raw_this_cpu() } as usize;
+        let slot = match self.inner.holders.get(cpu) {
+            Some(holder) if !task.is_null() => holder
+                .task
+                .compare_exchange(null_mut(), task, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+                .then_some(cpu),
+            _ => None,
+        };
+        HeldRaises {
+            set: self,
+            slot,
+            _this_task: core::marker::PhantomData,
         }
     }
 
     /// Waits until `event`, raised on vector `index`, is neither queued
     /// nor being delivered. The caller ensures nothing raises it again.
-    /// Sleeps; other events of the vector do not hold it up.
+    /// Sleeps; other events of the vector do not hold it up, but a
+    /// holder's run that owes the vector's interrupt does, until it ends.
     pub fn quiesce(&self, index: u32, event: &IrqEvent) {
         let Some(vector) = self.inner.vectors.get(index as usize) else {
             return;
         };
-        // Queued events are delivered soon: their interrupt is raised or
-        // about to be.
+        // Queued events are delivered soon: their interrupt is raised, or
+        // about to be, or owed by a holder whose bounded run is about to
+        // end.
         while event.queued.load(Ordering::SeqCst) {
             // SAFETY: process context.
             unsafe { bindings::msleep(1) };

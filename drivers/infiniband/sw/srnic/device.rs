@@ -523,6 +523,12 @@ impl Driver for SrnicDevice {
     /// QP's own CPU.
     fn qp_work(qp: &Qp<Self>) {
         SrnicQp::run_fault(qp);
+        // The completion events of the rest go out once, at its end: a
+        // consumer that waits for them wakes once per work (a few runs of
+        // up to a MiB each, `requester::RUN_BUDGET`), not once per
+        // message. A page fault resolved above may sleep for long; nothing
+        // is held across it.
+        let _held = qp.device().comp_vectors().hold_raises();
         crate::outbox::run(qp);
         let waiting = crate::requester::kick_waiting(qp);
         let timing = crate::completer::check_timeout(qp);

@@ -1008,7 +1008,12 @@ pub(crate) fn run_after_post(qp: &Qp<SrnicDevice>) {
     if crate::kapi::sync::irqs_disabled() {
         let this: &SrnicQp = qp;
         this.requester_to_work(qp);
-    } else if qp.is_user() {
+        return;
+    }
+    // Completion events of messages delivered on this node within the
+    // post go out once, when it returns.
+    let _held = qp.device().comp_vectors().hold_raises();
+    if qp.is_user() {
         run_within(qp, DOORBELL_BUDGET);
     } else {
         run_within(qp, POST_BUDGET);

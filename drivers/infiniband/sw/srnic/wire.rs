@@ -1153,6 +1153,9 @@ pub(crate) fn receive_steered(qp: &Qp<SrnicDevice>) {
     let this: &SrnicQp = qp;
     let dev = qp.device();
     let mut taken = 0u32;
+    // Completion events go out once per batch (see `STEERED_BATCH`), whose
+    // packets may each start a requester's run (an answer's).
+    let mut held = dev.comp_vectors().hold_raises();
     while let Some(skb) = this.steered.pop() {
         {
             let guard = RcuReadGuard::new();
@@ -1167,8 +1170,11 @@ pub(crate) fn receive_steered(qp: &Qp<SrnicDevice>) {
         taken = taken.wrapping_add(1);
         if taken % STEERED_BATCH == 0 {
             // A backlog of up to `STEERED_MAX` takes a while; others on
-            // this CPU get their turn between batches.
+            // this CPU get their turn between batches, and the batch's
+            // events go out first.
+            drop(held);
             cond_resched();
+            held = dev.comp_vectors().hold_raises();
         }
     }
 }
