@@ -491,6 +491,8 @@ bool srnic_cpu_online(unsigned int cpu)
 /* The first online CPU after @cpu, nr_cpu_ids or above if none. */
 unsigned int srnic_next_online_cpu_after(unsigned int cpu)
 {
+	if (cpu >= nr_cpu_ids)
+		return nr_cpu_ids;
 	return cpumask_next(cpu, cpu_online_mask);
 }
 
@@ -524,7 +526,7 @@ void srnic_qp_work_exit(int cpu)
 
 int srnic_qp_works_running_on(unsigned int cpu)
 {
-	if (cpu >= nr_cpu_ids)
+	if (cpu >= nr_cpu_ids || !cpu_possible(cpu))
 		return 0;
 	return atomic_read(per_cpu_ptr(&srnic_qp_works_running, cpu));
 }
@@ -543,7 +545,6 @@ bool srnic_other_cpus_online(void)
 {
 	return num_online_cpus() > 1;
 }
-
 
 bool srnic_irqs_disabled(void)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The CPUs as work placement sees them (`pure::placement` decides): a
+//! The CPUs as a QP's works see them (`pure::qp_cpu` decides): a
 //! moment's view of the online mask, which may change at once. Callers
 //! use it for hints and give the workqueue any CPU that may have gone.
 
@@ -9,14 +9,15 @@ use crate::bindings;
 /// The online CPU after `cpu`, wrapping around; `cpu` itself if it is the
 /// only one.
 pub fn next_online(cpu: u32) -> u32 {
-    // SAFETY: no preconditions: reads the online mask.
+    // SAFETY: no preconditions: reads `nr_cpu_ids`.
     let cpus = unsafe { bindings::srnic_nr_cpu_ids() };
-    // SAFETY: as above; any value is accepted.
+    // SAFETY: no preconditions: reads the online mask; a number at or
+    // above `nr_cpu_ids` reads as "none after it".
     let next = unsafe { bindings::srnic_next_online_cpu_after(cpu) };
     if next < cpus {
         return next;
     }
-    // SAFETY: as above.
+    // SAFETY: no preconditions: reads the online mask.
     let first = unsafe { bindings::srnic_first_online_cpu() };
     if first < cpus {
         first
@@ -57,7 +58,8 @@ pub fn home_of(number: u32) -> Option<u32> {
     is_online(cpu).then_some(cpu)
 }
 
-/// The workqueue's CPU argument for `cpu`: `None` lets it choose.
+/// The workqueue's CPU argument for `cpu`: `None` lets it choose (for the
+/// kernel's per-CPU system queues, the queuing CPU).
 pub fn for_workqueue(cpu: Option<u32>) -> i32 {
     match cpu.and_then(|cpu| i32::try_from(cpu).ok()) {
         Some(cpu) => cpu,

@@ -14,7 +14,7 @@ use super::verbs::{WcOpcode, WcStatus, WorkCompletion};
 use crate::bindings;
 use crate::kapi::cpu;
 use crate::kapi::irq::IrqEvent;
-use crate::pure::placement;
+use crate::pure::qp_cpu;
 use crate::pure::wr::QpType;
 use core::ops::Deref;
 use kernel::alloc::KVec;
@@ -350,12 +350,12 @@ impl<T: Driver> Qp<T> {
     }
 
     /// Runs [`Driver::qp_receive_work`] soon on a CPU other than this one
-    /// (the QP's own, or the next online CPU if that is this one); a run
-    /// already pending serves.
-    /// High priority: it is the receive path's work, which would
+    /// (the QP's own, or the next online CPU if that is this one or
+    /// offline; this one if no other is online); a run already pending
+    /// serves. High priority: it is the receive path's work, which would
     /// otherwise run in a softirq.
     pub fn run_receive_work_elsewhere(&self) {
-        let target = placement::receive_cpu(
+        let target = qp_cpu::receive_cpu(
             cpu::home_of(self.qp_num()),
             cpu::this_cpu_hint(),
             cpu::next_online,
@@ -399,15 +399,15 @@ impl<T: Driver> Qp<T> {
     /// the QP's CPU, it runs on the next online CPU instead: the process
     /// goes on (polling, often) where it is.
     pub fn run_work_soon(&self) {
-        // A `&Qp` reaches the driver only from the core's calls and from
-        // the driver's own lookups, which `Driver::destroy_qp` ends before
-        // the work is cancelled.
-        let target = placement::work_cpu(
+        let target = qp_cpu::work_cpu(
             cpu::home_of(self.qp_num()),
             cpu::this_cpu_hint(),
             cpu::in_process(),
             cpu::next_online,
         );
+        // A `&Qp` reaches the driver only from the core's calls and from
+        // the driver's own lookups, which `Driver::destroy_qp` ends before
+        // the work is cancelled.
         // SAFETY: initialised at creation, cancelled before the data drops.
         unsafe { bindings::srnic_mod_delayed_work_on(cpu::for_workqueue(target), self.work.get()) };
     }
@@ -416,16 +416,19 @@ impl<T: Driver> Qp<T> {
     /// hand it to [`Qp::run_work_soon`]: this CPU is the QP's own, so the
     /// work would take another CPU, and that one runs a QP's work already.
     /// A QP whose own CPU is another one is handed there, busy or not, so
-    /// that a process's QPs divide between the CPUs by their numbers. A
-    /// hint, which may be out of date at once.
+    /// that a process's QPs divide between the CPUs by their numbers.
+    /// Also true with no other CPU online, or the QP's CPU offline
+    /// (`pure::qp_cpu::copy_in_poster`). A hint, which may be out of date
+    /// at once.
     pub fn copy_in_poster(&self) -> bool {
-        placement::copy_in_poster(
+        qp_cpu::copy_in_poster(
             cpu::home_of(self.qp_num()),
             cpu::this_cpu_hint(),
             cpu::next_online,
-            // SAFETY: no precondition: reads a per-CPU count; any number
-            // is accepted.
-            |cpu| unsafe { bindings::srnic_qp_works_running_on(cpu) } > 0,
+            // SAFETY: no precondition: reads a per-CPU count; `next` is
+            // `next_online`'s, and the shim reads 0 for a number that is
+            // no possible CPU.
+            |next| unsafe { bindings::srnic_qp_works_running_on(next) } > 0,
         )
     }
 

@@ -2,7 +2,7 @@
 
 //! Which CPU does a QP's work, and when a poster copies itself.
 
-use srnic_pure::placement::{copy_in_poster, receive_cpu, work_cpu};
+use srnic_pure::qp_cpu::{copy_in_poster, receive_cpu, work_cpu};
 
 /// `next_online` over CPUs 0..count, all online.
 fn ring_of(count: u32) -> impl Fn(u32) -> u32 {
@@ -48,6 +48,9 @@ fn receive_work_goes_beside_this_cpu() {
     assert_eq!(receive_cpu(Some(2), 0, &next, online), Some(2));
     assert_eq!(receive_cpu(Some(0), 0, &next, online), Some(1));
     assert_eq!(receive_cpu(None, 3, &next, online), Some(0));
-    // The next CPU went offline in between: any CPU.
+    // The CPU chosen went offline in between: the workqueue's choice.
     assert_eq!(receive_cpu(Some(0), 0, &next, |cpu| cpu != 1), None);
+    assert_eq!(receive_cpu(Some(2), 0, &next, |cpu| cpu != 2), None);
+    // One CPU: it takes the work too.
+    assert_eq!(receive_cpu(Some(0), 0, ring_of(1), online), Some(0));
 }

@@ -6,8 +6,9 @@
 //! it, so a handover from the QP's home CPU goes to the next CPU; a poster
 //! that would gain no CPU by handing a large packet over copies it itself.
 //!
-//! CPUs are numbers; `None` is "any CPU", the workqueue's own choice, for
-//! a QP whose home has gone offline. `next_online` gives the online CPU
+//! CPUs are numbers; `None` leaves the choice to the workqueue (for the
+//! kernel's per-CPU system queues, the queuing CPU), for a QP whose home
+//! has gone offline. `next_online` gives the online CPU
 //! after a CPU, wrapping around, or that CPU itself if it is the only one:
 //! the caller's view of the CPU masks, asked only when needed.
 
@@ -51,8 +52,9 @@ pub fn copy_in_poster(
 
 /// Where a QP's receive work goes, from `this` CPU: the QP's home, or, if
 /// that is this CPU (or offline), the next online CPU, so that received
-/// bulk is copied beside what this CPU goes on with. `None` (any CPU) when
-/// that is no longer online either.
+/// bulk is copied beside what this CPU goes on with (with one CPU, on
+/// it). `None`, the workqueue's choice, when the CPU chosen is no longer
+/// online.
 pub fn receive_cpu(
     home: Option<u32>,
     this: u32,
