@@ -46,15 +46,24 @@ pub fn in_process() -> bool {
     unsafe { bindings::srnic_in_process() }
 }
 
-/// The CPU that object number `number` (a QP's) calls its own: objects
-/// spread over the online CPUs as the kernel spreads a device's queues.
-/// `None` if it is offline by now.
-pub fn home_of(number: u32) -> Option<u32> {
+/// The number of online CPUs.
+pub fn online_count() -> u32 {
     // SAFETY: no preconditions.
-    let online = unsafe { bindings::srnic_num_online_cpus() };
-    let index = number.checked_rem(online).unwrap_or(0);
+    unsafe { bindings::srnic_num_online_cpus() }
+}
+
+/// The CPU of queue `index` of a device, spread as the kernel spreads a
+/// device's queues over the CPUs.
+pub fn spread(index: u32) -> u32 {
     // SAFETY: no preconditions; -1 is NUMA_NO_NODE.
-    let cpu = unsafe { bindings::cpumask_local_spread(index, -1) };
+    unsafe { bindings::cpumask_local_spread(index, -1) }
+}
+
+/// The CPU that object number `number` (a QP's) calls its own: objects
+/// spread over the online CPUs as a device's queues do. `None` if it is
+/// offline by now.
+pub fn home_of(number: u32) -> Option<u32> {
+    let cpu = spread(number.checked_rem(online_count()).unwrap_or(0));
     is_online(cpu).then_some(cpu)
 }
 

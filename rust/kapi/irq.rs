@@ -189,10 +189,10 @@ impl Vector {
     /// (no such CPU online), so the caller handles it on its own CPU.
     fn interrupt(&self, cpu: c_int) -> bool {
         self.calls_in_flight.fetch_add(1, Ordering::AcqRel);
+        // Only the raiser that found the queue empty, or the one that took
+        // over a holder's owed interrupt, sends the call; one still pending
+        // (-EBUSY) is one whose run takes the new event too.
         // SAFETY: the call is initialised (`SoftVectors`' type invariant).
-        // Only the raiser that found the queue empty sends it (or the one
-        // that took over the interrupt a holder owed), and a call
-        // still pending (-EBUSY) is one whose run takes the new event too.
         let ret = unsafe { bindings::smp_call_function_single_async(cpu, self.call.get()) };
         if ret == 0 {
             return true;
@@ -484,17 +484,9 @@ unsafe extern "C" fn cpu_online_cb(cpu: c_uint, node: *mut bindings::hlist_node)
     0
 }
 
-/// Vector `index` of `count`, on the CPUs spread as the kernel spreads a
-/// device's queues.
-fn home_cpu(index: u32) -> c_uint {
-    // SAFETY: no preconditions; -1 is NUMA_NO_NODE.
-    unsafe { bindings::cpumask_local_spread(index, -1) }
-}
-
 /// The number of online CPUs: the default number of vectors.
 pub fn online_cpus() -> u32 {
-    // SAFETY: no preconditions.
-    unsafe { bindings::srnic_num_online_cpus() }
+    crate::kapi::cpu::online_count()
 }
 
 impl SoftVectors {
@@ -617,7 +609,7 @@ impl SoftVectors {
             // move the vector.
             // SAFETY: the mask is static (`cpumask_of`).
             unsafe {
-                let home = bindings::srnic_cpumask_of(home_cpu(index as u32));
+                let home = bindings::srnic_cpumask_of(crate::kapi::cpu::spread(index as u32));
                 bindings::__irq_apply_affinity_hint(vector.irq, home, true);
             }
         }

@@ -361,10 +361,10 @@ impl<T: Driver> Qp<T> {
             cpu::next_online,
             cpu::is_online,
         );
-        // SAFETY: initialised at creation, cancelled before the data
-        // drops; as for `run_work_soon`, a `&Qp` exists only while the QP
-        // may still be found. A CPU that went offline since it was picked
-        // is no harm: the workqueue runs an offline CPU's works elsewhere.
+        // A CPU that went offline since it was picked is no harm: the
+        // workqueue runs an offline CPU's works elsewhere.
+        // SAFETY: initialised at creation, cancelled before the data drops;
+        // as for `run_work_soon`, a `&Qp` exists only while it may be found.
         unsafe {
             bindings::srnic_queue_highpri_work_on(
                 cpu::for_workqueue(target),
