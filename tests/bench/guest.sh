@@ -503,6 +503,9 @@ profile_stop() {
 		echo "# srnic's own functions, inclusive time (the function and everything it called)"
 		timeout 120 perf report -i /tmp/bench.perf.data --children --dsos '[srnic]' --sort sym --stdio -g none 2>&1 |
 			grep -v '^#' | grep -v '^$' | head -n 60
+		echo "# srnic's own functions, self time (where srnic's share goes)"
+		timeout 120 perf report -i /tmp/bench.perf.data --no-children --dsos '[srnic]' --sort sym --stdio -g none 2>&1 |
+			grep -v '^#' | grep -v '^$' | head -n 40
 		echo "# callers of the top kernel symbols"
 		timeout 120 perf report -i /tmp/bench.perf.data --no-children --sort sym --stdio -G 2>&1 |
 			grep -v '^$' | head -n 600

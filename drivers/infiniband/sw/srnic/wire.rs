@@ -109,6 +109,10 @@ pub(crate) struct Wire {
     /// Namespaces with devices; a free slot is reused by the next one.
     #[pin]
     namespaces: Mutex<KVec<Option<NamespaceWire>>>,
+    /// The CRC-32 timed at module init, which each namespace's engine
+    /// copies: timed once, so that the choice the log names is the one
+    /// every device makes.
+    crc: Crc32Engine,
 }
 
 static WIRE: SharedGlobal<Wire> = SharedGlobal::new();
@@ -136,12 +140,12 @@ pub(crate) fn install() -> Result {
         ),
         (None, None) => pr_info!("ICRC computed by crc32_le (no crc32 in the crypto API)\n"),
     }
-    drop(crc);
     let watcher = NamespaceWatcher::register()?;
     let wire = Arc::pin_init(
         pin_init!(Wire {
             watcher <- new_mutex!(Some(watcher)),
             namespaces <- new_mutex!(KVec::new()),
+            crc,
         }),
         GFP_KERNEL,
     )?;
@@ -235,7 +239,7 @@ pub(crate) fn join(netdev: &NetDevice) -> Result<Arc<Neighbourhood>> {
     let neighbourhood = Arc::new(
         Neighbourhood {
             by_ifindex: ObjectTable::new(1, i32::MAX as u32)?,
-            crc: Crc32Engine::new(),
+            crc: Crc32Engine::like(&wire.crc),
         },
         GFP_KERNEL,
     )?;
