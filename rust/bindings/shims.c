@@ -541,11 +541,6 @@ void srnic_cancel_work_sync(struct work_struct *work)
 	cancel_work_sync(work);
 }
 
-bool srnic_other_cpus_online(void)
-{
-	return num_online_cpus() > 1;
-}
-
 bool srnic_irqs_disabled(void)
 {
 	return irqs_disabled();

@@ -191,7 +191,6 @@ void srnic_qp_work_exit(int cpu);
 int srnic_qp_works_running_on(unsigned int cpu);
 void srnic_init_work(struct work_struct *work, work_func_t fn);
 void srnic_cancel_work_sync(struct work_struct *work);
-bool srnic_other_cpus_online(void);
 bool srnic_irqs_disabled(void);
 bool srnic_in_softirq(void);
 unsigned long srnic_local_irq_save(void);

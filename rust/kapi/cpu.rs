@@ -52,6 +52,12 @@ pub fn online_count() -> u32 {
     unsafe { bindings::srnic_num_online_cpus() }
 }
 
+/// Whether more than one CPU is online: work handed to "another CPU" can
+/// run beside this one.
+pub fn others_online() -> bool {
+    online_count() > 1
+}
+
 /// The CPU of queue `index` of a device, spread as the kernel spreads a
 /// device's queues over the CPUs.
 pub fn spread(index: u32) -> u32 {

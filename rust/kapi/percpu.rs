@@ -60,13 +60,6 @@ impl<const N: usize> Drop for PerCpuCounters<N> {
     }
 }
 
-/// Whether more than one CPU is online: work handed to "another CPU" can
-/// run beside this one.
-pub fn other_cpus_online() -> bool {
-    // SAFETY: reads the online count; no state is changed.
-    unsafe { bindings::srnic_other_cpus_online() }
-}
-
 /// A count many CPUs change at once, kept as the kernel's
 /// `percpu_counter`: an add changes this CPU's share, and folds it into
 /// the shared total only once it reaches `BATCH` either way. Reading the

@@ -24,11 +24,12 @@
 
 use crate::counters::Counter;
 use crate::device::SrnicDevice;
+use crate::kapi::cpu;
 use crate::kapi::crc::{Crc32Engine, TIMED_BYTES};
 use crate::kapi::global::SharedGlobal;
 use crate::kapi::net::{NamespaceHandler, NamespaceWatcher, Net};
 use crate::kapi::netdev::NetDevice;
-use crate::kapi::percpu::{other_cpus_online, ApproximateCount};
+use crate::kapi::percpu::ApproximateCount;
 use crate::kapi::rcu::RcuReadGuard;
 use crate::kapi::rdma::table::ObjectTable;
 use crate::kapi::rdma::{Device, Qp};
@@ -1133,7 +1134,7 @@ fn steer<'g>(
     // its steered packets have drained.
     let bulk = count.may_steer(headers::opcode_info(bth.opcode));
     let waiting = count.pending() != 0;
-    if !waiting && (!bulk || !other_cpus_online()) {
+    if !waiting && (!bulk || !cpu::others_online()) {
         return Some((skb, Some(qp)));
     }
     if this.steered.len() >= STEERED_MAX || !count.charge() {
