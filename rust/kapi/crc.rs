@@ -8,8 +8,10 @@
 //! Which one is faster depends on the CPU: carry-less multiplies win by
 //! several times on hardware, but a CPU that emulates them (QEMU's TCG)
 //! or makes saving the FPU state dear can run the table faster. An engine
-//! times both when it is made, as the kernel's RAID and XOR code time
-//! their routines, and keeps the driver only if it is clearly faster.
+//! made with [`Crc32Engine::new`] times both, as the kernel's RAID and XOR
+//! code time their routines, and keeps the driver only if it is faster by
+//! a margin; [`Crc32Engine::like`] makes more engines of the same choice
+//! without timing again.
 //!
 //! Callers keep the CRC register themselves (as `crc32_le()` keeps it: not
 //! inverted) and advance it over bytes here, so that headers with masked
@@ -69,8 +71,9 @@ unsafe impl Send for Crc32Engine {}
 unsafe impl Sync for Crc32Engine {}
 
 impl Crc32Engine {
-    /// The crypto API's best `crc32` driver if it is clearly faster on
-    /// this CPU than the library function, else the library function.
+    /// The crypto API's best `crc32` driver if it is faster on this CPU
+    /// than the library function by a margin
+    /// ([`DRIVER_SHARE_SIXTEENTHS`]), else the library function.
     /// Allocating may load a module, so: process context.
     pub fn new() -> Self {
         // SAFETY: allocates a transform (or returns null), which `drop`
@@ -99,22 +102,28 @@ impl Crc32Engine {
 
     /// An engine that computes as `chosen` does, without timing again:
     /// one choice for the whole module, so that every namespace's
-    /// packets, and both ends of a wire within one node, take the same
-    /// CRC whatever the timings of the moment would say. The library if
-    /// the driver cannot be had now. Process context, as for [`Self::new`].
+    /// packets, and both ends of a wire within one node, go through the
+    /// same CRC implementation whatever the timings of the moment would
+    /// say. The library if the driver cannot be allocated now (its
+    /// [`Self::timing`] is then `None`). Allocating may sleep and load a
+    /// module, so: process context, as for [`Self::new`].
     pub fn like(chosen: &Self) -> Self {
         let tfm = if chosen.tfm.is_null() {
             core::ptr::null_mut()
         } else {
-            // SAFETY: allocates a transform (or returns null), which
-            // `drop` frees.
+            // SAFETY: no precondition but process context, which this
+            // function requires of its callers (above); the transform
+            // (or null) is this engine's, which `drop` frees.
             unsafe { bindings::srnic_crc32_engine_alloc() }
         };
+        // The timing that chose, if this engine follows it.
+        let timing = if tfm.is_null() == chosen.tfm.is_null() {
+            chosen.timing
+        } else {
+            None
+        };
         // INVARIANT: null, or allocated here with its state size checked.
-        Self {
-            tfm,
-            timing: chosen.timing,
-        }
+        Self { tfm, timing }
     }
 
     /// The best time of the driver and of the library over
@@ -211,8 +220,8 @@ impl Default for Crc32Engine {
 impl Drop for Crc32Engine {
     fn drop(&mut self) {
         if !self.tfm.is_null() {
-            // SAFETY: allocated by `new`, freed once, here; `&mut self`
-            // means no update is running.
+            // SAFETY: allocated by `new` or `like`, freed once, here;
+            // `&mut self` means no update is running.
             unsafe { bindings::srnic_crc32_engine_free(self.tfm) };
         }
     }

@@ -112,7 +112,8 @@ pub(crate) struct Wire {
     namespaces: Mutex<KVec<Option<NamespaceWire>>>,
     /// The CRC-32 timed at module init, which each namespace's engine
     /// copies: timed once, so that the choice the log names is the one
-    /// every device makes.
+    /// every device makes (unless the driver cannot be allocated for a
+    /// namespace, which then takes the library's).
     crc: Crc32Engine,
 }
 
