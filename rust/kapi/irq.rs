@@ -484,11 +484,6 @@ unsafe extern "C" fn cpu_online_cb(cpu: c_uint, node: *mut bindings::hlist_node)
     0
 }
 
-/// The number of online CPUs: the default number of vectors.
-pub fn online_cpus() -> u32 {
-    crate::kapi::cpu::online_count()
-}
-
 impl SoftVectors {
     /// Creates `count` vectors whose IRQs are called `<prefix><N>`, each
     /// aimed at its own CPU (as far as there are CPUs).

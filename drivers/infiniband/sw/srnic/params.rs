@@ -15,7 +15,7 @@ module_param_reader!(
 /// one per online CPU when it is 0 (the default); at most 256.
 pub(crate) fn comp_vectors() -> u32 {
     match requested_comp_vectors() {
-        0 => crate::kapi::irq::online_cpus(),
+        0 => crate::kapi::cpu::online_count(),
         count => count,
     }
     .clamp(1, MAX_COMP_VECTORS)

@@ -55,7 +55,7 @@ impl TxQueue {
         config: &LanConfig,
         netdev: &DeviceCell<LanDev>,
     ) -> Result<KVec<TxQueue>> {
-        let count = (crate::kapi::irq::online_cpus() as usize)
+        let count = (crate::kapi::cpu::online_count() as usize)
             .min(dev.num_comp_vectors() as usize)
             .clamp(1, MAX_TX_QUEUES);
         let mut queues = KVec::with_capacity(count, GFP_KERNEL)?;
