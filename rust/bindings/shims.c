@@ -1103,6 +1103,11 @@ void srnic_preempt_enable(void)
 	preempt_enable();
 }
 
+u64 srnic_local_clock(void)
+{
+	return local_clock();
+}
+
 void srnic_init_irq_work_hard(struct irq_work *work, void (*fn)(struct irq_work *))
 {
 	*work = IRQ_WORK_INIT_HARD(fn);

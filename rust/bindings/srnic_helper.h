@@ -27,6 +27,7 @@
 #include <linux/notifier.h>
 #include <linux/rtnetlink.h>
 #include <linux/rcupdate.h>
+#include <linux/sched/clock.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/percpu.h>
@@ -277,6 +278,7 @@ int srnic_raw_this_cpu(void);
 void *srnic_task_here(void);
 void srnic_preempt_disable(void);
 void srnic_preempt_enable(void);
+u64 srnic_local_clock(void);
 void srnic_init_irq_work_hard(struct irq_work *work, void (*fn)(struct irq_work *));
 bool srnic_llist_add(struct llist_node *node, struct llist_head *head);
 struct llist_node *srnic_llist_del_all(struct llist_head *head);
