@@ -502,12 +502,6 @@ unsigned int srnic_first_online_cpu(void)
 }
 
 /* A process's own context: task context, and not a workqueue worker. */
-/* Whether the running task is a worker running @dwork's item. */
-bool srnic_is_current_work(struct delayed_work *dwork)
-{
-	return current_work() == &dwork->work;
-}
-
 bool srnic_in_process(void)
 {
 	return in_task() && !(current->flags & PF_WQ_WORKER);

@@ -186,7 +186,6 @@ int srnic_work_cpu_unbound(void);
 bool srnic_cpu_online(unsigned int cpu);
 unsigned int srnic_next_online_cpu_after(unsigned int cpu);
 unsigned int srnic_first_online_cpu(void);
-bool srnic_is_current_work(struct delayed_work *dwork);
 bool srnic_in_process(void);
 int srnic_qp_work_enter(void);
 void srnic_qp_work_exit(int cpu);

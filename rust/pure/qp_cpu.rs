@@ -12,33 +12,18 @@
 //! after a CPU, wrapping around, or that CPU itself if it is the only one:
 //! the caller's view of the CPU masks, asked only when needed.
 
-/// Who queues a QP's work.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Queuer {
-    /// A process: a post, a doorbell.
-    Process,
-    /// The QP's own work, going on with what its run's budget left.
-    OwnWork,
-    /// Anything else: another work, a softirq, an interrupt.
-    Other,
-}
-
 /// Where a QP's work goes when queued now, from `this` CPU: its `home`,
 /// unless a process (not a work, which the handover would not free) hands
-/// it over from the home itself. The QP's own work going on with the rest
-/// stays where it runs (`None`: the per-CPU queue of the queuing CPU):
-/// handed over from its home, it would otherwise go back there, beside
-/// the process that handed it over, and share that process's CPU.
+/// it over from the home itself.
 pub fn work_cpu(
     home: Option<u32>,
     this: u32,
-    queuer: Queuer,
+    from_process: bool,
     next_online: impl FnOnce(u32) -> u32,
 ) -> Option<u32> {
-    match (home, queuer) {
-        (_, Queuer::OwnWork) => None,
-        (Some(home), Queuer::Process) if home == this => Some(next_online(home)),
-        (home, _) => home,
+    match home {
+        Some(home) if from_process && home == this => Some(next_online(home)),
+        other => other,
     }
 }
 

@@ -397,23 +397,17 @@ impl<T: Driver> Qp<T> {
     /// (QPs are spread over the online CPUs by number), sooner than a
     /// delayed run already pending. Called by a process (not a work) on
     /// the QP's CPU, it runs on the next online CPU instead: the process
-    /// goes on (polling, often) where it is. Called by the QP's own work,
-    /// it runs again where it is (`pure::qp_cpu::work_cpu`).
+    /// goes on (polling, often) where it is. Called while the work runs
+    /// (from itself, or from anywhere meanwhile), the run lands on the
+    /// CPU that runs it whatever the target says: the workqueue queues an
+    /// item that one of its workers is running on that worker's pool, so
+    /// a handed-over work stays where it went. That holds within one
+    /// workqueue: this and [`Qp::run_work_after`] both use `system_wq`.
     pub fn run_work_soon(&self) {
-        // SAFETY: no precondition: compares the running worker's item with
-        // this QP's, initialised at creation.
-        let own_work = unsafe { bindings::srnic_is_current_work(self.work.get()) };
-        let queuer = if own_work {
-            qp_cpu::Queuer::OwnWork
-        } else if cpu::in_process() {
-            qp_cpu::Queuer::Process
-        } else {
-            qp_cpu::Queuer::Other
-        };
         let target = qp_cpu::work_cpu(
             cpu::home_of(self.qp_num()),
             cpu::this_cpu_hint(),
-            queuer,
+            cpu::in_process(),
             cpu::next_online,
         );
         // A `&Qp` reaches the driver only from the core's calls and from

@@ -2,7 +2,7 @@
 
 //! Which CPU does a QP's work, and when a poster copies itself.
 
-use srnic_pure::qp_cpu::{copy_in_poster, receive_cpu, work_cpu, Queuer};
+use srnic_pure::qp_cpu::{copy_in_poster, receive_cpu, work_cpu};
 
 /// `next_online` over CPUs 0..count, all online.
 fn ring_of(count: u32) -> impl Fn(u32) -> u32 {
@@ -12,25 +12,14 @@ fn ring_of(count: u32) -> impl Fn(u32) -> u32 {
 #[test]
 fn work_goes_home_unless_a_process_hands_over_from_there() {
     let next = ring_of(2);
-    assert_eq!(work_cpu(Some(0), 1, Queuer::Process, &next), Some(0));
-    assert_eq!(work_cpu(Some(0), 0, Queuer::Process, &next), Some(1));
-    // Another work or an interrupt on the home CPU keeps it there, and
-    // one elsewhere sends it home.
-    assert_eq!(work_cpu(Some(0), 0, Queuer::Other, &next), Some(0));
-    assert_eq!(work_cpu(Some(0), 1, Queuer::Other, &next), Some(0));
+    assert_eq!(work_cpu(Some(0), 1, true, &next), Some(0));
+    assert_eq!(work_cpu(Some(0), 0, true, &next), Some(1));
+    // A work or an interrupt on the home CPU keeps it there.
+    assert_eq!(work_cpu(Some(0), 0, false, &next), Some(0));
     // One CPU: the handover has nowhere else to go.
-    assert_eq!(work_cpu(Some(0), 0, Queuer::Process, ring_of(1)), Some(0));
+    assert_eq!(work_cpu(Some(0), 0, true, ring_of(1)), Some(0));
     // An offline home: any CPU.
-    assert_eq!(work_cpu(None, 0, Queuer::Process, &next), None);
-}
-
-#[test]
-fn a_work_going_on_stays_where_it_runs() {
-    let next = ring_of(2);
-    // Handed over to CPU 1 from its home, CPU 0: not back to the poster.
-    assert_eq!(work_cpu(Some(0), 1, Queuer::OwnWork, &next), None);
-    assert_eq!(work_cpu(Some(0), 0, Queuer::OwnWork, &next), None);
-    assert_eq!(work_cpu(None, 1, Queuer::OwnWork, &next), None);
+    assert_eq!(work_cpu(None, 0, true, &next), None);
 }
 
 #[test]
