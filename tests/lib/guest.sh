@@ -73,7 +73,19 @@ listening() {
 # listening_cm PORT: whether an rdma_cm ID listens on PORT (an rping or
 # the like is ready for its client).
 listening_cm() {
-	rdma res show cm_id | grep LISTEN | grep -q "src-addr-port $1\|:$1 "
+	_ids=$(rdma res show cm_id) || return 1
+	while IFS= read -r _id; do
+		case "$_id" in
+		*LISTEN*)
+			case "$_id" in
+			*"src-addr-port $1"* | *":$1 "*) return 0 ;;
+			esac
+			;;
+		esac
+	done <<IDS
+$_ids
+IDS
+	return 1
 }
 
 # nap: sleep 0.2 s without starting a process. A script's napper

@@ -12,13 +12,23 @@ directory is missing; nothing else changes.
 import sys
 
 HELPER = '''
+_soft_netdevs = {}
+
+
 def _soft_netdev(dev, port=1):
-    """The netdev `rdma link show` names for DEV's port (soft devices)."""
-    try:
-        out = subprocess.check_output(['rdma', '-j', 'link', 'show', f'{dev}/{port}'])
-        return json.loads(out.decode())[0].get('netdev')
-    except (subprocess.CalledProcessError, ValueError, IndexError, OSError):
-        return None
+    """The netdev `rdma link show` names for DEV's port (soft devices).
+    Asked once per port and kept: every test's setUp asks twice, and
+    starting `rdma` takes about a second in the test VM."""
+    if (dev, port) not in _soft_netdevs:
+        try:
+            out = subprocess.check_output(['rdma', '-j', 'link', 'show', f'{dev}/{port}'])
+            netdev = json.loads(out.decode())[0].get('netdev')
+        except (subprocess.CalledProcessError, ValueError, IndexError, OSError):
+            return None
+        if not netdev:
+            return None
+        _soft_netdevs[(dev, port)] = netdev
+    return _soft_netdevs[(dev, port)]
 
 '''
 
