@@ -29,7 +29,7 @@ must ip netns exec fz ip link set lo up
 must rdma link add srnic0 type srnic netdev fz0
 gid=$(gid_index srnic0 10.9.0.1)
 step "fuzzing for $seconds s (GID index $gid)"
-timeout $((seconds + 120)) python3 "$SRNIC_TOP/tests/lib/roce_fuzz.py" "$SRNIC_TOP/out/progs/fuzz_target" \
+timeout $((seconds + 120)) python3 -S "$SRNIC_TOP/tests/lib/roce_fuzz.py" "$SRNIC_TOP/out/progs/fuzz_target" \
 	srnic0 "$gid" fz 10.9.0.2 10.9.0.1 "$seconds" ${SRNIC_CASE_FUZZ_SEED:-} > /tmp/fuzz.out 2>&1
 status=$?
 cat /tmp/fuzz.out

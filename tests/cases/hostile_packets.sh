@@ -32,7 +32,7 @@ b)
 	wait_until 60 test -s /mnt/shared/hostile/rc_data.info.a || fail "the peer never published its QP"
 	qpn=$(od -An -tu4 -N4 /mnt/shared/hostile/rc_data.info.a | tr -d ' ')
 	for i in 1 2 3 4 5; do
-		must python3 "$SRNIC_TOP/tests/lib/roce_hostile.py" 10.0.0.2 10.0.0.1 "$qpn" 20
+		must python3 -S "$SRNIC_TOP/tests/lib/roce_hostile.py" 10.0.0.2 10.0.0.1 "$qpn" 20
 		sleep 1
 	done
 	wait $pid || { cat /tmp/rc_data.out; rdma statistic show link srnic0/1; fail "the real traffic failed under hostile packets"; }

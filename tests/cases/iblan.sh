@@ -66,7 +66,7 @@ settled_fanout_counts() {
 # raw_frames TYPE SECONDS: print "listening" once bound, then "<dest MAC>
 # <payload>" for each frame of ethertype TYPE iblan0 receives within SECONDS.
 raw_frames() {
-	python3 - "$1" "$2" <<'EOF'
+	python3 -S - "$1" "$2" <<'EOF'
 import socket, sys, time
 kind, seconds = int(sys.argv[1], 16), float(sys.argv[2])
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(kind))
@@ -86,7 +86,7 @@ EOF
 # send_raw DEST-MAC TYPE TEXT [DEV]: one frame of ethertype TYPE out of DEV
 # (iblan0).
 send_raw() {
-	python3 - "$1" "$2" "$3" "${4:-iblan0}" <<'EOF'
+	python3 -S - "$1" "$2" "$3" "${4:-iblan0}" <<'EOF'
 import socket, sys
 dest, kind, text = bytes.fromhex(sys.argv[1].replace(":", "")), int(sys.argv[2], 16), sys.argv[3]
 dev = sys.argv[4]
@@ -108,7 +108,7 @@ hub_mute_multicast() {
 # attribute of NETDEV (include/uapi/linux/if_iblan.h), read with
 # RTM_GETLINK: iproute2 prints the kind but not its attributes.
 iblan_info() {
-	python3 - "$1" <<'EOF'
+	python3 -S - "$1" <<'EOF'
 import socket, struct, sys
 index = socket.if_nametoindex(sys.argv[1])
 s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
@@ -144,7 +144,7 @@ EOF
 # iproute2's plugin; prints the kernel's error and its extack message
 # and fails as the request did.
 iblan_set() {
-	python3 - "$@" <<'EOF'
+	python3 -S - "$@" <<'EOF'
 import socket, struct, sys
 index = socket.if_nametoindex(sys.argv[1])
 def attr(t, payload):
@@ -300,7 +300,7 @@ bridged_lan() {
 		must ip -n ns2 addr add fd09::21/64 dev mv0 nodad
 		must ip -n ns2 link set mv0 up
 		ip netns exec ns2 cat /sys/class/net/mv0/address > "$shared/mv0.mac"
-		ip netns exec ns2 timeout 120 python3 - > /tmp/bridged.rx 2>&1 <<'PY' &
+		ip netns exec ns2 timeout 120 python3 -S - > /tmp/bridged.rx 2>&1 <<'PY' &
 import hashlib, socket
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -332,7 +332,7 @@ PY
 	unknown_before=$(stat tx_unknown_lid_floods) lost_before=$(($(stat ns_peers_aged_out) + $(stat ns_peers_left)))
 	barrier "$kind.bridged-counted" 3
 	if [ "$me" = 1 ]; then
-		must ip netns exec ns1 timeout 120 python3 -c '
+		must ip netns exec ns1 timeout 120 python3 -S -c '
 import random, socket
 data = random.Random(7).randbytes(4 << 20)
 s = socket.create_connection(("10.9.0.21", 5301), timeout=60)
@@ -361,7 +361,7 @@ s.close()'
 		;;
 	2)
 		wait $receiver || { cat /tmp/bridged.rx; fail "$kind: the TCP receiver in ns2 failed"; }
-		expected=$(python3 -c 'import hashlib, random; print(4 << 20, hashlib.sha256(random.Random(7).randbytes(4 << 20)).hexdigest())')
+		expected=$(python3 -S -c 'import hashlib, random; print(4 << 20, hashlib.sha256(random.Random(7).randbytes(4 << 20)).hexdigest())')
 		expect_eq "$(tail -n 1 /tmp/bridged.rx)" "$expected" "$kind: 4 MiB over TCP from behind a's bridge to b's macvlan"
 		cat $debug_dir/peers
 		vn_mac=$(cat "$shared/vn.mac")
@@ -484,7 +484,7 @@ second_lan() {
 		echo "$details" | grep -Eq "^ +iblan rdma_dev ${kind}0 port 1 lan 5 lid $me peers [0-9]+ mode datagram" ||
 			fail "$kind: ip -d link (with link_iblan.so) does not show rdma_dev ${kind}0 port 1 lan 5 lid $me, peers and mode"
 		expect_eq "$(IP_LIB_DIR=$SRNIC_TOP/out/progs ip -j -d link show lan5 |
-			python3 -c 'import json, sys; d = json.load(sys.stdin)[0]["linkinfo"]["info_data"]; print(d["lan"], d["lid"], d["mode"])')" \
+			python3 -S -c 'import json, sys; d = json.load(sys.stdin)[0]["linkinfo"]["info_data"]; print(d["lan"], d["lid"], d["mode"])')" \
 			"5 $me datagram" "$kind: ip -j -d link's info_data of lan5"
 		# The mode is the one attribute a request may set, by the plugin or a
 		# bare request; the read-only attributes are refused with the policy's
@@ -665,7 +665,7 @@ connected_mode() {
 		# about 30 s on a quiet host and took over 60 s on a slow one:
 		# its bounds leave room for that.
 		if [ "$me" = 2 ]; then
-			timeout 150 python3 -c '
+			timeout 150 python3 -S -c '
 import hashlib, socket
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("10.1.0.2", 5301)); s.listen(1)
@@ -682,7 +682,7 @@ print(n, h.hexdigest())' > /tmp/cm_rx.out 2>&1 &
 		if [ "$me" = 1 ]; then
 			head -c 8000000 /dev/urandom > /tmp/cm.bin
 			echo "8000000 $(sha256sum < /tmp/cm.bin | cut -d' ' -f1)" > "$shared/cm.sum"
-			timeout 120 python3 -c '
+			timeout 120 python3 -S -c '
 import socket, sys
 s = socket.create_connection(("10.1.0.2", 5301))
 s.sendall(open("/tmp/cm.bin", "rb").read()); s.close()' || fail "$kind: sending the file over iblan0 failed"
@@ -836,7 +836,7 @@ run_over() {
 		must ping -c 3 -W 5 "10.1.0.$n"
 		ip neigh show dev iblan0 | grep -q "10.1.0.$n lladdr $peer_mac" ||
 			{ ip neigh show dev iblan0; fail "$kind: ip neigh lacks 10.1.0.$n at $peer_mac"; }
-		ll=$(python3 -c "import ipaddress,sys; m=bytes.fromhex(sys.argv[1].replace(':','')); e=bytes([m[0]^2])+m[1:3]+b'\xff\xfe'+m[3:]; print(ipaddress.IPv6Address(b'\xfe\x80'+bytes(6)+e))" "$peer_mac")
+		ll=$(python3 -S -c "import ipaddress,sys; m=bytes.fromhex(sys.argv[1].replace(':','')); e=bytes([m[0]^2])+m[1:3]+b'\xff\xfe'+m[3:]; print(ipaddress.IPv6Address(b'\xfe\x80'+bytes(6)+e))" "$peer_mac")
 		must ping -6 -c 3 -W 5 "$ll%iblan0"
 		# Every node probes at once, so requests count as answers too:
 		# judge by the replies' source.

@@ -38,7 +38,7 @@ step "verbs_user bigread"
 # XORed with 0x5a (as verbs_user makes it from the GID), a permanent
 # neighbour that nothing answers for.
 link_local=$(ip -6 addr show dev eth0 scope link | awk '/inet6/ { sub("/.*", "", $2); print $2; exit }')
-peer=$(python3 -c 'import ipaddress, sys
+peer=$(python3 -S -c 'import ipaddress, sys
 a = bytearray(ipaddress.IPv6Address(sys.argv[1]).packed)
 a[15] ^= 0x5a
 print(ipaddress.IPv6Address(bytes(a)))' "$link_local")
