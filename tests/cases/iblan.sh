@@ -32,7 +32,7 @@
 # four vCPUs contend less for the host's two cores.
 # vms: 3
 # cpus: 2 1 1
-# timeout: 1200
+# timeout: 1800
 # pcap: off
 iblan_ko=$SRNIC_TOP/iblan.ko
 case $SRNIC_VM in a) me=1 ;; b) me=2 ;; c) me=3 ;; esac
