@@ -274,11 +274,11 @@ gid_text() {
 # RoCEv2 GIDs; fails if it is not there.
 find_gid() {
 	_wanted=$(gid_text "$2")
-	_port=/sys/class/infiniband/$1/ports/1
+	_gid_dir=/sys/class/infiniband/$1/ports/1
 	_index=0
-	while [ -e "$_port/gids/$_index" ]; do
-		if read -r _gid 2>/dev/null < "$_port/gids/$_index" && [ "$_gid" = "$_wanted" ] &&
-			read -r _kind 2>/dev/null < "$_port/gid_attrs/types/$_index" &&
+	while [ -e "$_gid_dir/gids/$_index" ]; do
+		if read -r _gid 2>/dev/null < "$_gid_dir/gids/$_index" && [ "$_gid" = "$_wanted" ] &&
+			read -r _kind 2>/dev/null < "$_gid_dir/gid_attrs/types/$_index" &&
 			[ "$_kind" = "RoCE v2" ]; then
 			echo "$_index"
 			return 0
