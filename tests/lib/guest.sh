@@ -249,16 +249,18 @@ gid_text() {
 		# Unquoted on purpose: split into the groups.
 		set -- $_head -- $_tail
 		IFS=$_old_ifs
-		_groups= _count=0
-		for _g; do [ "$_g" = -- ] || _count=$((_count + 1)); done
+		# The groups in order, "--" standing for the zeros that "::" left
+		# out: as many as make eight. One printf, no subshell per group.
+		_zeros=$((9 - $#))
 		for _g; do
+			shift
 			if [ "$_g" = -- ]; then
-				while [ "$_count" -lt 8 ]; do _groups="$_groups:0000" _count=$((_count + 1)); done
+				while [ "$_zeros" -gt 0 ]; do set -- "$@" 0x0; _zeros=$((_zeros - 1)); done
 			else
-				_groups="$_groups:$(printf '%04x' "0x$_g")"
+				set -- "$@" "0x$_g"
 			fi
 		done
-		echo "${_groups#:}"
+		printf '%04x:%04x:%04x:%04x:%04x:%04x:%04x:%04x\n' "$@"
 		;;
 	*)
 		_old_ifs=$IFS
