@@ -474,11 +474,42 @@ perftest_bin() {
 profiler=
 profile_start() {
 	profiler=
-	[ "${BENCH_PROFILE:-0}" = 1 ] || return 0
 	case $1 in *_bw*) ;; *) return 0 ;; esac
-	perf record -q -e cpu-clock -F 2000 -a -g -o /tmp/bench.perf.data > /tmp/bench.perf.log 2>&1 &
+	if [ "${BENCH_TRACE:-0}" = 1 ]; then
+		perf record -q -a -o /tmp/bench.perf.data "${trace_events[@]}" > /tmp/bench.perf.log 2>&1 &
+	elif [ "${BENCH_PROFILE:-0}" = 1 ]; then
+		perf record -q -e cpu-clock -F 2000 -a -g -o /tmp/bench.perf.data > /tmp/bench.perf.log 2>&1 &
+	else
+		return 0
+	fi
 	profiler=$!
 	sleep 1
+}
+
+# With BENCH_TRACE=1: who ran, who waited for whom and what each CPU's
+# idle time followed (the scheduler's switches and wake-ups, the
+# workqueue's items, interrupts), where a profile shows only idle.
+trace_events=(-e sched:sched_switch -e sched:sched_wakeup -e sched:sched_waking
+	-e sched:sched_migrate_task -e workqueue:workqueue_queue_work
+	-e workqueue:workqueue_execute_start -e workqueue:workqueue_execute_end
+	-e irq:irq_handler_entry -e irq_vectors:call_function_single_entry
+	-e irq_vectors:reschedule_entry)
+
+# trace_stop FILE: the trace's summary to FILE (over the measurement:
+# each CPU's idle time by what ended it, each task's busy time, the
+# workqueue's items; then perf's per-task summary of the whole trace),
+# and every event to FILE's .events.gz beside it.
+trace_stop() {
+	local events=${1%.txt}.events.gz
+	timeout 300 perf script -i /tmp/bench.perf.data -F comm,pid,cpu,time,event,trace 2>/dev/null |
+		gzip -1 > "$events"
+	{
+		echo "# idle by cause, busy time by task, work items (tests/bench/trace_idle.py)"
+		timeout 300 python3 -S "$SRNIC_TOP/tests/bench/trace_idle.py" "$events" 2>&1
+		echo "# perf sched timehist -s: each task's time over the whole trace"
+		timeout 120 perf sched timehist -i /tmp/bench.perf.data -s 2>&1 | tail -n 60
+	} > "$1"
+	rm -f /tmp/bench.perf.data
 }
 
 # profile_stop FILE: ends the sampling and writes its top symbols to FILE.
@@ -487,6 +518,10 @@ profile_stop() {
 	kill -INT "$profiler" 2>/dev/null
 	wait "$profiler" 2>/dev/null
 	profiler=
+	if [ "${BENCH_TRACE:-0}" = 1 ]; then
+		trace_stop "${1%.profile.txt}.trace.txt"
+		return 0
+	fi
 	{
 		echo "# perf record -e cpu-clock -a (all CPUs), self time by symbol"
 		timeout 120 perf report -i /tmp/bench.perf.data --no-children --sort dso,sym --stdio -g none 2>&1 |
