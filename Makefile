@@ -60,6 +60,7 @@ test-progs: setup
 # default 1.5; see Documentation/srnic/build.rst).
 host-test:
 	cd rust/pure && cargo test --quiet
+	python3 -m unittest discover -s tests/bench -p 'test_*.py' -q
 
 # The long fuzz run: every target in turn for FUZZ_SECONDS in all, built
 # with SanitizerCoverage's edge counters (stable rustc, no libFuzzer).

@@ -6,8 +6,8 @@ Reads `perf script -F comm,pid,cpu,time,event,trace` output (plain or
 gzip) of a `scripts/bench --trace` row and prints, per CPU: its idle
 share, the idle periods by what put the CPU to sleep (the task that
 switched out, and its state) and what ended them (the task switched in,
-and who woke it, from which CPU), and the work items it ran (by function,
-with their time).
+and who woke it, from which CPU), each task's busy time, and the work
+items it ran (by function, with their time).
 
 The trace spans the whole row (connection setup, the measurement, the
 teardown), so the figures are taken over the measurement alone: the
@@ -100,6 +100,23 @@ def busy_window(idle, cpus, first, last):
     return first + best[0] * SLICE, min(last, first + best[1] * SLICE)
 
 
+def totals(intervals, key, lo, hi):
+    """Seconds and counts of `intervals` (tuples whose second and third
+    items are start and end) within [lo, hi], by `key(interval)`."""
+    seconds, counts = collections.Counter(), collections.Counter()
+    for interval in intervals:
+        inside = min(interval[2], hi) - max(interval[1], lo)
+        if inside > 0:
+            seconds[key(interval)] += inside
+            counts[key(interval)] += 1
+    return seconds, counts
+
+
+def length_bucket(interval):
+    """The (cpu, bucket) of an idle interval by its whole length."""
+    return interval[0], next(b for b, _ in BUCKETS if interval[2] - interval[1] < b)
+
+
 def main():
     idle, runs, work, cpus, first, last = read(sys.argv[1])
     if first is None:
@@ -108,43 +125,24 @@ def main():
     lo, hi = busy_window(idle, cpus, first, last)
     span = hi - lo
     print("trace of %.3f s; measured over the busy window %.3f-%.3f s (%.3f s)" % (last - first, lo, hi, span))
-    idle_total = collections.Counter()
-    lengths = collections.Counter()
-    by_cause = collections.Counter()
-    count_cause = collections.Counter()
-    for cpu, start, end, slept, ended in idle:
-        clipped = min(end, hi) - max(start, lo)
-        if clipped <= 0:
-            continue
-        idle_total[cpu] += clipped
-        lengths[(cpu, next(b for b, _ in BUCKETS if end - start < b))] += clipped
-        by_cause[(cpu, slept, ended)] += clipped
-        count_cause[(cpu, slept, ended)] += 1
+    idle_total, _ = totals(idle, lambda i: i[0], lo, hi)
+    lengths, _ = totals(idle, length_bucket, lo, hi)
     for cpu in sorted(cpus):
         print("CPU %d idle %.1f %% (%.3f s); idle time by period length:" % (cpu, 100 * idle_total[cpu] / span, idle_total[cpu]))
         for bucket, name in BUCKETS:
             if lengths[(cpu, bucket)]:
                 print("    %-9s %.4f s" % (name, lengths[(cpu, bucket)]))
+    by_cause, count_cause = totals(idle, lambda i: (i[0], i[3], i[4]), lo, hi)
     print("\nidle by what started and ended it (top 30):")
     print("  cpu  seconds  count  slept -> ended")
     for (cpu, slept, ended), secs in by_cause.most_common(30):
         print("  %3d  %7.4f  %5d  %s -> %s" % (cpu, secs, count_cause[(cpu, slept, ended)], slept, ended))
-    run_time = collections.Counter()
-    for cpu, start, end, task in runs:
-        clipped = min(end, hi) - max(start, lo)
-        if clipped > 0:
-            run_time[(cpu, task)] += clipped
+    run_time, _ = totals(runs, lambda r: (r[0], r[3]), lo, hi)
     print("\nbusy time by CPU and task (top 20):")
     print("  cpu  seconds  share  task")
     for (cpu, task), secs in run_time.most_common(20):
         print("  %3d  %7.4f  %4.0f%%  %s" % (cpu, secs, 100 * secs / span, task))
-    work_time = collections.Counter()
-    work_count = collections.Counter()
-    for cpu, start, end, function in work:
-        clipped = min(end, hi) - max(start, lo)
-        if clipped > 0:
-            work_time[(cpu, function)] += clipped
-            work_count[(cpu, function)] += 1
+    work_time, work_count = totals(work, lambda w: (w[0], w[3]), lo, hi)
     print("\nwork items by CPU and function (top 20):")
     print("  cpu  seconds  count  function")
     for (cpu, function), secs in work_time.most_common(20):
