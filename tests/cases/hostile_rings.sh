@@ -3,7 +3,9 @@
 # producer lapping the sends in flight) and rings the doorbell: the QP errors
 # out with IBV_EVENT_QP_FATAL (a CQ overrun with IBV_EVENT_CQ_ERR), the sends
 # in flight each flush once, another QP of the process goes on, and the
-# kernel stays clean (the runner checks the console).
+# kernel stays clean (the runner checks the console). The kernel's POLL_CQ,
+# POST_RECV and POST_SRQ_RECV commands on the process's own objects are
+# refused with EOPNOTSUPP and leave their rings alone.
 # timeout: 300
 prog=$SRNIC_TOP/out/progs/verbs_user
 [ -x "$prog" ] || fail "$prog is not built (make test-progs)"

@@ -5,7 +5,9 @@
  *   verbs_user DEV limits    device limits are enforced with the right errno
  *   verbs_user DEV flush     ERR flushes N sends and M receives in order, once
  *   verbs_user DEV race      posts, polls and the move to ERR on two CPUs
- *   verbs_user DEV hostile   garbage in the mapped rings errors the QP only
+ *   verbs_user DEV hostile   garbage in the mapped rings errors the QP only;
+ *                            the kernel's poll and receive-post commands are
+ *                            refused on user objects
  *   verbs_user DEV rc        the RC transport in loopback: data of every
  *                            opcode checked, and each error path: RNR
  *                            retries exhausted and waited out, bad rkey,
@@ -534,6 +536,98 @@ static void bystander_works(struct ibv_qp *qp, struct ibv_cq *cq, int round)
 	connect_qp(qp);
 }
 
+/*
+ * The kernel's own poll and receive posts, which librxe never uses, written
+ * to the uverbs file as an attacker would: POLL_CQ on a user CQ, POST_RECV
+ * on a user QP, POST_SRQ_RECV on a user SRQ. Each returns 0 or an errno.
+ */
+static int raw_poll_cq(struct ibv_cq *cq)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_poll_cq cmd;
+	} req;
+	struct {
+		struct ib_uverbs_poll_cq_resp head;
+		struct ib_uverbs_wc wc[1];
+	} resp;
+
+	memset(&req, 0, sizeof(req));
+	req.hdr.command = IB_USER_VERBS_CMD_POLL_CQ;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(resp) / 4;
+	req.cmd.response = (uintptr_t)&resp;
+	req.cmd.cq_handle = cq->handle;
+	req.cmd.ne = 1;
+	if (write(cq->context->cmd_fd, &req, sizeof(req)) != (ssize_t)sizeof(req))
+		return errno;
+	return 0;
+}
+
+static int raw_post_recv(uint32_t command, struct ibv_context *context, uint32_t handle)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_post_recv cmd; /* the same layout as post_srq_recv */
+		struct ib_uverbs_recv_wr wr;
+		struct ib_uverbs_sge sge;
+	} req;
+	struct ib_uverbs_post_recv_resp resp;
+
+	memset(&req, 0, sizeof(req));
+	req.hdr.command = command;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = sizeof(resp) / 4;
+	req.cmd.response = (uintptr_t)&resp;
+	req.cmd.qp_handle = handle;
+	req.cmd.wr_count = 1;
+	req.cmd.sge_count = 1;
+	req.cmd.wqe_size = sizeof(req.wr);
+	req.wr.wr_id = 99;
+	req.wr.num_sge = 1;
+	req.sge.addr = (uintptr_t)buffer;
+	req.sge.length = sizeof(buffer);
+	req.sge.lkey = mr->lkey;
+	if (write(context->cmd_fd, &req, sizeof(req)) != (ssize_t)sizeof(req))
+		return errno;
+	return 0;
+}
+
+/* A user CQ, QP and SRQ are polled and posted in their rings only: the
+ * kernel's commands for them are refused (the device does not opt into
+ * them, Device::register in rust/kapi/rdma/device.rs) and leave the rings
+ * as they were (the one completion in the CQ is still there for librxe).
+ * Were POLL_CQ let through, the kernel would read the QP pointer of a
+ * completion from the ring the process writes. */
+static void kernel_commands_test(void)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_cq *cq = make_cq(16);
+	struct ibv_qp *qp = make_qp(IBV_QPT_RC, cq, cq, NULL, 4, 4);
+	struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+	int err;
+
+	if (!srq)
+		FAIL("ibv_create_srq: %s", strerror(errno));
+	connect_qp(qp);
+	if (post_recv(qp, NULL, 1))
+		FAIL("post_recv: %s", strerror(errno));
+	CHECK(to_state(qp, IBV_QPS_ERR) == 0, "kernel commands: modify to ERR");
+	/* The flushed receive is now in the CQ's ring, which the process may
+	 * have written anything into. */
+	err = raw_poll_cq(cq);
+	CHECK(err == EOPNOTSUPP, "POLL_CQ on a user CQ with a completion in it is refused (%s)",
+	      strerror(err));
+	expect_flushed(cq, 1, 1, "the completion the refused POLL_CQ left");
+	err = raw_post_recv(IB_USER_VERBS_CMD_POST_RECV, ctx, qp->handle);
+	CHECK(err == EOPNOTSUPP, "POST_RECV on a user QP is refused (%s)", strerror(err));
+	err = raw_post_recv(IB_USER_VERBS_CMD_POST_SRQ_RECV, ctx, srq->handle);
+	CHECK(err == EOPNOTSUPP, "POST_SRQ_RECV on a user SRQ is refused (%s)", strerror(err));
+	expect_status(cq, 0, 0, IBV_WC_SUCCESS, "nothing posted by the refused commands");
+	CHECK(ibv_destroy_qp(qp) == 0 && ibv_destroy_srq(srq) == 0 && ibv_destroy_cq(cq) == 0,
+	      "kernel commands: objects destroyed");
+}
+
 static void hostile_test(void)
 {
 	struct ibv_cq *bcq = make_cq(64);
@@ -645,6 +739,7 @@ static void hostile_test(void)
 		/* A CQ whose ring was corrupted may hold garbage; it still goes. */
 		CHECK(ibv_destroy_cq(cq) == 0, "round %d: victim CQ destroyed", round);
 	}
+	kernel_commands_test();
 }
 
 /* ---- limits ---- */

@@ -682,7 +682,11 @@ impl<T: Driver> Device<T> {
             raw.node_guid = config.node_guid;
             raw.local_dma_lkey = 0;
             // The legacy write commands a provider opts into: librxe's send
-            // doorbell and its CQ arming use them.
+            // doorbell and its CQ arming use them. POLL_CQ, POST_RECV and
+            // POST_SRQ_RECV stay out: a user CQ's, QP's or SRQ's ring is the
+            // process's, and the kernel's poll would take its entries (a
+            // CQE's QP pointer among them) as the kernel's own
+            // (`verbs_user hostile` checks they are refused).
             raw.uverbs_cmd_mask |= (1u64
                 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
                 | (1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
