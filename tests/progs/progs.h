@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What the test programs share: failing, the clock, meeting the program on
- * the other VM through files in a directory both mount, and the rxe ABI's
- * doorbell. Header-only (static inline), so each program stays one file.
+ * the other VM through files in a directory both mount, raw uverbs
+ * commands and the rxe ABI's doorbell. Header-only (static inline), so
+ * each program stays one file.
  */
 #ifndef SRNIC_TEST_PROGS_H
 #define SRNIC_TEST_PROGS_H
@@ -87,6 +88,27 @@ static inline void hear_from(const struct rendezvous *r, const char *name, void 
 }
 
 /*
+ * Writes a legacy uverbs command to CONTEXT's file, as any process may
+ * whatever its provider does: REQ is LEN bytes, a struct ib_uverbs_cmd_hdr
+ * and then the command, whose first field is its response pointer; the
+ * kernel's answer goes to RESP, RESP_LEN bytes. 0 or an errno.
+ */
+static inline int uverbs_write(struct ibv_context *context, uint32_t command, void *req,
+			       size_t len, void *resp, size_t resp_len)
+{
+	struct ib_uverbs_cmd_hdr *hdr = req;
+	uint64_t response = (uintptr_t)resp;
+	ssize_t n;
+
+	hdr->command = command;
+	hdr->in_words = len / 4;
+	hdr->out_words = resp_len / 4;
+	memcpy(hdr + 1, &response, sizeof(response));
+	n = write(context->cmd_fd, req, len);
+	return n == (ssize_t)len ? 0 : n < 0 ? errno : EIO;
+}
+
+/*
  * An empty POST_SEND command: the rxe ABI's doorbell, which has the
  * kernel fetch what was written into the QP's send ring. 0 or an errno.
  */
@@ -99,13 +121,10 @@ static inline int uverbs_doorbell(struct ibv_qp *qp)
 	struct ib_uverbs_post_send_resp resp;
 
 	memset(&req, 0, sizeof(req));
-	req.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
-	req.hdr.in_words = sizeof(req) / 4;
-	req.hdr.out_words = sizeof(resp) / 4;
-	req.cmd.response = (uintptr_t)&resp;
 	req.cmd.qp_handle = qp->handle;
 	req.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
-	return write(qp->context->cmd_fd, &req, sizeof(req)) < 0 ? errno : 0;
+	return uverbs_write(qp->context, IB_USER_VERBS_CMD_POST_SEND, &req, sizeof(req), &resp,
+			    sizeof(resp));
 }
 
 #endif

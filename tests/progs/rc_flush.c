@@ -148,17 +148,17 @@ static int rereg_access(struct ibv_mr *mr, int access)
 	} req;
 	struct ib_uverbs_rereg_mr_resp resp;
 
+	int err;
+
 	memset(&req, 0, sizeof(req));
-	req.hdr.command = IB_USER_VERBS_CMD_REREG_MR;
-	req.hdr.in_words = sizeof(req) / 4;
-	req.hdr.out_words = sizeof(resp) / 4;
-	req.cmd.response = (uintptr_t)&resp;
 	req.cmd.mr_handle = mr->handle;
 	req.cmd.flags = IBV_REREG_MR_CHANGE_ACCESS;
 	req.cmd.pd_handle = mr->pd->handle;
 	req.cmd.access_flags = access;
-	if (write(mr->context->cmd_fd, &req, sizeof(req)) != (ssize_t)sizeof(req))
-		return errno;
+	err = uverbs_write(mr->context, IB_USER_VERBS_CMD_REREG_MR, &req, sizeof(req), &resp,
+			   sizeof(resp));
+	if (err)
+		return err;
 	mr->lkey = resp.lkey;
 	mr->rkey = resp.rkey;
 	return 0;

@@ -553,15 +553,10 @@ static int raw_poll_cq(struct ibv_cq *cq)
 	} resp;
 
 	memset(&req, 0, sizeof(req));
-	req.hdr.command = IB_USER_VERBS_CMD_POLL_CQ;
-	req.hdr.in_words = sizeof(req) / 4;
-	req.hdr.out_words = sizeof(resp) / 4;
-	req.cmd.response = (uintptr_t)&resp;
 	req.cmd.cq_handle = cq->handle;
 	req.cmd.ne = 1;
-	if (write(cq->context->cmd_fd, &req, sizeof(req)) != (ssize_t)sizeof(req))
-		return errno;
-	return 0;
+	return uverbs_write(cq->context, IB_USER_VERBS_CMD_POLL_CQ, &req, sizeof(req), &resp,
+			    sizeof(resp));
 }
 
 static int raw_post_recv(uint32_t command, struct ibv_context *context, uint32_t handle)
@@ -575,10 +570,6 @@ static int raw_post_recv(uint32_t command, struct ibv_context *context, uint32_t
 	struct ib_uverbs_post_recv_resp resp;
 
 	memset(&req, 0, sizeof(req));
-	req.hdr.command = command;
-	req.hdr.in_words = sizeof(req) / 4;
-	req.hdr.out_words = sizeof(resp) / 4;
-	req.cmd.response = (uintptr_t)&resp;
 	req.cmd.qp_handle = handle;
 	req.cmd.wr_count = 1;
 	req.cmd.sge_count = 1;
@@ -588,9 +579,7 @@ static int raw_post_recv(uint32_t command, struct ibv_context *context, uint32_t
 	req.sge.addr = (uintptr_t)buffer;
 	req.sge.length = sizeof(buffer);
 	req.sge.lkey = mr->lkey;
-	if (write(context->cmd_fd, &req, sizeof(req)) != (ssize_t)sizeof(req))
-		return errno;
-	return 0;
+	return uverbs_write(context, command, &req, sizeof(req), &resp, sizeof(resp));
 }
 
 /* A user CQ, QP and SRQ are polled and posted in their rings only: the
@@ -1240,11 +1229,9 @@ static int raw_rereg_mr(struct ibv_mr *mr, uint32_t flags, void *addr, size_t le
 	} req;
 	struct ib_uverbs_rereg_mr_resp resp;
 
+	int err;
+
 	memset(&req, 0, sizeof(req));
-	req.hdr.command = IB_USER_VERBS_CMD_REREG_MR;
-	req.hdr.in_words = sizeof(req) / 4;
-	req.hdr.out_words = sizeof(resp) / 4;
-	req.cmd.response = (uintptr_t)&resp;
 	req.cmd.mr_handle = mr->handle;
 	req.cmd.flags = flags;
 	req.cmd.start = (uintptr_t)addr;
@@ -1252,8 +1239,10 @@ static int raw_rereg_mr(struct ibv_mr *mr, uint32_t flags, void *addr, size_t le
 	req.cmd.hca_va = (uintptr_t)addr;
 	req.cmd.pd_handle = mr->pd->handle;
 	req.cmd.access_flags = access;
-	if (write(mr->context->cmd_fd, &req, sizeof(req)) != (ssize_t)sizeof(req))
-		return errno;
+	err = uverbs_write(mr->context, IB_USER_VERBS_CMD_REREG_MR, &req, sizeof(req), &resp,
+			   sizeof(resp));
+	if (err)
+		return err;
 	mr->lkey = resp.lkey;
 	mr->rkey = resp.rkey;
 	return 0;
