@@ -147,7 +147,6 @@ static int rereg_access(struct ibv_mr *mr, int access)
 		struct ib_uverbs_rereg_mr cmd;
 	} req;
 	struct ib_uverbs_rereg_mr_resp resp;
-
 	int err;
 
 	memset(&req, 0, sizeof(req));

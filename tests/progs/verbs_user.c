@@ -1228,7 +1228,6 @@ static int raw_rereg_mr(struct ibv_mr *mr, uint32_t flags, void *addr, size_t le
 		struct ib_uverbs_rereg_mr cmd;
 	} req;
 	struct ib_uverbs_rereg_mr_resp resp;
-
 	int err;
 
 	memset(&req, 0, sizeof(req));
