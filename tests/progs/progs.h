@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What the test programs share: failing, the clock, meeting the program on
- * the other VM through files in a directory both mount, raw uverbs
- * commands and the rxe ABI's doorbell. Header-only (static inline), so
- * each program stays one file.
+ * the other VM through files in a directory both mount, and raw uverbs
+ * commands (the rxe ABI's doorbell, re-registration). Header-only (static
+ * inline), so each program stays one file.
  */
 #ifndef SRNIC_TEST_PROGS_H
 #define SRNIC_TEST_PROGS_H
@@ -125,6 +125,39 @@ static inline int uverbs_doorbell(struct ibv_qp *qp)
 	req.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
 	return uverbs_write(qp->context, IB_USER_VERBS_CMD_POST_SEND, &req, sizeof(req), &resp,
 			    sizeof(resp));
+}
+
+/*
+ * The kernel's REREG_MR command: librxe has no ibv_rereg_mr (it answers
+ * EOPNOTSUPP without asking the kernel), but the command is open to any
+ * process that writes it to its uverbs file, as an attacker would. On
+ * success MR takes the new keys. 0 or an errno.
+ */
+static inline int uverbs_rereg_mr(struct ibv_mr *mr, uint32_t flags, void *addr, size_t length,
+				  int access)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_rereg_mr cmd;
+	} req;
+	struct ib_uverbs_rereg_mr_resp resp;
+	int err;
+
+	memset(&req, 0, sizeof(req));
+	req.cmd.mr_handle = mr->handle;
+	req.cmd.flags = flags;
+	req.cmd.start = (uintptr_t)addr;
+	req.cmd.length = length;
+	req.cmd.hca_va = (uintptr_t)addr;
+	req.cmd.pd_handle = mr->pd->handle;
+	req.cmd.access_flags = access;
+	err = uverbs_write(mr->context, IB_USER_VERBS_CMD_REREG_MR, &req, sizeof(req), &resp,
+			   sizeof(resp));
+	if (err)
+		return err;
+	mr->lkey = resp.lkey;
+	mr->rkey = resp.rkey;
+	return 0;
 }
 
 #endif

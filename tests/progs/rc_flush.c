@@ -136,33 +136,6 @@ static struct rxe_queue_buf *find_send_ring(void)
 	return found;
 }
 
-/*
- * Changes a region's access with the kernel's REREG_MR command: librxe
- * has no ibv_rereg_mr (it answers EOPNOTSUPP without asking the kernel).
- */
-static int rereg_access(struct ibv_mr *mr, int access)
-{
-	struct {
-		struct ib_uverbs_cmd_hdr hdr;
-		struct ib_uverbs_rereg_mr cmd;
-	} req;
-	struct ib_uverbs_rereg_mr_resp resp;
-	int err;
-
-	memset(&req, 0, sizeof(req));
-	req.cmd.mr_handle = mr->handle;
-	req.cmd.flags = IBV_REREG_MR_CHANGE_ACCESS;
-	req.cmd.pd_handle = mr->pd->handle;
-	req.cmd.access_flags = access;
-	err = uverbs_write(mr->context, IB_USER_VERBS_CMD_REREG_MR, &req, sizeof(req), &resp,
-			   sizeof(resp));
-	if (err)
-		return err;
-	mr->lkey = resp.lkey;
-	mr->rkey = resp.rkey;
-	return 0;
-}
-
 /* Posts a signalled FLUSH the way librxe's ibv_wr_flush writes it: the
  * flush view of the WR, the range also in iova and dma.length/resid. */
 static void post_flush(uint64_t id, uint32_t rkey, uint64_t addr, uint32_t len, uint8_t type,
@@ -372,7 +345,7 @@ int main(int argc, char **argv)
 
 		if (!mr || !noflush)
 			FAIL("reg_mr: %s", strerror(errno));
-		int err = rereg_access(noflush, base);
+		int err = uverbs_rereg_mr(noflush, IBV_REREG_MR_CHANGE_ACCESS, NULL, 0, base);
 
 		if (err)
 			FAIL("rereg_mr without flush access: %s", strerror(err));

@@ -1215,38 +1215,6 @@ static void rc_error_test(void)
 #define VICTIM "/tmp/srnic-victim"
 #define VICTIM_LEN 4096
 
-/*
- * librxe has no ibv_rereg_mr (it answers EOPNOTSUPP without asking the
- * kernel), but the kernel's REREG_MR command is open to any process that
- * writes it to its uverbs file, as an attacker would. Returns 0 or an
- * errno.
- */
-static int raw_rereg_mr(struct ibv_mr *mr, uint32_t flags, void *addr, size_t length, int access)
-{
-	struct {
-		struct ib_uverbs_cmd_hdr hdr;
-		struct ib_uverbs_rereg_mr cmd;
-	} req;
-	struct ib_uverbs_rereg_mr_resp resp;
-	int err;
-
-	memset(&req, 0, sizeof(req));
-	req.cmd.mr_handle = mr->handle;
-	req.cmd.flags = flags;
-	req.cmd.start = (uintptr_t)addr;
-	req.cmd.length = length;
-	req.cmd.hca_va = (uintptr_t)addr;
-	req.cmd.pd_handle = mr->pd->handle;
-	req.cmd.access_flags = access;
-	err = uverbs_write(mr->context, IB_USER_VERBS_CMD_REREG_MR, &req, sizeof(req), &resp,
-			   sizeof(resp));
-	if (err)
-		return err;
-	mr->lkey = resp.lkey;
-	mr->rkey = resp.rkey;
-	return 0;
-}
-
 static void victim_expect_intact(const char *what)
 {
 	unsigned char now[VICTIM_LEN], want[VICTIM_LEN];
@@ -1348,7 +1316,7 @@ static void memory_test(void)
 	struct ibv_mr *mr_ro = ibv_reg_mr(pd, file, VICTIM_LEN, IBV_ACCESS_REMOTE_READ);
 	if (!mr_ro)
 		FAIL("ibv_reg_mr of the read-only file mapping: %s", strerror(errno));
-	int ret = raw_rereg_mr(mr_ro, IBV_REREG_MR_CHANGE_ACCESS, NULL, 0,
+	int ret = uverbs_rereg_mr(mr_ro, IBV_REREG_MR_CHANGE_ACCESS, NULL, 0,
 			       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	printf("rereg of the read-only file mapping to REMOTE_WRITE: %s\n",
 	       ret ? strerror(ret) : "accepted");
@@ -1390,7 +1358,7 @@ static void memory_test(void)
 	struct ibv_mr *mr_up = ibv_reg_mr(pd, anon, VICTIM_LEN, IBV_ACCESS_REMOTE_READ);
 	if (!mr_up)
 		FAIL("ibv_reg_mr: %s", strerror(errno));
-	ret = raw_rereg_mr(mr_up, IBV_REREG_MR_CHANGE_ACCESS, NULL, 0,
+	ret = uverbs_rereg_mr(mr_up, IBV_REREG_MR_CHANGE_ACCESS, NULL, 0,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	CHECK(!ret, "writable memory registered read-only re-registers to REMOTE_WRITE (%s)",
 	      ret ? strerror(ret) : "accepted");
@@ -1419,9 +1387,9 @@ static void memory_test(void)
 	for (double end = now() + 6; now() < end; rounds++) {
 		const uint32_t both = IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_ACCESS;
 
-		ret = raw_rereg_mr(rereg_region, both, file, VICTIM_LEN, IBV_ACCESS_REMOTE_READ);
+		ret = uverbs_rereg_mr(rereg_region, both, file, VICTIM_LEN, IBV_ACCESS_REMOTE_READ);
 		if (!ret)
-			ret = raw_rereg_mr(rereg_region, both, anon, VICTIM_LEN,
+			ret = uverbs_rereg_mr(rereg_region, both, anon, VICTIM_LEN,
 					   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 		if (ret)
 			FAIL("re-registration round %lu: %s", rounds, strerror(ret));
