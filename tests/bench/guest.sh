@@ -470,11 +470,12 @@ perftest_bin() {
 }
 
 # profile_start TEST: with BENCH_PROFILE=1, samples every CPU (perf's
-# cpu-clock: TCG has no PMU) while a bandwidth client runs.
+# cpu-clock: TCG has no PMU) while a bandwidth client runs: perftest's,
+# or iperf3's over TCP (iblan's bulk rows and the carriers they divide).
 profiler=
 profile_start() {
 	profiler=
-	case $1 in *_bw*) ;; *) return 0 ;; esac
+	case $1 in *_bw* | iperf3_tcp) ;; *) return 0 ;; esac
 	if [ "${BENCH_TRACE:-0}" = 1 ]; then
 		perf record -q -a -o /tmp/bench.perf.data "${trace_events[@]}" > /tmp/bench.perf.log 2>&1 &
 	elif [ "${BENCH_PROFILE:-0}" = 1 ]; then
@@ -699,7 +700,9 @@ fastwire_iperf() {
 			"the server never listened: $(last_line "$raw/$tag.server.txt") ($rel/$tag.server.txt)"
 		return
 	fi
+	profile_start "$test"
 	iperf_client "$test" "$port" "$tag" "$dev"
+	profile_stop "$raw/$tag.profile.txt"
 	reap "$spid"
 }
 
@@ -748,7 +751,9 @@ wire_measure() {
 				record "$dev" "$test" "$size" "$qps" "" "" FAILED \
 					"the server on VM a never listened: $(cat "$noserver") (a/raw/$tag.server.txt)"
 			elif [ "$dev" = limit ] || [ "$dev" = iblan ] || [ "$dev" = iblan_cm ]; then
+				profile_start "$test"
 				iperf_client "$test" "$port" "$tag" "$dev"
+				profile_stop "$raw/$tag.profile.txt"
 			else
 				bin=$(perftest_bin "$test")
 				perftest_args "$test" "$size" "$qps" "$port"
