@@ -214,6 +214,19 @@ pub fn offer_wins(our_gid: &[u8; 16], their_gid: &[u8; 16]) -> bool {
     our_gid < their_gid
 }
 
+/// The completion vector, of `vectors`, of the connection to the peer
+/// `their_gid`: a node's connections spread over its vectors by their
+/// peers' GIDs, so that each one's completions (frames handed up, and
+/// what the stack sends back at once) run on its vector's CPU rather than
+/// all on the first vector's. Peers whose addresses follow each other
+/// take the vectors in turn. 0 if there are no `vectors`.
+pub fn link_vector(their_gid: &[u8; 16], vectors: u32) -> u32 {
+    let folded = their_gid
+        .iter()
+        .fold(0u32, |sum, byte| sum.wrapping_add(u32::from(*byte)));
+    folded.checked_rem(vectors).unwrap_or(0)
+}
+
 /// Where one side of a pair stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {

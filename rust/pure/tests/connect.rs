@@ -375,3 +375,36 @@ fn failures_in_a_row_hold_the_pair_down_longer_until_a_frame_is_delivered() {
     conn.fail(now);
     assert_eq!(not_before(&conn), now + HOLD_DOWN_MS);
 }
+
+#[test]
+fn connections_spread_over_the_vectors_by_peer() {
+    // IPv4-mapped GIDs of 10.0.0.1 to 10.0.0.8, a node's peers.
+    let peer = |host: u8| {
+        let mut gid = [0u8; 16];
+        gid[10] = 0xff;
+        gid[11] = 0xff;
+        gid[12..].copy_from_slice(&[10, 0, 0, host]);
+        gid
+    };
+    for vectors in [1u32, 2, 3, 4] {
+        let mut per_vector = [0u32; 4];
+        for host in 1..=8 {
+            let vector = link_vector(&peer(host), vectors);
+            assert!(vector < vectors, "{vector} of {vectors} vectors");
+            per_vector[vector as usize] += 1;
+        }
+        // Eight peers in turn: each vector has its share, or one more.
+        for count in &per_vector[..vectors as usize] {
+            assert!(
+                (8 / vectors..=8 / vectors + 1).contains(count),
+                "{per_vector:?}"
+            );
+        }
+    }
+    // The two ends of a pair of neighbouring addresses, each connecting to
+    // the other, complete on different vectors of two.
+    assert_ne!(link_vector(&peer(1), 2), link_vector(&peer(2), 2));
+    // A device reporting no vectors gets the first.
+    assert_eq!(link_vector(&peer(1), 0), 0);
+    assert_eq!(link_vector(&[0xff; 16], u32::MAX), 16 * 0xff);
+}

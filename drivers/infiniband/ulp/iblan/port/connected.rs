@@ -26,7 +26,9 @@
 
 use super::*;
 use crate::kapi::rdma::rc::{RcCompletion, RcPath, RcQp, RcQpConfig, RcReceived};
-use crate::pure::connect::{offer_wins, Action, ConnectMessage, Connection, Op, State};
+use crate::pure::connect::{
+    link_vector, offer_wins, Action, ConnectMessage, Connection, Op, State,
+};
 use crate::pure::connect::{CONNECT_LEN, MAX_CONNECTED_FRAME};
 use crate::pure::fifo::Fifo;
 
@@ -397,7 +399,9 @@ impl LanDev {
             depths: (LINK_SEND_DEPTH, LINK_RECV_DEPTH),
             recv_len: MAX_CONNECTED_FRAME as usize,
         };
-        let qp = RcQp::new(&self.pd, 0, events, &config, CALLER)?;
+        // Connections to different peers complete on different CPUs.
+        let vector = link_vector(gid, self.pd.device().num_comp_vectors());
+        let qp = RcQp::new(&self.pd, vector, events, &config, CALLER)?;
         let link = Arc::new(
             RcLink {
                 qp,
