@@ -227,7 +227,8 @@ multiqueue() {
 	expect_eq "$(echo "$channels" | awk '$1 == "RX:" { printf "%s ", $2 }')" "1 1 " "$kind: $dev's RX queues in ethtool -l"
 	for q in $(seq 1 "$cpus"); do all="$all 10" ones="$ones 0"; done
 	# Each CPU's pings on its own queue, whose completions come on the
-	# vector of its number (iblan's other CQs are on vector 0).
+	# vector of its number (the port's own CQ is on vector 0, and there
+	# are no connections yet).
 	irqs=$(vector_irqs 1)
 	pinned_pings "$dev" "$net.$peer" $all
 	[ "$cpus" -lt 2 ] || [ "$(vector_irqs 1)" -gt "${irqs:-0}" ] ||
@@ -609,7 +610,8 @@ second_lan() {
 # in datagram mode, refuses b's offer. a's first unicast to b then asks
 # for a connection, which comes up once on both sides; 60000-byte pings and a
 # file over TCP cross it whole (checked by its SHA-256); a's unicast to c
-# gets c's refusal and goes over UD; b going back to datagram mode tells a,
+# gets c's refusal and goes over UD; a's connection completes on the
+# vector b's GID picks; b going back to datagram mode tells a,
 # whose connection closes, and ping still reaches b over UD.
 connected_mode() {
 	step "$kind: connected mode between a and b, b first; c in datagram mode"
@@ -651,6 +653,20 @@ connected_mode() {
 			{ ethtool -S iblan0; fail "$kind: no connection to b came up"; }
 		must ping -c 3 -W 5 -s 60000 -M do 10.1.0.2
 		[ "$(stat tx_connected_frames)" -ge 3 ] || fail "$kind: the big pings did not go over the connection"
+		# The connection's CQ (iblan's only one under 256 entries) is on
+		# the vector b's GID picks (link_vector in rust/pure/connect.rs),
+		# of a's two: connections do not all complete on vector 0.
+		if [ "$kind" = srnic ]; then
+			vectors=$(grep -c 'srnic0-comp' /proc/interrupts)
+			want=$(python3 -S -c 'import ipaddress, sys
+print(sum(ipaddress.IPv6Address(sys.argv[1]).packed) % int(sys.argv[2]))' "$(cat "$shared/ll.$kind.2")" "$vectors")
+			cqs=$(rdma -dd res show cq dev srnic0)
+			echo "$cqs"
+			got=$(echo "$cqs" | awk '/\[iblan\]/ {
+				for (i = 1; i < NF; i++) { if ($i == "cqe") c = $(i + 1); if ($i == "drv_comp_vector") v = $(i + 1) }
+				if (c < 256) print v }')
+			expect_eq "$got" "$want" "$kind: the completion vector of a's connection to b, of $vectors"
+		fi
 		# c refuses: a keeps UD to it (and its MTU, 1500, makes TCP's MSS).
 		must ping -c 2 -W 5 10.1.0.3
 		;;
@@ -807,6 +823,7 @@ run_over() {
 	# iblan speaks from the port's link-local RoCEv2 GID.
 	eth0_ll=$(ip -6 addr show dev eth0 scope link | awk '/inet6/ { sub("/.*", "", $2); print $2; exit }')
 	gid_index "${kind}0" "$eth0_ll" > /dev/null
+	echo "$eth0_ll" > "$shared/ll.$kind.$me"
 	# Over rxe, a LAN and vendor ID of our choosing (module parameters).
 	case $kind in
 	srnic) iblan_args= prefix=02:00:00:00 ;;
